@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* base: the few things every gpuslice module needs — the error type, the logger,
+ * a bounded growable string buffer, strict number parsing, file helpers (read with a
+ * size cap, atomic write) and monotonic time. Depends on libc only.
+ * The logger's configuration is the one mutable global of the program. */
+#ifndef GS_BASE_H
+#define GS_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define GS_UNUSED __attribute__((unused))
+#define GS_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+#define ERROR_MSG_MAX 1024
+
+/* An error a user can act on: what failed, where, what to do. Functions return 0 or a
+ * negative errno and, when `err` is not NULL, fill it. The function that knows the cause
+ * writes the message; callers only add context in front with error_prefix(). */
+struct error {
+    int code;                 /* negative errno, 0 when unset */
+    char msg[ERROR_MSG_MAX];  /* NUL-terminated, truncated with "..." if too long */
+};
+
+/* Sets err (may be NULL) and returns `code` forced negative, so that a caller can write
+ * `return error_set(err, -EINVAL, "...")`. */
+int error_set(struct error *err, int code, const char *fmt, ...) GS_PRINTF(3, 4);
+/* Puts "<context>: " in front of the message already in err. No-op when err is NULL. */
+void error_prefix(struct error *err, const char *fmt, ...) GS_PRINTF(2, 3);
+void error_clear(struct error *err);
+
+/* ---- logging ----------------------------------------------------------------------------- */
+
+enum log_level { LOG_LEVEL_ERROR = 0, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+enum log_format { LOG_FORMAT_KLOG = 0, LOG_FORMAT_JSON };
+
+/* Set once at startup, before threads. Defaults: info, klog, stderr. */
+void log_setup(enum log_level level, enum log_format format, int fd);
+bool log_enabled(enum log_level level);
+/* Parses "error|warn|info|debug" (also klog verbosity "0".."10": ≥4 is debug). */
+int log_level_parse(const char *s, enum log_level *ret);
+int log_format_parse(const char *s, enum log_format *ret);
+void log_emit(enum log_level level, const char *file, int line, const char *fmt, ...)
+    GS_PRINTF(4, 5);
+
+/* One line per event; key=value context in the message. The level is checked before the
+ * arguments are formatted. */
+#define GS_LOG(level, ...)                                                                      \
+    do {                                                                                        \
+        if (log_enabled(level))                                                                 \
+            log_emit(level, __FILE__, __LINE__, __VA_ARGS__);                                   \
+    } while (0)
+#define log_error(...) GS_LOG(LOG_LEVEL_ERROR, __VA_ARGS__)
+#define log_warn(...) GS_LOG(LOG_LEVEL_WARN, __VA_ARGS__)
+#define log_info(...) GS_LOG(LOG_LEVEL_INFO, __VA_ARGS__)
+#define log_debug(...) GS_LOG(LOG_LEVEL_DEBUG, __VA_ARGS__)
+
+/* ---- strbuf: growable, NUL-terminated, with a size cap ----------------------------------- */
+
+struct strbuf {
+    char *buf;       /* owned; NULL until the first append */
+    size_t len;      /* bytes used, excluding the NUL */
+    size_t alloc;    /* bytes allocated */
+    size_t max_len;  /* appends past this fail with -E2BIG; 0 means 64 MiB */
+};
+
+#define STRBUF_INIT {NULL, 0, 0, 0}
+
+int strbuf_append(struct strbuf *sb, const char *s, size_t n);
+int strbuf_puts(struct strbuf *sb, const char *s);
+int strbuf_putc(struct strbuf *sb, char c);
+int strbuf_printf(struct strbuf *sb, const char *fmt, ...) GS_PRINTF(2, 3);
+int strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap);
+/* Always returns a valid string ("" when empty); borrowed until the next append. */
+const char *strbuf_str(const struct strbuf *sb);
+/* Hands the buffer to the caller (free() it); sb is reset. Returns "" copy when empty,
+ * NULL only when out of memory. */
+char *strbuf_take(struct strbuf *sb);
+void strbuf_reset(struct strbuf *sb);
+void strbuf_release(struct strbuf *sb);
+
+/* ---- strings and numbers ----------------------------------------------------------------- */
+
+/* strdup that returns NULL for NULL. */
+char *str_dup(const char *s);
+bool str_eq(const char *a, const char *b); /* NULL-safe */
+bool str_startswith(const char *s, const char *prefix);
+bool str_endswith(const char *s, const char *suffix);
+/* Copies at most size-1 bytes and always terminates; returns strlen(src) like strlcpy. */
+size_t str_copy(char *dst, const char *src, size_t size);
+/* Strict parsers: the whole string must be a number in range; no sign for unsigned.
+ * Return 0, -EINVAL (not a number) or -ERANGE. *ret written only on success. */
+int parse_int64(const char *s, int64_t *ret);
+int parse_uint64(const char *s, uint64_t *ret);
+int parse_uint(const char *s, unsigned *ret);
+/* "true/false/1/0/yes/no/on/off" (case-insensitive). */
+int parse_bool(const char *s, bool *ret);
+/* Edit distance, used for "did you mean" hints. */
+unsigned str_distance(const char *a, const char *b);
+
+/* NULL-terminated owned string vectors. */
+char **strv_new(void);
+int strv_push(char ***strv, const char *s); /* copies s */
+size_t strv_length(char *const *strv);
+bool strv_contains(char *const *strv, const char *s);
+void strv_free(char **strv);
+
+/* ---- files ------------------------------------------------------------------------------- */
+
+/* Reads a whole regular file of at most max_bytes. -EISDIR for a directory, -EFBIG when
+ * larger. On success *ret_data is owned by the caller and NUL-terminated. */
+int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *ret_len,
+                  struct error *err);
+/* Writes through a temporary file in the same directory and rename(2): readers see the old
+ * or the new content, never a mix. */
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                      struct error *err);
+bool path_is_dir(const char *path);
+bool path_exists(const char *path);
+
+/* ---- time -------------------------------------------------------------------------------- */
+
+uint64_t time_now_ns(void); /* CLOCK_MONOTONIC */
+uint64_t time_now_ms(void);
+
+#endif

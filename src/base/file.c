@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* file.c: reading files with a size cap and writing them atomically (temp file in the
+ * same directory + rename), so a reader never sees half a file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *ret_len,
+                  struct error *err)
+{
+    struct stat st;
+    char *data = NULL;
+    size_t len = 0, alloc = 0;
+    int fd = -1, r;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        r = error_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (fstat(fd, &st) < 0) {
+        r = error_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        r = error_set(err, -EISDIR, "'%s' is a directory, expected a file", path);
+        goto out;
+    }
+    for (;;) {
+        if (alloc - len < 4096) {
+            size_t na = alloc ? alloc * 2 : 8192;
+            char *p = realloc(data, na + 1);
+            if (!p) {
+                r = error_set(err, -ENOMEM, "out of memory reading '%s'", path);
+                goto out;
+            }
+            data = p;
+            alloc = na;
+        }
+        ssize_t n = read(fd, data + len, alloc - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = error_set(err, -errno, "cannot read '%s': %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max_bytes) {
+            r = error_set(err, -EFBIG, "'%s' is larger than the %zu-byte limit", path,
+                          max_bytes);
+            goto out;
+        }
+    }
+    data[len] = '\0';
+    *ret_data = data;
+    data = NULL;
+    if (ret_len)
+        *ret_len = len;
+    r = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(data);
+    return r;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                      struct error *err)
+{
+    struct strbuf tmp = STRBUF_INIT;
+    const char *p = data;
+    int fd = -1, r;
+
+    r = strbuf_printf(&tmp, "%s.tmp.%d.%llu", path, (int)getpid(),
+                      (unsigned long long)time_now_ns());
+    if (r < 0) {
+        r = error_set(err, r, "cannot build a temporary name for '%s'", path);
+        goto out;
+    }
+    fd = open(strbuf_str(&tmp), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0) {
+        r = error_set(err, -errno, "cannot create '%s': %s", strbuf_str(&tmp), strerror(errno));
+        goto out;
+    }
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = error_set(err, -errno, "cannot write '%s': %s", strbuf_str(&tmp),
+                          strerror(errno));
+            goto out;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    if (fchmod(fd, mode) < 0) {
+        r = error_set(err, -errno, "cannot chmod '%s': %s", strbuf_str(&tmp), strerror(errno));
+        goto out;
+    }
+    r = close(fd);
+    fd = -1;
+    if (r < 0) {
+        r = error_set(err, -errno, "cannot close '%s': %s", strbuf_str(&tmp), strerror(errno));
+        goto out;
+    }
+    if (rename(strbuf_str(&tmp), path) < 0) {
+        r = error_set(err, -errno, "cannot rename '%s' to '%s': %s", strbuf_str(&tmp), path,
+                      strerror(errno));
+        goto out;
+    }
+    r = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (r < 0 && tmp.buf)
+        unlink(tmp.buf);
+    strbuf_release(&tmp);
+    return r;
+}
+
+bool path_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool path_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+uint64_t time_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t time_now_ms(void)
+{
+    return time_now_ns() / 1000000ull;
+}

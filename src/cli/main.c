@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* main.c: the gpuslice binary. Only wiring: picks the subcommand (also from argv[0], so
+ * the binary can stand in for nvidia-device-plugin) and hands over. Everything that
+ * decides lives in the modules under src/. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "cli/cli.h"
+
+#ifndef GS_VERSION
+#define GS_VERSION "0.0.0"
+#endif
+
+static const struct cli_command commands[] = {
+    {"version", "print the version", cmd_version},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: gpuslice <command> [options]\n\n"
+               "GPU sharing for Kubernetes: whole GPUs, MIG, time-slicing and MPS.\n\n"
+               "Commands:\n");
+    for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-12s %s\n", "help", "show this help, or a command's: gpuslice help <command>");
+    fprintf(f, "\nRun 'gpuslice <command> --help' for a command's options.\n");
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "gpuslice %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nRun 'gpuslice %s --help' for usage.\n", cmd);
+    return CLI_EXIT_USAGE;
+}
+
+void cli_setup_logging(void)
+{
+    enum log_level level = LOG_LEVEL_INFO;
+    enum log_format format = LOG_FORMAT_KLOG;
+    const char *s;
+
+    s = getenv("GPUSLICE_LOG_LEVEL");
+    if (s && log_level_parse(s, &level) < 0)
+        fprintf(stderr, "gpuslice: GPUSLICE_LOG_LEVEL=%s is not error|warn|info|debug, "
+                        "using info\n", s);
+    s = getenv("GPUSLICE_LOG_FORMAT");
+    if (s && log_format_parse(s, &format) < 0)
+        fprintf(stderr, "gpuslice: GPUSLICE_LOG_FORMAT=%s is not text|json, using text\n", s);
+    log_setup(level, format, 2);
+}
+
+int cmd_version(int argc, char **argv)
+{
+    (void)argv;
+    if (argc > 1)
+        return cli_usage_error("version", "unexpected argument '%s'", argv[1]);
+    printf("gpuslice %s\n", GS_VERSION);
+    return CLI_EXIT_OK;
+}
+
+static const struct cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static const char *nearest_command(const char *name)
+{
+    const char *best = NULL;
+    unsigned best_d = 3;
+    for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++) {
+        unsigned d = str_distance(name, commands[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = commands[i].name;
+        }
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    const struct cli_command *cmd;
+    const char *base = strrchr(argv[0], '/');
+
+    base = base ? base + 1 : argv[0];
+    cli_setup_logging();
+
+    /* Invoked as NVIDIA's binary name: behave as its replacement, same flags. */
+    if (strcmp(base, "nvidia-device-plugin") == 0 && (cmd = find_command("device-plugin"))) {
+        argv[0] = (char *)"device-plugin";
+        return cmd->run(argc, argv);
+    }
+
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+        return cmd_version(1, argv + 1);
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        if (argc > 2 && (cmd = find_command(argv[2]))) {
+            char *hargv[] = {argv[2], (char *)"--help", NULL};
+            return cmd->run(2, hargv);
+        }
+        if (argc > 2) {
+            fprintf(stderr, "gpuslice: unknown command '%s'\n\n", argv[2]);
+            usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    cmd = find_command(argv[1]);
+    if (!cmd) {
+        const char *hint = nearest_command(argv[1]);
+        if (argv[1][0] == '-')
+            fprintf(stderr, "gpuslice: unknown option '%s'\n\n", argv[1]);
+        else if (hint)
+            fprintf(stderr, "gpuslice: unknown command '%s'; did you mean '%s'?\n\n", argv[1],
+                    hint);
+        else
+            fprintf(stderr, "gpuslice: unknown command '%s'\n\n", argv[1]);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    return cmd->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_base.c: unit tests for src/base (errors, strbuf, parsing, strv, files). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "base/base.h"
+
+static void test_error_set_forces_negative_and_formats(void **state)
+{
+    struct error err = {0};
+    assert_int_equal(error_set(&err, EINVAL, "bad %s at %d", "thing", 3), -EINVAL);
+    assert_int_equal(err.code, -EINVAL);
+    assert_string_equal(err.msg, "bad thing at 3");
+    assert_int_equal(error_set(NULL, -ENOENT, "ignored"), -ENOENT);
+}
+
+static void test_error_prefix_adds_context(void **state)
+{
+    struct error err = {0};
+    error_set(&err, -EINVAL, "replicas must be >= 1");
+    error_prefix(&err, "config.yaml:12:7");
+    assert_string_equal(err.msg, "config.yaml:12:7: replicas must be >= 1");
+    error_prefix(NULL, "no crash");
+}
+
+static void test_error_set_truncates_long_messages(void **state)
+{
+    struct error err = {0};
+    char big[3000];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    error_set(&err, -E2BIG, "%s", big);
+    assert_int_equal(strlen(err.msg), ERROR_MSG_MAX - 1);
+    assert_string_equal(err.msg + ERROR_MSG_MAX - 4, "...");
+}
+
+static void test_strbuf_append_and_take(void **state)
+{
+    struct strbuf sb = STRBUF_INIT;
+    assert_string_equal(strbuf_str(&sb), "");
+    assert_int_equal(strbuf_puts(&sb, "nvidia.com/"), 0);
+    assert_int_equal(strbuf_printf(&sb, "%s-%d", "gpu", 8), 0);
+    assert_int_equal(strbuf_putc(&sb, '!'), 0);
+    assert_string_equal(strbuf_str(&sb), "nvidia.com/gpu-8!");
+    char *s = strbuf_take(&sb);
+    assert_string_equal(s, "nvidia.com/gpu-8!");
+    assert_null(sb.buf);
+    free(s);
+    for (int i = 0; i < 10000; i++)
+        assert_int_equal(strbuf_printf(&sb, "%d,", i), 0);
+    assert_true(sb.len > 40000);
+    strbuf_release(&sb);
+}
+
+static void test_strbuf_cap_refuses_growth(void **state)
+{
+    struct strbuf sb = STRBUF_INIT;
+    sb.max_len = 8;
+    assert_int_equal(strbuf_puts(&sb, "12345678"), 0);
+    assert_int_equal(strbuf_puts(&sb, "9"), -E2BIG);
+    assert_string_equal(strbuf_str(&sb), "12345678");
+    strbuf_release(&sb);
+}
+
+static void test_parse_numbers_strict(void **state)
+{
+    static const struct {
+        const char *in;
+        int r;
+        int64_t v;
+    } cases[] = {
+        {"0", 0, 0},           {"42", 0, 42},      {"-7", 0, -7},   {"+3", 0, 3},
+        {"", -EINVAL, 0},      {"4x", -EINVAL, 0}, {" 4", -EINVAL, 0}, {"1.5", -EINVAL, 0},
+        {"9223372036854775807", 0, INT64_MAX},     {"9223372036854775808", -ERANGE, 0},
+        {"-9223372036854775808", 0, INT64_MIN},    {"-", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
+        int64_t v = 12345;
+        int r = parse_int64(cases[i].in, &v);
+        assert_int_equal(r, cases[i].r);
+        if (r == 0)
+            assert_true(v == cases[i].v);
+        else
+            assert_true(v == 12345); /* untouched on error */
+    }
+    unsigned u;
+    assert_int_equal(parse_uint("4294967295", &u), 0);
+    assert_int_equal(u, 4294967295u);
+    assert_int_equal(parse_uint("4294967296", &u), -ERANGE);
+    assert_int_equal(parse_uint("-1", &u), -EINVAL);
+    assert_int_equal(parse_uint(NULL, &u), -EINVAL);
+}
+
+static void test_parse_bool_forms(void **state)
+{
+    bool b;
+    assert_int_equal(parse_bool("TRUE", &b), 0);
+    assert_true(b);
+    assert_int_equal(parse_bool("off", &b), 0);
+    assert_false(b);
+    assert_int_equal(parse_bool("maybe", &b), -EINVAL);
+}
+
+static void test_str_distance_hints(void **state)
+{
+    assert_int_equal(str_distance("replicas", "replicas"), 0);
+    assert_int_equal(str_distance("replica", "replicas"), 1);
+    assert_int_equal(str_distance("renameByDefualt", "renameByDefault"), 2);
+    assert_int_equal(str_distance("", "abc"), 3);
+}
+
+static void test_str_helpers(void **state)
+{
+    char buf[5];
+    assert_int_equal(str_copy(buf, "abcdefg", sizeof(buf)), 7);
+    assert_string_equal(buf, "abcd");
+    assert_true(str_startswith("nvidia.com/gpu", "nvidia.com/"));
+    assert_false(str_startswith(NULL, "x"));
+    assert_true(str_endswith("nvidia.com/gpu.shared", ".shared"));
+    assert_false(str_endswith("a", "abc"));
+    assert_true(str_eq(NULL, NULL));
+    assert_false(str_eq("a", NULL));
+}
+
+static void test_strv_push_contains_free(void **state)
+{
+    char **v = strv_new();
+    assert_int_equal(strv_push(&v, "any"), 0);
+    assert_int_equal(strv_push(&v, "l20"), 0);
+    assert_int_equal(strv_length(v), 2);
+    assert_true(strv_contains(v, "l20"));
+    assert_false(strv_contains(v, "t4"));
+    strv_free(v);
+    strv_free(NULL);
+}
+
+static void test_file_write_atomic_and_read_back(void **state)
+{
+    char dir[] = "/tmp/gs-test-XXXXXX";
+    char path[256];
+    char *data = NULL;
+    size_t len = 0;
+    struct error err = {0};
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/f.txt", dir);
+    assert_int_equal(file_write_atomic(path, "hello\n", 6, 0644, &err), 0);
+    assert_int_equal(file_read_all(path, 1024, &data, &len, &err), 0);
+    assert_int_equal(len, 6);
+    assert_string_equal(data, "hello\n");
+    free(data);
+    data = NULL;
+
+    assert_int_equal(file_read_all(path, 3, &data, &len, &err), -EFBIG);
+    assert_null(data);
+    assert_non_null(strstr(err.msg, "limit"));
+
+    assert_int_equal(file_read_all(dir, 1024, &data, &len, &err), -EISDIR);
+    assert_non_null(strstr(err.msg, "is a directory"));
+    assert_true(path_is_dir(dir));
+    assert_true(path_exists(path));
+
+    unlink(path);
+    assert_int_equal(file_read_all(path, 1024, &data, &len, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, path));
+    rmdir(dir);
+}
+
+static void test_log_level_parse(void **state)
+{
+    enum log_level l;
+    assert_int_equal(log_level_parse("debug", &l), 0);
+    assert_int_equal(l, LOG_LEVEL_DEBUG);
+    assert_int_equal(log_level_parse("5", &l), 0);
+    assert_int_equal(l, LOG_LEVEL_DEBUG);
+    assert_int_equal(log_level_parse("loud", &l), -EINVAL);
+}
+
+static void test_log_emit_one_line_json(void **state)
+{
+    int fds[2];
+    char buf[512] = {0};
+    assert_int_equal(pipe(fds), 0);
+    log_setup(LOG_LEVEL_INFO, LOG_FORMAT_JSON, fds[1]);
+    log_debug("hidden %d", 1);
+    log_info("registered resource=%s \"quoted\"", "nvidia.com/gpu");
+    log_setup(LOG_LEVEL_INFO, LOG_FORMAT_KLOG, 2);
+    close(fds[1]);
+    ssize_t n = read(fds[0], buf, sizeof(buf) - 1);
+    close(fds[0]);
+    assert_true(n > 0);
+    assert_null(strstr(buf, "hidden"));
+    assert_non_null(strstr(buf, "\"level\":\"info\""));
+    assert_non_null(strstr(buf, "registered resource=nvidia.com/gpu \\\"quoted\\\""));
+    assert_ptr_equal(strchr(buf, '\n'), buf + n - 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_set_forces_negative_and_formats),
+        cmocka_unit_test(test_error_prefix_adds_context),
+        cmocka_unit_test(test_error_set_truncates_long_messages),
+        cmocka_unit_test(test_strbuf_append_and_take),
+        cmocka_unit_test(test_strbuf_cap_refuses_growth),
+        cmocka_unit_test(test_parse_numbers_strict),
+        cmocka_unit_test(test_parse_bool_forms),
+        cmocka_unit_test(test_str_distance_hints),
+        cmocka_unit_test(test_str_helpers),
+        cmocka_unit_test(test_strv_push_contains_free),
+        cmocka_unit_test(test_file_write_atomic_and_read_back),
+        cmocka_unit_test(test_log_level_parse),
+        cmocka_unit_test(test_log_emit_one_line_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
