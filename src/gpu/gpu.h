@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpu.h: the public face of gpu/ — finding and loading libnvidia-ml.so.1 at run time
+ * (never linked, so the binary starts on machines without GPUs) and reading the node
+ * snapshot (gpu/inventory.h) through it. No NVML types leak out of this header: callers
+ * see a `struct gpu_nvml` context and plain inventory structs. */
+#ifndef GS_GPU_H
+#define GS_GPU_H
+
+#include <stdbool.h>
+
+#include "base/base.h"
+#include "gpu/inventory.h"
+
+#define GPU_NVML_LIBRARY "libnvidia-ml.so.1"
+#define GPU_DEFAULT_DRIVER_ROOT "/"
+#define GPU_DEFAULT_DRIVER_ROOT_CTR_PATH "/driver-root"
+#define GPU_DEFAULT_SYSFS_ROOT "/sys"
+
+/* Where to find NVML. All strings are borrowed for the duration of the call. NULL means
+ * the default. */
+struct gpu_nvml_options {
+    const char *library_path;         /* --nvml-library / GPUSLICE_NVML_LIBRARY: only this */
+    const char *driver_root;          /* --driver-root / NVIDIA_DRIVER_ROOT: "/" */
+    const char *driver_root_ctr_path; /* --driver-root-ctr-path / DRIVER_ROOT_CTR_PATH or
+                                       * CONTAINER_DRIVER_ROOT: "/driver-root" */
+    const char *sysfs_root;           /* NUMA fallback reads <sysfs_root>/bus/pci/...: "/sys" */
+};
+
+/* Fills the fields that are still NULL from the environment (GPUSLICE_NVML_LIBRARY,
+ * NVIDIA_DRIVER_ROOT, DRIVER_ROOT_CTR_PATH, CONTAINER_DRIVER_ROOT), so that flags set
+ * before the call win over the environment. The pointers borrow from environ. */
+void gpu_nvml_options_from_env(struct gpu_nvml_options *opts);
+
+/* Pure: the paths the loader tries, in order. With library_path set, only that path.
+ * Otherwise <driver_root_ctr_path><dir>/libnvidia-ml.so.1, then <driver_root><dir>/...,
+ * for dir in /usr/lib64, /usr/lib/x86_64-linux-gnu, /usr/lib/aarch64-linux-gnu, /lib64,
+ * /lib/x86_64-linux-gnu, /lib/aarch64-linux-gnu (duplicates dropped), and last the bare
+ * name "libnvidia-ml.so.1" for the dynamic linker's own search. *ret is an owned strv. */
+int gpu_nvml_candidates(const struct gpu_nvml_options *opts, char ***ret, struct error *err);
+
+/* The first candidate that exists as a file, or the bare name when none does (or the
+ * explicit library_path, which must exist: -ENOENT otherwise). *ret_path is owned. */
+int gpu_nvml_locate(const struct gpu_nvml_options *opts, char **ret_path, struct error *err);
+
+/* A loaded and initialised NVML. Owns the dlopen handle; not thread-safe. */
+struct gpu_nvml;
+
+/* Locates and dlopens NVML (RTLD_NOW|RTLD_LOCAL), resolves its symbols and calls
+ * nvmlInit_v2. A missing required symbol fails with a message naming the symbol and the
+ * library; a missing optional one degrades a feature (see gpu_nvml_load_warnings).
+ * Errors: -ENOENT/-ENODEV (no library, or NVML reports no driver), -ENOEXEC (unusable
+ * library or missing symbol), -EIO/-EPERM (nvmlInit_v2 failed). *ret written on success. */
+int gpu_nvml_open(const struct gpu_nvml_options *opts, struct gpu_nvml **ret, struct error *err);
+
+/* nvmlShutdown + dlclose; accepts NULL. */
+void gpu_nvml_close(struct gpu_nvml *nvml);
+
+/* The path that was dlopened. Borrowed, valid until gpu_nvml_close. */
+const char *gpu_nvml_library_path(const struct gpu_nvml *nvml);
+
+/* Features degraded because optional symbols are missing from this driver, one line each
+ * ("nvmlDeviceGetNumaNodeId missing in /usr/lib64/libnvidia-ml.so.1: NUMA node read from
+ * sysfs"). NULL-terminated, never NULL; borrowed until gpu_nvml_close. The caller logs
+ * them (library code does not log above debug). */
+char *const *gpu_nvml_load_warnings(const struct gpu_nvml *nvml);
+
+/* Fields the last gpu_inventory_read could not fill (a non-fatal NVML failure), one line
+ * each with the call, the device and NVML's error string. NULL-terminated, never NULL;
+ * borrowed until the next read or gpu_nvml_close. */
+char *const *gpu_nvml_read_warnings(const struct gpu_nvml *nvml);
+
+/* Reads the node snapshot. Fatal (returns an error, *ret untouched): any failure reading
+ * what decides the advertised devices — device count/handles, UUID, name, minor number,
+ * memory, PCI info, MIG mode, MIG devices and their profiles — and the driver version.
+ * Degraded (field set to its "unknown" value, a read warning recorded): CUDA driver
+ * version (0), brand/architecture ("unknown"), compute capability (0.0), NUMA node (-1),
+ * topology (0 NVLinks, PCIe level SYSTEM), running processes (none). A GPU whose MIG mode
+ * reads NOT_SUPPORTED is simply not MIG capable. Errors name the call, the device
+ * ("GPU 1 (GPU-…)") and NVML's error string. *ret is owned by the caller (inv_free). */
+int gpu_inventory_read(struct gpu_nvml *nvml, struct inv_inventory **ret, struct error *err);
+
+/* failOnInitError semantics (NVIDIA's --fail-on-init-error): opens NVML, reads the
+ * snapshot and closes NVML. When locating, loading or initialising NVML fails and
+ * fail_on_init_error is false, this returns 0 with an empty inventory and a warning that
+ * says so ("..., no GPUs, keep running"); with true it returns that error. Read failures
+ * after a successful init are errors either way. *ret_warnings collects everything the
+ * caller should log (that warning, gpu_nvml_load_warnings, gpu_nvml_read_warnings): an
+ * owned NULL-terminated strv, possibly empty. Outputs written only on success. */
+int gpu_inventory_open_and_read(const struct gpu_nvml_options *opts, bool fail_on_init_error,
+                                struct inv_inventory **ret, char ***ret_warnings,
+                                struct error *err);
+
+/* ---- pure helpers, shared with the CLI and tests ------------------------------------------ */
+
+/* go-nvlib's MIG memory figure in GB: round(ceil(mem·8 / total) / 8 · ceil(total / 1 GiB)),
+ * mem being the profile's memorySizeMB (MiB) and total the parent's total memory in bytes.
+ * Returns 0 when total is 0. */
+unsigned gpu_mig_memory_gb(uint64_t profile_memory_mib, uint64_t total_bytes);
+
+/* The canonical MIG profile name: "<G>g.<GB>gb" when ci_slices == gi_slices, else
+ * "<C>c.<G>g.<GB>gb", followed by the attribute suffix ("+me", "+me.all", "+gfx", "-me",
+ * or "" ). Returns -EINVAL for zero slices or C > G, -ENAMETOOLONG when it does not fit. */
+int gpu_mig_profile_name(unsigned ci_slices, unsigned gi_slices, unsigned memory_gb,
+                         const char *suffix, char *buf, size_t size);
+
+/* The nvidia-smi topo -m cell for a pair: "X" for a GPU with itself, "NV<n>" for n
+ * NVLinks (formatted into buf), else "PIX", "PXB", "PHB", "NODE", "SYS" ("SAME" for two
+ * GPUs on one board). Returns buf or a static string. */
+const char *gpu_link_label(const struct inv_link *link, bool self, char *buf, size_t size);
+
+/* "00000000:3B:00.0" → "0000:3b:00.0" (the sysfs device directory name). -EINVAL when the
+ * id is not of that shape. */
+int gpu_pci_sysfs_name(const char *bus_id, char *buf, size_t size);
+
+#endif
