@@ -16,6 +16,7 @@
 
 static const struct cli_command commands[] = {
     {"version", "print the version", cmd_version},
+    {"inventory", "survey this node's GPUs (NVML)", cmd_inventory},
 };
 
 static void usage(FILE *f)
