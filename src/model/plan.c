@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* plan.c: the `gpuslice plan` report — what this node will advertise, as a table or JSON,
+ * with the model's errors and warnings. The check an operator otherwise makes by rolling
+ * out and running `kubectl describe node`. Pure: formats into a string, prints nothing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "model/internal.h"
+
+#define NAME_COL_MIN 22
+
+static const char *sharing_name(enum cfg_sharing_strategy s)
+{
+    switch (s) {
+    case CFG_SHARING_TIME_SLICING:
+        return "time-slicing";
+    case CFG_SHARING_MPS:
+        return "mps";
+    default:
+        return "none";
+    }
+}
+
+static const struct inv_gpu *gpu_by_index(const struct inv_inventory *inv, unsigned index)
+{
+    for (size_t i = 0; inv && i < inv->n_gpus; i++)
+        if (inv->gpus[i].index == index)
+            return &inv->gpus[i];
+    return NULL;
+}
+
+/* Same physical kind: product (and profile) and replica count. */
+static bool same_kind(const struct inv_inventory *inv, const struct model_device *a,
+                      const struct model_device *b)
+{
+    const struct inv_gpu *ga = gpu_by_index(inv, a->gpu_index);
+    const struct inv_gpu *gb = gpu_by_index(inv, b->gpu_index);
+
+    return strcmp(ga ? ga->name : "", gb ? gb->name : "") == 0 &&
+           strcmp(a->profile, b->profile) == 0 && a->memory_mib == b->memory_mib &&
+           a->replicas == b->replicas;
+}
+
+/* "1 × NVIDIA L20 (46068 MiB, ~5758 MiB per replica)"; kinds joined by "; ". */
+static int gpus_column(const struct model_resource *res, const struct inv_inventory *inv,
+                       struct strbuf *sb)
+{
+    int r = 0;
+
+    for (size_t i = 0; i < res->n_devices && r == 0; i++) {
+        const struct model_device *d = &res->devices[i];
+        const struct inv_gpu *g = gpu_by_index(inv, d->gpu_index);
+        size_t count = 0;
+        bool first_of_kind = true;
+
+        if (d->replica != 0)
+            continue;
+        for (size_t j = 0; j < i && first_of_kind; j++)
+            first_of_kind = res->devices[j].replica != 0 || !same_kind(inv, &res->devices[j], d);
+        if (!first_of_kind)
+            continue;
+        for (size_t j = i; j < res->n_devices; j++)
+            count += res->devices[j].replica == 0 && same_kind(inv, &res->devices[j], d);
+        if (sb->len)
+            r = strbuf_puts(sb, "; ");
+        if (r == 0 && d->mig_index >= 0)
+            r = strbuf_printf(sb, "%zu × MIG %s on %s", count, d->profile, g ? g->name : "GPU");
+        else if (r == 0)
+            r = strbuf_printf(sb, "%zu × %s", count, g ? g->name : "GPU");
+        if (r == 0)
+            r = strbuf_printf(sb, " (%llu MiB", (unsigned long long)d->memory_mib);
+        if (r == 0 && d->replicas > 1)
+            r = strbuf_printf(sb, ", ~%llu MiB per replica",
+                              (unsigned long long)(d->memory_mib / d->replicas));
+        if (r == 0)
+            r = strbuf_putc(sb, ')');
+    }
+    return r;
+}
+
+static unsigned min_replicas(const struct model_resource *res)
+{
+    unsigned m = res->replicas;
+
+    for (size_t i = 0; i < res->n_devices; i++)
+        if (res->devices[i].replicas < m)
+            m = res->devices[i].replicas;
+    return m;
+}
+
+static int plan_text(const struct model *m, const struct inv_inventory *inv, struct strbuf *out)
+{
+    struct strbuf gpus = STRBUF_INIT, reps = STRBUF_INIT;
+    int width = NAME_COL_MIN;
+    int r;
+
+    for (size_t i = 0; i < m->n_resources; i++)
+        if ((int)strlen(m->resources[i].name) > width)
+            width = (int)strlen(m->resources[i].name);
+    r = strbuf_printf(out, "%-*s %-8s %-14s %-9s %s\n", width, "RESOURCE", "DEVICES", "SHARING",
+                      "REPLICAS", "GPUS");
+    for (size_t i = 0; i < m->n_resources && r == 0; i++) {
+        const struct model_resource *res = &m->resources[i];
+        strbuf_reset(&gpus);
+        strbuf_reset(&reps);
+        r = gpus_column(res, inv, &gpus);
+        if (r == 0 && res->mixed_replicas)
+            r = strbuf_printf(&reps, "%u-%u", min_replicas(res), res->replicas);
+        else if (r == 0)
+            r = strbuf_printf(&reps, "%u", res->replicas);
+        if (r == 0)
+            r = strbuf_printf(out, "%-*s %-8zu %-14s %-9s %s\n", width, res->name,
+                              res->n_devices, sharing_name(res->sharing), strbuf_str(&reps),
+                              strbuf_str(&gpus));
+    }
+    if (r == 0 && m->n_resources == 0)
+        r = strbuf_puts(out, "(nothing is advertised)\n");
+    for (int lvl = MODEL_DIAG_ERROR; lvl <= MODEL_DIAG_WARNING && r == 0; lvl++)
+        for (size_t i = 0; i < m->n_diags && r == 0; i++)
+            if ((int)m->diags[i].level == lvl)
+                r = strbuf_printf(out, "%s: %s\n", lvl == MODEL_DIAG_ERROR ? "error" : "warning",
+                                  m->diags[i].message);
+    strbuf_release(&gpus);
+    strbuf_release(&reps);
+    return r;
+}
+
+static json_t *device_json(const struct model_device *d)
+{
+    json_t *o = json_object(), *numa = json_array();
+
+    if (!o || !numa)
+        goto fail;
+    if (d->numa_node >= 0 && json_array_append_new(numa, json_integer(d->numa_node)) < 0)
+        goto fail;
+    if (json_object_set_new(o, "id", json_string(d->id)) < 0 ||
+        json_object_set_new(o, "gpu", json_integer(d->gpu_index)) < 0 ||
+        (d->mig_index >= 0 && json_object_set_new(o, "mig", json_integer(d->mig_index)) < 0) ||
+        json_object_set_new(o, "health", json_string(d->healthy ? MODEL_HEALTHY
+                                                                : MODEL_UNHEALTHY)) < 0 ||
+        json_object_set_new(o, "numa", numa) < 0)
+        goto fail_o;
+    return o;
+fail:
+    json_decref(numa);
+fail_o:
+    json_decref(o);
+    return NULL;
+}
+
+static json_t *resource_json(const struct model_resource *res, const struct inv_inventory *inv)
+{
+    struct strbuf gpus = STRBUF_INIT;
+    json_t *o = json_object(), *devs = json_array();
+
+    if (!o || !devs || gpus_column(res, inv, &gpus) < 0)
+        goto fail;
+    for (size_t i = 0; i < res->n_devices; i++)
+        if (json_array_append_new(devs, device_json(&res->devices[i])) < 0)
+            goto fail;
+    if (json_object_set_new(o, "name", json_string(res->name)) < 0 ||
+        json_object_set_new(o, "count", json_integer((json_int_t)res->n_devices)) < 0 ||
+        json_object_set_new(o, "sharing", json_string(sharing_name(res->sharing))) < 0 ||
+        json_object_set_new(o, "replicas", json_integer(res->replicas)) < 0 ||
+        json_object_set_new(o, "socket", json_string(res->socket_name)) < 0 ||
+        json_object_set_new(o, "gpus", json_string(strbuf_str(&gpus))) < 0)
+        goto fail;
+    if (json_object_set_new(o, "devices", devs) < 0) {
+        devs = NULL;
+        goto fail;
+    }
+    strbuf_release(&gpus);
+    return o;
+fail:
+    strbuf_release(&gpus);
+    json_decref(devs);
+    json_decref(o);
+    return NULL;
+}
+
+static int plan_json(const struct model *m, const struct inv_inventory *inv, struct strbuf *out)
+{
+    json_t *root = json_object(), *resources = json_array(), *errors = json_array(),
+           *warnings = json_array();
+    char *s = NULL;
+    int r = -ENOMEM;
+
+    if (!root || !resources || !errors || !warnings)
+        goto out;
+    for (size_t i = 0; i < m->n_resources; i++)
+        if (json_array_append_new(resources, resource_json(&m->resources[i], inv)) < 0)
+            goto out;
+    for (size_t i = 0; i < m->n_diags; i++)
+        if (json_array_append_new(m->diags[i].level == MODEL_DIAG_ERROR ? errors : warnings,
+                                  json_string(m->diags[i].message)) < 0)
+            goto out;
+    if (json_object_set(root, "resources", resources) < 0 ||
+        json_object_set(root, "errors", errors) < 0 ||
+        json_object_set(root, "warnings", warnings) < 0)
+        goto out;
+    s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!s)
+        goto out;
+    r = strbuf_puts(out, s);
+    if (r == 0)
+        r = strbuf_putc(out, '\n');
+out:
+    free(s);
+    json_decref(resources);
+    json_decref(errors);
+    json_decref(warnings);
+    json_decref(root);
+    return r;
+}
+
+int model_plan_report(const struct model *m, const struct inv_inventory *inv,
+                      enum model_plan_format format, char **ret_text, struct error *err)
+{
+    struct strbuf out = STRBUF_INIT;
+    char *s;
+    int r;
+
+    if (!m || !ret_text)
+        return error_set(err, -EINVAL, "model_plan_report: missing model");
+    r = format == MODEL_PLAN_JSON ? plan_json(m, inv, &out) : plan_text(m, inv, &out);
+    if (r < 0) {
+        strbuf_release(&out);
+        return error_set(err, r, "cannot format the plan: %s", strerror(-r));
+    }
+    s = strbuf_take(&out);
+    strbuf_release(&out);
+    if (!s)
+        return error_set(err, -ENOMEM, "out of memory");
+    *ret_text = s;
+    return 0;
+}
