@@ -136,4 +136,234 @@ void cfg_free(struct cfg_config *cfg);
 /* A config holding only the built-in defaults (NVIDIA's). Owned by the caller. */
 int cfg_new_default(struct cfg_config **ret_cfg, struct error *err);
 
+/* ---- limits: anything a user can make grow is bounded ------------------------------------- */
+
+#define CFG_MAX_INPUT_BYTES (4u * 1024u * 1024u) /* config file size */
+#define CFG_MAX_LIST_ITEMS 100000u               /* resources, patterns, devices per entry */
+#define CFG_MAX_REPLICAS 4096u                   /* per device, time-slicing */
+#define CFG_MAX_MPS_REPLICAS 48u                 /* MPS clients per GPU (compute cap >= 7.5) */
+#define CFG_MAX_DIAGS 1000u                      /* diagnostics kept per load */
+#define CFG_NAME_MAX 253u                        /* ConfigMap key length */
+#define CFG_RESOURCE_NAME_MAX 63u                /* fully-qualified resource name */
+
+/* ---- diagnostics: every problem found, not only the first --------------------------------- */
+
+enum cfg_severity { CFG_SEV_ERROR = 0, CFG_SEV_WARNING };
+
+struct cfg_diag {
+    enum cfg_severity severity;
+    char *file;    /* where the config came from ("config.yaml", "--mig-strategy"), or NULL */
+    unsigned line; /* 1-based; 0 when the problem has no position */
+    unsigned col;
+    char *path;    /* field path ("sharing.timeSlicing.resources[0].replicas"), or NULL */
+    char *value;   /* the offending value as written, or NULL */
+    char *message; /* what is wrong and how to fix it */
+};
+
+/* A list of diagnostics, filled by cfg_parse_buffer()/cfg_load(). Zero-initialise it
+ * (CFG_DIAGS_INIT); cfg_diags_release() frees the contents. Holds at most CFG_MAX_DIAGS
+ * items; `truncated` says more were found. */
+struct cfg_diags {
+    struct cfg_diag *items; /* owned */
+    size_t n_items;
+    size_t n_errors;
+    size_t n_warnings;
+    bool truncated;
+};
+
+#define CFG_DIAGS_INIT {NULL, 0, 0, 0, false}
+
+void cfg_diags_release(struct cfg_diags *diags);
+/* One line, no newline:
+ *   "config.yaml:12:7: sharing.timeSlicing.resources[0].replicas: 0 is not a valid ..."
+ * Warnings carry "warning: " after the position. */
+int cfg_diag_format(const struct cfg_diag *d, struct strbuf *out);
+/* Appends every diagnostic of the given severity, one per line. */
+int cfg_diags_format(const struct cfg_diags *diags, enum cfg_severity severity,
+                     struct strbuf *out);
+
+/* ---- names ------------------------------------------------------------------------------- */
+
+/* true when `name` is a valid fully-qualified extended resource name ("nvidia.com/gpu"):
+ * at most 63 characters, a domain prefix, and after the '/' a DNS-1123 subdomain. On false,
+ * err says why and what a valid name looks like. */
+bool cfg_resource_name_valid(const char *name, struct error *err);
+/* true when `name` may be a ConfigMap key / named config: [-._a-zA-Z0-9]+, at most 253
+ * characters, not starting with '.' and without "..". Such names never become paths
+ * otherwise. */
+bool cfg_config_name_valid(const char *name, struct error *err);
+/* Parses one `devices` list entry written as a string ("0", "0:1", "GPU-<uuid>",
+ * "MIG-<uuid>", "MIG-GPU-<uuid>/<gi>/<ci>"). On success fills *ret (ret->uuid owned by the
+ * caller, free it with free()). */
+int cfg_device_ref_parse(const char *s, struct cfg_device_ref *ret, struct error *err);
+/* Go duration ("60s", "1m30s", "500ms"), a plain number of nanoseconds, or "infinite"
+ * (-1). Result in milliseconds, truncated. */
+int cfg_duration_parse_ms(const char *s, int64_t *ret_ms, struct error *err);
+
+/* ---- flags and environment variables (NVIDIA's names) ------------------------------------ */
+
+enum cfg_value_type {
+    CFG_VAL_STRING = 0,
+    CFG_VAL_BOOL,
+    CFG_VAL_ENUM,        /* one of `allowed` */
+    CFG_VAL_ENUM_LIST,   /* comma-separated subset of `allowed` */
+    CFG_VAL_DURATION,    /* cfg_duration_parse_ms() */
+    CFG_VAL_INT_LIST,    /* comma-separated unsigned integers */
+    CFG_VAL_STRING_LIST, /* comma-separated strings */
+};
+
+enum cfg_option_id {
+    CFG_OPT_MIG_STRATEGY = 0,
+    CFG_OPT_FAIL_ON_INIT_ERROR,
+    CFG_OPT_DRIVER_ROOT,
+    CFG_OPT_DEV_ROOT,
+    CFG_OPT_PASS_DEVICE_SPECS,
+    CFG_OPT_DEVICE_LIST_STRATEGY,
+    CFG_OPT_DEVICE_ID_STRATEGY,
+    CFG_OPT_GDRCOPY_ENABLED,
+    CFG_OPT_GDS_ENABLED,
+    CFG_OPT_MOFED_ENABLED,
+    CFG_OPT_CDI_ANNOTATION_PREFIX,
+    CFG_OPT_NVIDIA_CDI_HOOK_PATH,
+    CFG_OPT_CONTAINER_DRIVER_ROOT,
+    CFG_OPT_MPS_ROOT,
+    CFG_OPT_SHARED_DEVICES_ALLOCATION_POLICY,
+    CFG_OPT_DEVICE_DISCOVERY_STRATEGY,
+    CFG_OPT_IMEX_CHANNEL_IDS,
+    CFG_OPT_IMEX_REQUIRED,
+    CFG_OPT_KUBELET_SOCKET,    /* no config key */
+    CFG_OPT_CONFIG_FILE,       /* no config key */
+    CFG_OPT_CDI_FEATURE_FLAGS, /* no config key */
+    CFG_OPT_CDI_DISABLE_HOOKS, /* no config key */
+    CFG_OPT_GFD_ONESHOT,
+    CFG_OPT_GFD_NO_TIMESTAMP,
+    CFG_OPT_GFD_SLEEP_INTERVAL,
+    CFG_OPT_GFD_OUTPUT_FILE,
+    CFG_OPT_GFD_MACHINE_TYPE_FILE,
+    CFG_OPT_USE_NODE_FEATURE_API,
+    CFG_OPT__COUNT
+};
+
+/* Which binary accepts an option: the device plugin's flags, GPU feature discovery's. */
+#define CFG_BIN_PLUGIN (1u << 0)
+#define CFG_BIN_GFD (1u << 1)
+
+/* One row of the static option table: a flag with its aliases, its env vars, the config
+ * key it overrides (NULL: command-line only), its type and default. */
+struct cfg_option {
+    enum cfg_option_id id;
+    const char *flags[3];   /* without "--", NULL-terminated; flags[0] is the main name */
+    const char *envs[4];    /* NULL-terminated, first match wins */
+    const char *config_key; /* "flags.migStrategy", or NULL */
+    enum cfg_value_type type;
+    const char *const *allowed; /* ENUM / ENUM_LIST values, NULL-terminated */
+    const char *default_value;  /* as text, for help output */
+    unsigned binaries;          /* CFG_BIN_* */
+    const char *help;
+};
+
+/* The whole table (static, borrowed). */
+const struct cfg_option *cfg_options(size_t *ret_n);
+/* Finds an option by flag ("mig-strategy", "--mig-strategy", an alias) or env name, among
+ * those accepted by `binaries`. NULL when unknown. *ret_is_env tells which it was. */
+const struct cfg_option *cfg_option_find(const char *flag_or_env, unsigned binaries,
+                                         bool *ret_is_env);
+
+/* Values set from the command line and the environment, to overlay on a config file.
+ * Precedence: a flag beats an env var, whatever the order they are set in; both beat the
+ * file, which beats the built-in default. Zero-init with cfg_overrides_init(). */
+struct cfg_override {
+    bool set;
+    bool from_flag;
+    char *value;  /* owned, as given */
+    char *source; /* owned: "--mig-strategy" or "MIG_STRATEGY" */
+};
+
+struct cfg_overrides {
+    unsigned binaries; /* which binary's options are accepted */
+    struct cfg_override v[CFG_OPT__COUNT];
+};
+
+void cfg_overrides_init(struct cfg_overrides *o, unsigned binaries);
+void cfg_overrides_release(struct cfg_overrides *o);
+/* Sets one value by flag name ("--mig-strategy", "mig-strategy", an alias) or env name
+ * ("MIG_STRATEGY"). The value is checked now: a bad one gives -EINVAL with a message naming
+ * the flag or env var and the allowed values. -ENOENT for an unknown name. */
+int cfg_overrides_set(struct cfg_overrides *o, const char *flag_or_env_name, const char *value,
+                      struct error *err);
+/* Reads every env var of the table (for o->binaries) through getenv_fn; empty values count
+ * as unset. Stops at the first bad value. */
+int cfg_overrides_from_env(struct cfg_overrides *o, const char *(*getenv_fn)(const char *),
+                           struct error *err);
+/* The value set for an option, or NULL. Borrowed from o. */
+const char *cfg_overrides_get(const struct cfg_overrides *o, enum cfg_option_id id);
+/* Writes the set values into cfg. Values were checked when set; only -ENOMEM is possible. */
+int cfg_overrides_apply(const struct cfg_overrides *o, struct cfg_config *cfg,
+                        struct error *err);
+
+/* ---- parsing, named configs, loading ------------------------------------------------------ */
+
+/* Parses YAML or JSON text (`display_name` is what diagnostics call it, e.g. the file
+ * name), applies defaults and then `overrides` (may be NULL), and validates. Every problem
+ * goes to `diags` (may be NULL). Returns 0 and sets *ret_cfg (owned by the caller) when
+ * there is no error (warnings are fine); -EINVAL when diags got at least one error (err
+ * says how many); -E2BIG when larger than CFG_MAX_INPUT_BYTES; -ENOMEM. */
+int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
+                     const struct cfg_overrides *overrides, struct cfg_config **ret_cfg,
+                     struct cfg_diags *diags, struct error *err);
+
+/* Fallback strategies when no name is given (NVIDIA's config-manager): */
+enum cfg_fallback {
+    CFG_FALLBACK_NAMED = 0, /* the key called "default" */
+    CFG_FALLBACK_SINGLE,    /* the only key */
+    CFG_FALLBACK_EMPTY,     /* built-in defaults */
+};
+
+int cfg_fallback_parse(const char *s, enum cfg_fallback *ret);
+
+struct cfg_load_options {
+    const char *path;         /* a config file or a ConfigMap directory; NULL = defaults */
+    const char *config_name;  /* explicit name (node label), or NULL */
+    const char *default_name; /* used when no explicit name, or NULL */
+    const enum cfg_fallback *fallbacks; /* tried in order after the default name */
+    size_t n_fallbacks;
+    const struct cfg_overrides *overrides; /* may be NULL */
+};
+
+/* Lists the named configs of a ConfigMap directory: regular files (symlinks followed),
+ * skipping dot entries ("..data", ".hidden") and names that are not valid ConfigMap keys.
+ * Sorted. *ret_names is an owned strv. -ENOTDIR when dir is not a directory. */
+int cfg_list_names(const char *dir, char ***ret_names, struct error *err);
+
+/* Picks the named config in `dir` per opts (explicit > default > fallbacks). On success
+ * *ret_name is the chosen key (owned), or NULL for the "empty" fallback. -ENOENT with the
+ * available names when the explicit/default name does not exist or nothing matched;
+ * -EINVAL for a name that is not a valid ConfigMap key. */
+int cfg_select_name(const char *dir, const struct cfg_load_options *opts, char **ret_name,
+                    struct error *err);
+
+/* Loads the effective config: select (when opts->path is a directory), read, parse, apply
+ * overrides, validate. A file path is a config of its own: an explicit config_name must
+ * then equal the file's base name (a ConfigMap key mounted as a file), otherwise -ENOENT;
+ * default_name and fallbacks do not apply to a file. Returns 0 and *ret_cfg (owned) when
+ * valid; -EINVAL with every problem in diags; other negative errno with err set for I/O
+ * and selection failures. */
+int cfg_load(const struct cfg_load_options *opts, struct cfg_config **ret_cfg,
+             struct cfg_diags *diags, struct error *err);
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+enum cfg_format { CFG_FORMAT_YAML = 0, CFG_FORMAT_JSON };
+
+int cfg_format_parse(const char *s, enum cfg_format *ret);
+/* Appends the config, every field with its effective value, as YAML or JSON. The output
+ * parses back to the same config. */
+int cfg_print(const struct cfg_config *cfg, enum cfg_format format, struct strbuf *out);
+/* One line: "config 'l20' (file.yaml): time-slicing, nvidia.com/gpu x8" */
+int cfg_summary(const struct cfg_config *cfg, struct strbuf *out);
+
+/* Names for enum values (static strings). */
+const char *cfg_mig_strategy_name(enum cfg_mig_strategy s);
+const char *cfg_sharing_strategy_name(enum cfg_sharing_strategy s);
+
 #endif

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* overrides.c: NVIDIA's command-line flags and environment variables as one static
+ * table, and the overlay of their values on a config (flag > env > file > default).
+ * The device-plugin command reuses the table for its own flags. Pure: env vars are read
+ * through a caller-given function. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/internal.h"
+
+#define P CFG_BIN_PLUGIN
+#define G CFG_BIN_GFD
+
+static const struct cfg_option options[] = {
+    {CFG_OPT_MIG_STRATEGY, {"mig-strategy"}, {"GFD_MIG_STRATEGY", "MIG_STRATEGY"},
+     "flags.migStrategy", CFG_VAL_ENUM, cfg__mig_strategies, "none", P | G,
+     "how MIG devices are exposed"},
+    {CFG_OPT_FAIL_ON_INIT_ERROR, {"fail-on-init-error"},
+     {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, "flags.failOnInitError", CFG_VAL_BOOL,
+     NULL, "true", P | G, "fail when NVML cannot be initialised, instead of idling"},
+    {CFG_OPT_DRIVER_ROOT, {"driver-root", "nvidia-driver-root"}, {"NVIDIA_DRIVER_ROOT"},
+     "flags.nvidiaDriverRoot", CFG_VAL_STRING, NULL, "/", P,
+     "host path of the driver installation"},
+    {CFG_OPT_DEV_ROOT, {"dev-root", "nvidia-dev-root"}, {"NVIDIA_DEV_ROOT"},
+     "flags.nvidiaDevRoot", CFG_VAL_STRING, NULL, "", P,
+     "host path of the device nodes (empty: the driver root)"},
+    {CFG_OPT_PASS_DEVICE_SPECS, {"pass-device-specs"}, {"PASS_DEVICE_SPECS"},
+     "flags.plugin.passDeviceSpecs", CFG_VAL_BOOL, NULL, "false", P,
+     "return DeviceSpecs in Allocate (CPUManager compatibility)"},
+    {CFG_OPT_DEVICE_LIST_STRATEGY, {"device-list-strategy"}, {"DEVICE_LIST_STRATEGY"},
+     "flags.plugin.deviceListStrategy", CFG_VAL_ENUM_LIST, cfg__list_strategies, "envvar", P,
+     "how devices are passed to containers (comma-separated)"},
+    {CFG_OPT_DEVICE_ID_STRATEGY, {"device-id-strategy"}, {"DEVICE_ID_STRATEGY"},
+     "flags.plugin.deviceIDStrategy", CFG_VAL_ENUM, cfg__device_id_strategies, "uuid", P,
+     "identify devices by UUID or index"},
+    {CFG_OPT_GDRCOPY_ENABLED, {"gdrcopy-enabled"}, {"GDRCOPY_ENABLED"}, "flags.gdrcopyEnabled",
+     CFG_VAL_BOOL, NULL, "false", P, "request GDRCopy in containers"},
+    {CFG_OPT_GDS_ENABLED, {"gds-enabled"}, {"GDS_ENABLED"}, "flags.gdsEnabled", CFG_VAL_BOOL,
+     NULL, "false", P, "request GPUDirect Storage in containers"},
+    {CFG_OPT_MOFED_ENABLED, {"mofed-enabled"}, {"MOFED_ENABLED"}, "flags.mofedEnabled",
+     CFG_VAL_BOOL, NULL, "false", P, "request MOFED in containers"},
+    {CFG_OPT_CDI_ANNOTATION_PREFIX, {"cdi-annotation-prefix"}, {"CDI_ANNOTATION_PREFIX"},
+     "flags.plugin.cdiAnnotationPrefix", CFG_VAL_STRING, NULL, "cdi.k8s.io/", P,
+     "prefix of the CDI annotation keys"},
+    {CFG_OPT_NVIDIA_CDI_HOOK_PATH, {"nvidia-cdi-hook-path", "nvidia-ctk-path"},
+     {"NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"}, "flags.plugin.nvidiaCTKPath", CFG_VAL_STRING,
+     NULL, "/usr/bin/nvidia-ctk", P, "hook path written into generated CDI specs"},
+    {CFG_OPT_CONTAINER_DRIVER_ROOT, {"driver-root-ctr-path", "container-driver-root"},
+     {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"}, "flags.plugin.containerDriverRoot",
+     CFG_VAL_STRING, NULL, "/driver-root", P | G,
+     "where the driver root is mounted in this container"},
+    {CFG_OPT_MPS_ROOT, {"mps-root"}, {"MPS_ROOT"}, "flags.mpsRoot", CFG_VAL_STRING, NULL, "",
+     P, "host path for the MPS pipe, log and shm directories"},
+    {CFG_OPT_SHARED_DEVICES_ALLOCATION_POLICY, {"shared-devices-allocation-policy"},
+     {"SHARED_DEVICES_ALLOCATION_POLICY"}, "flags.plugin.sharedDevicesAllocationPolicy",
+     CFG_VAL_ENUM, cfg__alloc_policies, "distributed", P,
+     "spread replicas over GPUs or pack them"},
+    {CFG_OPT_DEVICE_DISCOVERY_STRATEGY, {"device-discovery-strategy"},
+     {"DEVICE_DISCOVERY_STRATEGY"}, "flags.deviceDiscoveryStrategy", CFG_VAL_ENUM,
+     cfg__discovery_strategies, "auto", P | G, "how devices are discovered"},
+    {CFG_OPT_IMEX_CHANNEL_IDS, {"imex-channel-ids"}, {"IMEX_CHANNEL_IDS"}, "imex.channelIDs",
+     CFG_VAL_INT_LIST, NULL, "", P, "IMEX channels to inject (only 0)"},
+    {CFG_OPT_IMEX_REQUIRED, {"imex-required"}, {"IMEX_REQUIRED"}, "imex.required",
+     CFG_VAL_BOOL, NULL, "false", P, "fail when a requested IMEX channel is missing"},
+    {CFG_OPT_KUBELET_SOCKET, {"kubelet-socket"}, {"KUBELET_SOCKET"}, NULL, CFG_VAL_STRING,
+     NULL, "/var/lib/kubelet/device-plugins/kubelet.sock", P,
+     "kubelet registration socket (empty: do not register)"},
+    {CFG_OPT_CONFIG_FILE, {"config-file"}, {"GFD_CONFIG_FILE", "CONFIG_FILE"}, NULL,
+     CFG_VAL_STRING, NULL, "", P | G, "the config file (YAML or JSON)"},
+    {CFG_OPT_CDI_FEATURE_FLAGS, {"cdi-feature-flags"}, {"CDI_FEATURE_FLAGS"}, NULL,
+     CFG_VAL_STRING_LIST, NULL, "", P, "feature flags for CDI spec generation"},
+    {CFG_OPT_CDI_DISABLE_HOOKS, {"cdi-disable-hooks"}, {"CDI_DISABLE_HOOKS"}, NULL,
+     CFG_VAL_STRING_LIST, NULL, "", P, "OCI hooks to omit from CDI specs ('all')"},
+    {CFG_OPT_GFD_ONESHOT, {"oneshot"}, {"GFD_ONESHOT"}, "flags.gfd.oneshot", CFG_VAL_BOOL, NULL,
+     "false", G, "label once and exit"},
+    {CFG_OPT_GFD_NO_TIMESTAMP, {"no-timestamp"}, {"GFD_NO_TIMESTAMP"}, "flags.gfd.noTimestamp",
+     CFG_VAL_BOOL, NULL, "false", G, "leave out the timestamp label"},
+    {CFG_OPT_GFD_SLEEP_INTERVAL, {"sleep-interval"}, {"GFD_SLEEP_INTERVAL"},
+     "flags.gfd.sleepInterval", CFG_VAL_DURATION, NULL, "60s", G,
+     "time between labelling runs ('infinite' allowed)"},
+    {CFG_OPT_GFD_OUTPUT_FILE, {"output-file", "output", "o"}, {"GFD_OUTPUT_FILE"},
+     "flags.gfd.outputFile", CFG_VAL_STRING, NULL,
+     "/etc/kubernetes/node-feature-discovery/features.d/gfd", G, "labels file"},
+    {CFG_OPT_GFD_MACHINE_TYPE_FILE, {"machine-type-file"}, {"GFD_MACHINE_TYPE_FILE"},
+     "flags.gfd.machineTypeFile", CFG_VAL_STRING, NULL, "/sys/class/dmi/id/product_name", G,
+     "file holding the machine type"},
+    {CFG_OPT_USE_NODE_FEATURE_API, {"use-node-feature-api"},
+     {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, "flags.useNodeFeatureAPI",
+     CFG_VAL_BOOL, NULL, "true", G, "publish labels as a NodeFeature object"},
+};
+
+#undef P
+#undef G
+
+const struct cfg_option *cfg_options(size_t *ret_n)
+{
+    *ret_n = GS_ARRAY_SIZE(options);
+    return options;
+}
+
+/* The GFD_ env names belong to GPU feature discovery only; the plugin ignores them. */
+static bool env_applies(const char *env, unsigned binaries)
+{
+    return !str_startswith(env, "GFD_") || (binaries & CFG_BIN_GFD);
+}
+
+const struct cfg_option *cfg_option_find(const char *flag_or_env, unsigned binaries,
+                                         bool *ret_is_env)
+{
+    const char *flag = flag_or_env;
+
+    if (flag[0] == '-')
+        flag += flag[1] == '-' ? 2 : 1;
+    for (size_t i = 0; i < GS_ARRAY_SIZE(options); i++) {
+        const struct cfg_option *o = &options[i];
+        if (!(o->binaries & binaries))
+            continue;
+        for (size_t k = 0; k < GS_ARRAY_SIZE(o->flags) && o->flags[k]; k++)
+            if (strcmp(o->flags[k], flag) == 0) {
+                if (ret_is_env)
+                    *ret_is_env = false;
+                return o;
+            }
+        for (size_t k = 0; flag == flag_or_env && k < GS_ARRAY_SIZE(o->envs) && o->envs[k]; k++)
+            if (strcmp(o->envs[k], flag_or_env) == 0 && env_applies(o->envs[k], binaries)) {
+                if (ret_is_env)
+                    *ret_is_env = true;
+                return o;
+            }
+    }
+    return NULL;
+}
+
+void cfg_overrides_init(struct cfg_overrides *o, unsigned binaries)
+{
+    *o = (struct cfg_overrides){.binaries = binaries};
+}
+
+void cfg_overrides_release(struct cfg_overrides *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < CFG_OPT__COUNT; i++) {
+        free(o->v[i].value);
+        free(o->v[i].source);
+    }
+    cfg_overrides_init(o, o->binaries);
+}
+
+static int check_value(const struct cfg_option *opt, const char *value, const char *source,
+                       struct error *err)
+{
+    struct strbuf allowed = STRBUF_INIT;
+    const char *bad;
+    size_t bad_len;
+    unsigned bits;
+    bool b;
+    int64_t ms;
+    int r = 0;
+
+    switch (opt->type) {
+    case CFG_VAL_BOOL:
+        if (parse_bool(value, &b) < 0)
+            r = error_set(err, -EINVAL, "%s: '%s' is not a boolean; use true or false", source,
+                          value);
+        break;
+    case CFG_VAL_ENUM:
+        if (cfg__lookup(opt->allowed, value) < 0) {
+            cfg__join_allowed(opt->allowed, &allowed);
+            r = error_set(err, -EINVAL, "%s: '%s' is not allowed; use one of %s", source, value,
+                          strbuf_str(&allowed));
+        }
+        break;
+    case CFG_VAL_ENUM_LIST:
+        if (cfg__list_strategies_parse(value, &bits, &bad, &bad_len) < 0) {
+            cfg__join_allowed(opt->allowed, &allowed);
+            r = error_set(err, -EINVAL, "%s: invalid strategy '%.*s'; use %s (comma-separated)",
+                          source, (int)bad_len, bad, strbuf_str(&allowed));
+        }
+        break;
+    case CFG_VAL_DURATION:
+        if (cfg_duration_parse_ms(value, &ms, err) < 0) {
+            error_prefix(err, "%s", source);
+            r = -EINVAL;
+        }
+        break;
+    case CFG_VAL_INT_LIST:
+        /* IMEX is the only int list, and only [] or [0] are valid */
+        if (*value && strcmp(value, "0") != 0)
+            r = error_set(err, -EINVAL, "%s: '%s' is not valid; the IMEX channel IDs must be "
+                          "empty or 0", source, value);
+        break;
+    case CFG_VAL_STRING:
+    case CFG_VAL_STRING_LIST:
+        break;
+    }
+    strbuf_release(&allowed);
+    return r;
+}
+
+int cfg_overrides_set(struct cfg_overrides *o, const char *flag_or_env_name, const char *value,
+                      struct error *err)
+{
+    struct strbuf src = STRBUF_INIT;
+    const struct cfg_option *opt;
+    struct cfg_override *slot;
+    char *v = NULL, *s = NULL;
+    bool is_env = false;
+    int r;
+
+    opt = cfg_option_find(flag_or_env_name, o->binaries, &is_env);
+    if (!opt)
+        return error_set(err, -ENOENT, "unknown flag or environment variable '%s'",
+                         flag_or_env_name);
+    slot = &o->v[opt->id];
+    if (is_env && slot->set && slot->from_flag)
+        return 0; /* a flag beats an env var */
+    if (is_env)
+        r = strbuf_puts(&src, flag_or_env_name);
+    else
+        r = strbuf_printf(&src, "--%s", flag_or_env_name + strspn(flag_or_env_name, "-"));
+    if (r < 0)
+        return error_set(err, r, "out of memory");
+    r = check_value(opt, value, strbuf_str(&src), err);
+    if (r < 0)
+        goto out;
+    v = strdup(value);
+    s = strbuf_take(&src);
+    if (!v || !s) {
+        r = error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    free(slot->value);
+    free(slot->source);
+    *slot = (struct cfg_override){true, !is_env, v, s};
+    v = s = NULL;
+out:
+    free(v);
+    free(s);
+    strbuf_release(&src);
+    return r;
+}
+
+int cfg_overrides_from_env(struct cfg_overrides *o, const char *(*getenv_fn)(const char *),
+                           struct error *err)
+{
+    for (size_t i = 0; i < GS_ARRAY_SIZE(options); i++) {
+        const struct cfg_option *opt = &options[i];
+        if (!(opt->binaries & o->binaries))
+            continue;
+        for (size_t k = 0; k < GS_ARRAY_SIZE(opt->envs) && opt->envs[k]; k++) {
+            const char *v;
+            int r;
+            if (!env_applies(opt->envs[k], o->binaries))
+                continue;
+            v = getenv_fn(opt->envs[k]);
+            if (!v || !*v)
+                continue;
+            r = cfg_overrides_set(o, opt->envs[k], v, err);
+            if (r < 0)
+                return r;
+            break; /* first match wins */
+        }
+    }
+    return 0;
+}
+
+const char *cfg_overrides_get(const struct cfg_overrides *o, enum cfg_option_id id)
+{
+    if ((unsigned)id >= CFG_OPT__COUNT || !o->v[id].set)
+        return NULL;
+    return o->v[id].value;
+}
+
+static bool apply_one(enum cfg_option_id id, const char *v, struct cfg_config *cfg)
+{
+    struct cfg_flags *f = &cfg->flags;
+    const char *bad;
+    size_t bad_len;
+    unsigned bits;
+    int64_t ms;
+    bool b = false;
+
+    (void)parse_bool(v, &b); /* checked when set; only read by the bool rows */
+    switch (id) {
+    case CFG_OPT_MIG_STRATEGY:
+        f->mig_strategy = (enum cfg_mig_strategy)cfg__lookup(cfg__mig_strategies, v);
+        return true;
+    case CFG_OPT_FAIL_ON_INIT_ERROR:
+        f->fail_on_init_error = b;
+        return true;
+    case CFG_OPT_DRIVER_ROOT:
+        return cfg__set_str(&f->nvidia_driver_root, v);
+    case CFG_OPT_DEV_ROOT:
+        return cfg__set_str(&f->nvidia_dev_root, *v ? v : NULL);
+    case CFG_OPT_PASS_DEVICE_SPECS:
+        f->plugin.pass_device_specs = b;
+        return true;
+    case CFG_OPT_DEVICE_LIST_STRATEGY:
+        if (cfg__list_strategies_parse(v, &bits, &bad, &bad_len) == 0)
+            f->plugin.device_list_strategies = bits;
+        return true;
+    case CFG_OPT_DEVICE_ID_STRATEGY:
+        f->plugin.device_id_strategy =
+            (enum cfg_device_id_strategy)cfg__lookup(cfg__device_id_strategies, v);
+        return true;
+    case CFG_OPT_GDRCOPY_ENABLED:
+        f->gdrcopy_enabled = b;
+        return true;
+    case CFG_OPT_GDS_ENABLED:
+        f->gds_enabled = b;
+        return true;
+    case CFG_OPT_MOFED_ENABLED:
+        f->mofed_enabled = b;
+        return true;
+    case CFG_OPT_CDI_ANNOTATION_PREFIX:
+        return cfg__set_str(&f->plugin.cdi_annotation_prefix, v);
+    case CFG_OPT_NVIDIA_CDI_HOOK_PATH:
+        return cfg__set_str(&f->plugin.nvidia_ctk_path, v);
+    case CFG_OPT_CONTAINER_DRIVER_ROOT:
+        return cfg__set_str(&f->plugin.container_driver_root, v);
+    case CFG_OPT_MPS_ROOT:
+        return cfg__set_str(&f->mps_root, *v ? v : NULL);
+    case CFG_OPT_SHARED_DEVICES_ALLOCATION_POLICY:
+        f->plugin.shared_devices_allocation_policy =
+            (enum cfg_alloc_policy)cfg__lookup(cfg__alloc_policies, v);
+        return true;
+    case CFG_OPT_DEVICE_DISCOVERY_STRATEGY:
+        f->device_discovery_strategy =
+            (enum cfg_discovery)cfg__lookup(cfg__discovery_strategies, v);
+        return true;
+    case CFG_OPT_IMEX_CHANNEL_IDS:
+        free(cfg->imex.channel_ids);
+        cfg->imex.channel_ids = NULL;
+        cfg->imex.n_channel_ids = 0;
+        if (*v) {
+            cfg->imex.channel_ids = calloc(1, sizeof(unsigned));
+            if (!cfg->imex.channel_ids)
+                return false;
+            cfg->imex.n_channel_ids = 1;
+        }
+        return true;
+    case CFG_OPT_IMEX_REQUIRED:
+        cfg->imex.required = b;
+        return true;
+    case CFG_OPT_GFD_ONESHOT:
+        f->gfd.oneshot = b;
+        return true;
+    case CFG_OPT_GFD_NO_TIMESTAMP:
+        f->gfd.no_timestamp = b;
+        return true;
+    case CFG_OPT_GFD_SLEEP_INTERVAL:
+        if (cfg_duration_parse_ms(v, &ms, NULL) == 0)
+            f->gfd.sleep_interval_ms = ms;
+        return true;
+    case CFG_OPT_GFD_OUTPUT_FILE:
+        return cfg__set_str(&f->gfd.output_file, v);
+    case CFG_OPT_GFD_MACHINE_TYPE_FILE:
+        return cfg__set_str(&f->gfd.machine_type_file, v);
+    case CFG_OPT_USE_NODE_FEATURE_API:
+        f->gfd.use_node_feature_api = b;
+        return true;
+    default: /* command-line only: no config key */
+        return true;
+    }
+}
+
+int cfg_overrides_apply(const struct cfg_overrides *o, struct cfg_config *cfg,
+                        struct error *err)
+{
+    for (size_t i = 0; i < CFG_OPT__COUNT; i++)
+        if (o->v[i].set && !apply_one((enum cfg_option_id)i, o->v[i].value, cfg))
+            return error_set(err, -ENOMEM, "out of memory applying %s", o->v[i].source);
+    return 0;
+}

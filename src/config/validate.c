@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* validate.c: the checks that look at several entries at once — two sharing entries that
+ * can claim the same device, renames that collide with other resource names, MPS limits —
+ * and those that need the values after flags and env vars were applied. Syntax and
+ * self-consistency only: whether a device exists on this node is the model's business.
+ * Pure: no I/O. Sorting keeps it O(n log n) for 100k entries. */
+#include <errno.h>
+#include <stdio.h>
+#include <strings.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/internal.h"
+
+struct entry_ref {
+    size_t idx;            /* index in sharing.resources */
+    const char *name;      /* sort key */
+    const char *source;    /* the entry's own resource name */
+    const struct cfg_device_ref *dev;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+    const struct entry_ref *x = a, *y = b;
+    int r = strcmp(x->name, y->name);
+    if (r)
+        return r;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int dev_cmp(const struct cfg_device_ref *a, const struct cfg_device_ref *b)
+{
+    if (a->kind != b->kind)
+        return (int)a->kind - (int)b->kind;
+    switch (a->kind) {
+    case CFG_DEVREF_GPU_INDEX:
+        return a->gpu_index < b->gpu_index ? -1 : a->gpu_index > b->gpu_index;
+    case CFG_DEVREF_MIG_INDEX:
+        if (a->gpu_index != b->gpu_index)
+            return a->gpu_index < b->gpu_index ? -1 : 1;
+        return a->mig_index < b->mig_index ? -1 : a->mig_index > b->mig_index;
+    default:
+        return strcasecmp(a->uuid, b->uuid);
+    }
+}
+
+static int cmp_dev(const void *a, const void *b)
+{
+    const struct entry_ref *x = a, *y = b;
+    int r = dev_cmp(x->dev, y->dev);
+    if (r)
+        return r;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static const char *sharing_path(const struct cfg_config *cfg)
+{
+    return cfg->sharing_strategy == CFG_SHARING_MPS ? "sharing.mps" : "sharing.timeSlicing";
+}
+
+static void entry_path(char *dst, size_t size, const struct cfg_config *cfg, size_t i,
+                       const char *field)
+{
+    snprintf(dst, size, "%s.resources[%zu]%s%s", sharing_path(cfg), i, field ? "." : "",
+             field ? field : "");
+}
+
+static void device_text(const struct cfg_device_ref *d, char *dst, size_t size)
+{
+    if (d->kind == CFG_DEVREF_GPU_INDEX)
+        snprintf(dst, size, "%u", d->gpu_index);
+    else if (d->kind == CFG_DEVREF_MIG_INDEX)
+        snprintf(dst, size, "%u:%u", d->gpu_index, d->mig_index);
+    else
+        snprintf(dst, size, "%s", d->uuid);
+}
+
+/* Within a group of entries sharing one resource name (refs[0..n), sorted by index),
+ * every pair must have disjoint device lists. */
+static void check_group(struct cfg__ctx *c, const struct entry_ref *group, size_t n)
+{
+    const struct cfg_config *cfg = c->cfg;
+    const struct cfg_replicated_resource *res = cfg->sharing.resources;
+    struct entry_ref *devs = NULL;
+    size_t n_devs = 0, total = 0, open = SIZE_MAX;
+    char path[256], text[128];
+
+    for (size_t k = 0; k < n; k++) {
+        const struct cfg_replicated_resource *r = &res[group[k].idx];
+        if (r->devices_kind != CFG_DEVICES_LIST) {
+            if (open == SIZE_MAX)
+                open = k;
+        }
+        total += r->devices_kind == CFG_DEVICES_LIST ? r->n_devices : 0;
+    }
+    if (open != SIZE_MAX) {
+        /* an entry without a device list claims any device of the resource */
+        size_t first = group[open == 0 ? 1 : 0].idx, other = group[open].idx;
+        size_t later = first > other ? first : other, earlier = first > other ? other : first;
+        entry_path(path, sizeof(path), cfg, later, NULL);
+        cfg__diag(c, CFG_SEV_ERROR, res[later].pos, path, res[later].name,
+                  "'%s' is also shared by resources[%zu] (line %u) and the two can claim the "
+                  "same device; give each entry a disjoint 'devices' list, or merge them",
+                  res[later].name, earlier, res[earlier].pos.line);
+        return;
+    }
+    devs = calloc(total ? total : 1, sizeof(*devs));
+    if (!devs) {
+        c->oom = true;
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct cfg_replicated_resource *r = &res[group[k].idx];
+        for (size_t d = 0; d < r->n_devices; d++)
+            devs[n_devs++] = (struct entry_ref){group[k].idx, NULL, NULL, &r->devices[d]};
+    }
+    qsort(devs, n_devs, sizeof(*devs), cmp_dev);
+    for (size_t k = 1; k < n_devs; k++) {
+        const struct entry_ref *a = &devs[k - 1], *b = &devs[k];
+        if (dev_cmp(a->dev, b->dev) != 0)
+            continue;
+        device_text(b->dev, text, sizeof(text));
+        entry_path(path, sizeof(path), cfg, b->idx, "devices");
+        if (a->idx == b->idx)
+            cfg__diag(c, CFG_SEV_WARNING, b->dev->pos, path, text,
+                      "device %s is listed twice; remove one", text);
+        else
+            cfg__diag(c, CFG_SEV_ERROR, b->dev->pos, path, text,
+                      "device %s of '%s' is also claimed by resources[%zu] (line %u); each "
+                      "device may be listed by one entry only", text, res[b->idx].name, a->idx,
+                      a->dev->pos.line);
+    }
+    free(devs);
+}
+
+static void check_overlaps(struct cfg__ctx *c, struct entry_ref *by_name, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && strcmp(by_name[j].name, by_name[i].name) == 0)
+            j++;
+        if (j - i > 1)
+            check_group(c, &by_name[i], j - i);
+        i = j;
+    }
+}
+
+static bool name_in(const struct entry_ref *sorted, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(sorted[mid].name, name);
+        if (r == 0)
+            return true;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+static bool pattern_name_in(const struct cfg_resource_pattern *p, size_t n, const char *name,
+                            const char *except)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i].name && str_eq(p[i].name, name) && !str_eq(p[i].name, except))
+            return true;
+    return false;
+}
+
+/* Renames: an explicit rename may not take another resource's name, and two entries of
+ * different resources may not end up advertised under one name. */
+static void check_renames(struct cfg__ctx *c, const struct entry_ref *by_name, size_t n)
+{
+    const struct cfg_config *cfg = c->cfg;
+    const struct cfg_replicated_resource *res = cfg->sharing.resources;
+    struct entry_ref *adv = calloc(n ? n : 1, sizeof(*adv));
+    char **owned = calloc(n ? n : 1, sizeof(*owned));
+    char path[256];
+
+    if (!adv || !owned) {
+        c->oom = true;
+        goto out;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct cfg_replicated_resource *r = &res[by_name[k].idx];
+        const char *name = r->name;
+
+        if (r->rename) {
+            entry_path(path, sizeof(path), cfg, by_name[k].idx, "rename");
+            if (str_eq(r->rename, r->name))
+                cfg__diag(c, CFG_SEV_WARNING, r->pos, path, r->rename, "rename is the same "
+                          "as name; remove it");
+            else if (name_in(by_name, n, r->rename) ||
+                     pattern_name_in(cfg->gpus, cfg->n_gpus, r->rename, r->name) ||
+                     pattern_name_in(cfg->mig, cfg->n_mig, r->rename, r->name))
+                cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->rename, "rename '%s' collides "
+                          "with another resource of that name; pick a name no other resource "
+                          "uses (e.g. '%s.shared')", r->rename, r->name);
+            name = r->rename;
+        } else if (cfg->sharing.rename_by_default && r->replicas > 1) {
+            struct strbuf sb = STRBUF_INIT;
+            strbuf_printf(&sb, "%s.shared", r->name);
+            owned[k] = strbuf_take(&sb);
+            if (!owned[k]) {
+                c->oom = true;
+                goto out;
+            }
+            name = owned[k];
+        }
+        adv[k] = (struct entry_ref){by_name[k].idx, name, r->name, NULL};
+    }
+    qsort(adv, n, sizeof(*adv), cmp_name);
+    for (size_t k = 1; k < n; k++) {
+        const struct entry_ref *a = &adv[k - 1], *b = &adv[k];
+        if (strcmp(a->name, b->name) != 0 || strcmp(a->source, b->source) == 0)
+            continue;
+        entry_path(path, sizeof(path), cfg, b->idx, NULL);
+        cfg__diag(c, CFG_SEV_ERROR, res[b->idx].pos, path, b->name,
+                  "'%s' (from '%s') would be advertised under the same name as resources[%zu] "
+                  "(from '%s'); rename one of them", b->name, b->source, a->idx, a->source);
+    }
+out:
+    for (size_t k = 0; owned && k < n; k++)
+        free(owned[k]);
+    free(owned);
+    free(adv);
+}
+
+static void check_mps(struct cfg__ctx *c)
+{
+    const struct cfg_config *cfg = c->cfg;
+    char path[256];
+
+    for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
+        const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
+        if (r->name && str_startswith(r->name, "nvidia.com/mig-")) {
+            entry_path(path, sizeof(path), cfg, i, "name");
+            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->name, "sharing with MPS is not "
+                      "supported for MIG devices; use sharing.timeSlicing for '%s'", r->name);
+        }
+        for (size_t d = 0; d < r->n_devices; d++) {
+            const struct cfg_device_ref *ref = &r->devices[d];
+            if (ref->kind != CFG_DEVREF_MIG_INDEX && ref->kind != CFG_DEVREF_MIG_UUID)
+                continue;
+            entry_path(path, sizeof(path), cfg, i, "devices");
+            cfg__diag(c, CFG_SEV_ERROR, ref->pos, path, NULL, "sharing with MPS is not "
+                      "supported for MIG devices; list whole GPUs or use sharing.timeSlicing");
+        }
+    }
+}
+
+void cfg__validate_sharing(struct cfg__ctx *c)
+{
+    const struct cfg_config *cfg = c->cfg;
+    struct entry_ref *by_name;
+    size_t n = 0;
+
+    if (cfg->sharing_strategy == CFG_SHARING_NONE || cfg->sharing.n_resources == 0)
+        return;
+    by_name = calloc(cfg->sharing.n_resources, sizeof(*by_name));
+    if (!by_name) {
+        c->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
+        const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
+        if (r->name)
+            by_name[n++] = (struct entry_ref){i, r->name, r->name, NULL};
+    }
+    qsort(by_name, n, sizeof(*by_name), cmp_name);
+    check_overlaps(c, by_name, n);
+    if (!c->oom)
+        check_renames(c, by_name, n);
+    if (cfg->sharing_strategy == CFG_SHARING_MPS)
+        check_mps(c);
+    free(by_name);
+}
+
+void cfg__validate_overlaid(struct cfg__ctx *c, const struct cfg_overrides *o)
+{
+    const struct cfg_config *cfg = c->cfg;
+    const char *mig_src = o ? cfg_overrides_get(o, CFG_OPT_MIG_STRATEGY) : NULL;
+    struct cfg_pos none = {0, 0};
+
+    if (cfg->sharing_strategy != CFG_SHARING_MPS)
+        return;
+    if (cfg->flags.mig_strategy == CFG_MIG_MIXED)
+        cfg__diag(c, CFG_SEV_ERROR, mig_src ? none : c->pos_mig_strategy, "flags.migStrategy",
+                  "mixed", "migStrategy 'mixed'%s%s is not supported with MPS; use 'none' or "
+                  "'single', or share with sharing.timeSlicing", mig_src ? " set by " : "",
+                  mig_src ? o->v[CFG_OPT_MIG_STRATEGY].source : "");
+    if (!cfg->flags.mps_root || !*cfg->flags.mps_root)
+        cfg__diag(c, CFG_SEV_ERROR, c->pos_sharing, "flags.mpsRoot", NULL,
+                  "using MPS requires an MPS root; set flags.mpsRoot, --mps-root or MPS_ROOT "
+                  "(the Helm chart uses /run/nvidia/mps)");
+}
