@@ -30,7 +30,10 @@ struct inv_mig_device {
     char uuid[INV_UUID_MAX];
     unsigned gi_id;
     unsigned ci_id;
-    unsigned gi_profile_id; /* NVML profile ids (NVML_GPU_INSTANCE_PROFILE_* values) */
+    /* Profile ids as nvidia-smi shows them and create/placement calls take (GI info.id,
+     * 19 for 1g on A100), not the NVML_GPU_INSTANCE_PROFILE_* index; for compute
+     * instances id and NVML_COMPUTE_INSTANCE_PROFILE_* index coincide. */
+    unsigned gi_profile_id;
     unsigned ci_profile_id;
     /* Canonical name: "1g.10gb", "1g.10gb+me", or "1c.2g.20gb" for a compute-instance
      * sub-slice (fewer compute slices than the GPU instance). */
