@@ -610,8 +610,9 @@ static int gpu_by_bus_id(const struct inv_inventory *inv, const char *bus_id)
     return -1;
 }
 
-/* Counts GPU a's active NVLinks per remote GPU into row a of the link matrix. */
-static int read_nvlinks(struct read_ctx *c, size_t a)
+/* Counts GPU a's active NVLinks per remote GPU into row a of the link matrix, and into
+ * *ret_switch_links those whose remote end is not a GPU (an NVSwitch). */
+static int read_nvlinks(struct read_ctx *c, size_t a, unsigned *ret_switch_links)
 {
     struct gpu_nvml *n = c->n;
     struct inv_inventory *inv = c->inv;
@@ -626,9 +627,12 @@ static int read_nvlinks(struct read_ctx *c, size_t a)
         int b;
 
         rc = n->nvmlDeviceGetNvLinkState(c->devs[a], link, &active);
-        /* INVALID_ARGUMENT: past this GPU's link count; NOT_SUPPORTED: no NVLink. */
-        if (rc == NVML_ERROR_INVALID_ARGUMENT || rc == NVML_ERROR_NOT_SUPPORTED)
+        /* INVALID_ARGUMENT: past the last link NVML knows; NOT_SUPPORTED: this link (or
+         * NVLink at all) does not exist on this GPU. */
+        if (rc == NVML_ERROR_INVALID_ARGUMENT)
             return 0;
+        if (rc == NVML_ERROR_NOT_SUPPORTED)
+            continue;
         if (rc != NVML_SUCCESS)
             return degrade(c, rc, "nvmlDeviceGetNvLinkState", g,
                            "its remaining NVLinks not counted");
@@ -645,10 +649,25 @@ static int read_nvlinks(struct read_ctx *c, size_t a)
         }
         pci.busId[sizeof(pci.busId) - 1] = '\0';
         b = gpu_by_bus_id(inv, pci.busId);
-        if (b >= 0 && (size_t)b != a)
+        if (b < 0)
+            (*ret_switch_links)++;
+        else if ((size_t)b != a)
             inv->links[a * inv->n_gpus + (size_t)b].nvlinks++;
     }
     return 0;
+}
+
+/* GPUs that both reach NVSwitches talk over min(links of a, links of b) NVLinks, which is
+ * what nvidia-smi topo -m shows as NV<n> on NVSwitch systems. */
+static void add_switch_links(struct inv_inventory *inv, const unsigned *switch_links)
+{
+    size_t n = inv->n_gpus;
+
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++)
+            if (a != b && switch_links[a] && switch_links[b])
+                inv->links[a * n + b].nvlinks +=
+                    switch_links[a] < switch_links[b] ? switch_links[a] : switch_links[b];
 }
 
 static int read_pcie(struct read_ctx *c, size_t a, size_t b)
@@ -678,26 +697,34 @@ static int read_pcie(struct read_ctx *c, size_t a, size_t b)
 static int read_topology(struct read_ctx *c)
 {
     struct inv_inventory *inv = c->inv;
+    unsigned *switch_links = NULL;
     size_t n = inv->n_gpus;
     int r;
 
     if (n == 0)
         return 0;
     inv->links = calloc(n * n, sizeof(*inv->links));
-    if (!inv->links)
-        return error_set(c->err, -ENOMEM, "out of memory");
+    switch_links = calloc(n, sizeof(*switch_links));
+    if (!inv->links || !switch_links) {
+        r = error_set(c->err, -ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t a = 0; a < n; a++) {
         inv->links[a * n + a].pcie = INV_PCIE_SAME;
-        r = read_nvlinks(c, a);
+        r = read_nvlinks(c, a, &switch_links[a]);
         if (r < 0)
-            return r;
+            goto out;
         for (size_t b = a + 1; b < n; b++) {
             r = read_pcie(c, a, b);
             if (r < 0)
-                return r;
+                goto out;
         }
     }
-    return 0;
+    add_switch_links(inv, switch_links);
+    r = 0;
+out:
+    free(switch_links);
+    return r;
 }
 
 /* ---- entry points -------------------------------------------------------------------------- */
