@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* events.c: NVML event sets of the fake library. XID events come from lines appended to the
+ * file named by FAKE_NVML_EVENTS ("xid <gpu index|GPU UUID|MIG UUID> <xid> [gi ci]"),
+ * followed like `tail -f` from the size it had when the set was created; each line is
+ * delivered at most once per set. Wait sleeps in poll(2) on inotify, honouring the timeout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define EVENT_LINE_MAX 512
+#define SUPPORTED_EVENTS                                                                \
+    (nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |                  \
+     nvmlEventTypeDoubleBitEccError | nvmlEventTypePState | nvmlEventMigConfigChange)
+
+struct nvmlEventSet_st {
+    pthread_mutex_t lock;
+    char *path;   /* FAKE_NVML_EVENTS, NULL: no events ever */
+    off_t offset; /* next unread byte */
+    int inotify_fd;
+    unsigned long long mask[FAKE_MAX_GPUS]; /* registered types per GPU index */
+};
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    struct nvmlEventSet_st *s;
+    const char *path = getenv("FAKE_NVML_EVENTS");
+    nvmlReturn_t rc = fake_enter(__func__, NULL, false, NULL, NULL);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!set)
+        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return fake_leave(NVML_ERROR_MEMORY);
+    pthread_mutex_init(&s->lock, NULL);
+    s->inotify_fd = -1;
+    if (path && *path) {
+        struct strbuf dir = STRBUF_INIT;
+        const char *slash = strrchr(path, '/');
+        s->path = str_dup(path);
+        s->offset = file_size(path);
+        s->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (s->inotify_fd >= 0 &&
+            strbuf_append(&dir, slash ? path : ".", slash ? (size_t)(slash - path) + (slash == path) : 1) == 0)
+            inotify_add_watch(s->inotify_fd, dir.buf,
+                              IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
+        strbuf_release(&dir);
+    }
+    *set = s;
+    return fake_leave(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    if (!set)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (set->inotify_fd >= 0)
+        close(set->inotify_fd);
+    pthread_mutex_destroy(&set->lock);
+    free(set->path);
+    free(set);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes)
+{
+    struct fake_gpu *g = NULL;
+    struct fake_ci *ci = NULL;
+    nvmlReturn_t rc = fake_enter(__func__, device, false, &g, &ci);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!eventTypes)
+        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    *eventTypes = SUPPORTED_EVENTS;
+    return fake_leave(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                      nvmlEventSet_t set)
+{
+    struct fake_gpu *g = NULL;
+    struct fake_ci *ci = NULL;
+    nvmlReturn_t rc = fake_enter(__func__, device, false, &g, &ci);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!set)
+        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (ci || (eventTypes & ~SUPPORTED_EVENTS))
+        return fake_leave(NVML_ERROR_NOT_SUPPORTED); /* nothing registered, set stays usable */
+    pthread_mutex_lock(&set->lock);
+    set->mask[g->index] |= eventTypes;
+    pthread_mutex_unlock(&set->lock);
+    return fake_leave(NVML_SUCCESS);
+}
+
+/* Parses one event line and fills data when a registered GPU matches. */
+static bool event_match(nvmlEventSet_t set, const char *line, nvmlEventData_t *data)
+{
+    char who[EVENT_LINE_MAX], xid_s[32], gi_s[32] = "", ci_s[32] = "", extra[2];
+    unsigned idx, xid, gi_id = INVALID_GPU_INSTANCE_ID, ci_id = INVALID_GPU_INSTANCE_ID;
+    struct fake_gpu *g = NULL;
+    struct fake_ci *ci = NULL;
+    bool ok = false;
+    int n;
+
+    n = sscanf(line, "xid %511s %31s %31s %31s %1s", who, xid_s, gi_s, ci_s, extra);
+    if ((n != 2 && n != 4) || parse_uint(xid_s, &xid) < 0)
+        return false;
+    if (n == 4 && (parse_uint(gi_s, &gi_id) < 0 || parse_uint(ci_s, &ci_id) < 0))
+        return false;
+    if (fake_enter("nvmlEventSetWait_v2", NULL, false, NULL, NULL) != NVML_SUCCESS)
+        return false;
+    if (parse_uint(who, &idx) == 0)
+        g = idx < fake_current()->n_gpus ? &fake_current()->gpus[idx] : NULL;
+    else
+        g = fake_find_uuid(who, &ci);
+    if (g && ci && n == 2) {
+        gi_id = ci->gi->id;
+        ci_id = ci->id;
+    }
+    if (g && (set->mask[g->index] & nvmlEventTypeXidCriticalError)) {
+        data->device = (nvmlDevice_t)g;
+        data->eventType = nvmlEventTypeXidCriticalError;
+        data->eventData = xid;
+        data->gpuInstanceId = gi_id;
+        data->computeInstanceId = ci_id;
+        ok = true;
+    }
+    fake_leave(NVML_ERROR_UNKNOWN); /* read-only: nothing to save */
+    return ok;
+}
+
+/* Consumes complete lines after set->offset until one is delivered. */
+static bool event_next(nvmlEventSet_t set, nvmlEventData_t *data)
+{
+    char buf[4096];
+    bool found = false;
+    int fd;
+
+    if (!set->path)
+        return false;
+    fd = open(set->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    if (file_size(set->path) < set->offset)
+        set->offset = 0; /* truncated: start again, like tail -f */
+    while (!found) {
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, set->offset);
+        char *line = buf, *nl;
+        if (n <= 0)
+            break;
+        buf[n] = '\0';
+        nl = strchr(line, '\n');
+        if (!nl) {
+            if ((size_t)n == sizeof(buf) - 1)
+                set->offset += n; /* an over-long line: skip it */
+            break;
+        }
+        for (; nl && !found; line = nl + 1, nl = strchr(line, '\n')) {
+            *nl = '\0';
+            set->offset += nl - line + 1;
+            if (nl - line < EVENT_LINE_MAX)
+                found = event_match(set, line, data);
+        }
+    }
+    close(fd);
+    return found;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+    uint64_t deadline = time_now_ms() + timeoutms;
+    nvmlReturn_t rc = fake_enter(__func__, NULL, false, NULL, NULL);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    fake_leave(NVML_SUCCESS);
+    if (!set || !data)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&set->lock);
+    for (;;) {
+        char drain[4096];
+        uint64_t now, left, cap;
+        struct pollfd pfd = {set->inotify_fd, POLLIN, 0};
+
+        while (set->inotify_fd >= 0 && read(set->inotify_fd, drain, sizeof(drain)) > 0)
+            ;
+        if (event_next(set, data)) {
+            rc = NVML_SUCCESS;
+            break;
+        }
+        now = time_now_ms();
+        if (now >= deadline) {
+            rc = NVML_ERROR_TIMEOUT;
+            break;
+        }
+        /* Without inotify, look again every 5 ms; with it, wake on a change (cap 1 s). */
+        left = deadline - now;
+        cap = set->inotify_fd >= 0 ? 1000 : 5;
+        poll(set->inotify_fd >= 0 ? &pfd : NULL, set->inotify_fd >= 0 ? 1 : 0,
+             (int)(left < cap ? left : cap));
+    }
+    pthread_mutex_unlock(&set->lock);
+    return rc;
+}

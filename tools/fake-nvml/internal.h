@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* internal.h: the fake NVML's own model of a machine — catalog of known GPU models, the
+ * parsed machine description, per-GPU MIG state with stable handle storage — shared by the
+ * files of tools/fake-nvml only. Nothing here is exported from libnvidia-ml.so.1. */
+#ifndef GS_FAKE_NVML_INTERNAL_H
+#define GS_FAKE_NVML_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "gpu/nvml.h"
+
+#define FAKE_MAX_GPUS 64
+#define FAKE_MAX_ENTRY_COUNT 64
+#define FAKE_MAX_PROCS 64
+#define FAKE_MAX_GI 8 /* slot = GI id - 1; ids are 1..8 */
+#define FAKE_MAX_CI 8 /* slot = CI id; ids are 0..7 within a GI */
+#define FAKE_MAX_PROFILES 12
+#define FAKE_MACHINE_MAX_BYTES (1024 * 1024)
+#define FAKE_LINK_NONE 0xFFFFFFFFu
+#define FAKE_LINK_SWITCH 0xFFFFFFFEu
+#define FAKE_NO_START 0xFFFFFFFFu
+
+/* First word of every object an nvmlDevice_t can point to. */
+enum fake_kind { FAKE_KIND_GPU = 0x47505521, FAKE_KIND_MIG = 0x4d494721 };
+
+/* One GPU-instance profile row (facts A.3). */
+struct fake_gi_profile {
+    unsigned index; /* NVML_GPU_INSTANCE_PROFILE_* */
+    unsigned id;    /* what nvidia-smi shows and create/placements take */
+    unsigned slices;         /* memory slices = placement size */
+    unsigned compute_slices; /* the "Ng" */
+    unsigned sms;
+    unsigned memory_mib;
+    unsigned dec, enc, ce, jpeg, ofa;
+    unsigned max_instances;
+    unsigned starts_mask; /* bit s set: s is an allowed placement start */
+    const char *name;     /* "1g.10gb", "1g.10gb+me" */
+};
+
+struct fake_model {
+    const char *name;
+    uint64_t memory_mib;
+    int cc_major, cc_minor;
+    unsigned arch;  /* NVML_DEVICE_ARCH_* */
+    unsigned brand; /* nvmlBrandType_t */
+    unsigned pci_device_id;
+    unsigned nvlinks; /* links the part has; 0: no NVLink */
+    unsigned sms;
+    unsigned mem_slices;     /* 8 or 4; 0: not MIG capable */
+    unsigned compute_slices; /* 7 or 4 */
+    const struct fake_gi_profile *profiles;
+    size_t n_profiles;
+};
+
+/* catalog.c */
+const struct fake_model *fake_catalog_find(const char *name);
+const struct fake_model *fake_catalog_get(size_t i); /* NULL past the end */
+const struct fake_gi_profile *fake_profile_by_id(const struct fake_model *m, unsigned id);
+const struct fake_gi_profile *fake_profile_by_index(const struct fake_model *m, unsigned index);
+const struct fake_gi_profile *fake_profile_by_name(const struct fake_model *m, const char *name);
+/* go-nvlib's memory figure for a profile name (facts A.6). */
+unsigned fake_profile_name_gb(uint64_t profile_mib, uint64_t total_mib);
+
+struct fake_process {
+    unsigned pid;
+    uint64_t used_mib;
+    unsigned gi_id; /* INVALID_GPU_INSTANCE_ID outside MIG */
+    unsigned ci_id;
+};
+
+struct fake_gi;
+
+/* A compute instance; its address is also the MIG device handle. */
+struct fake_ci {
+    unsigned kind; /* FAKE_KIND_MIG */
+    bool in_use;
+    struct fake_gi *gi;
+    unsigned id;
+    unsigned profile_index; /* NVML_COMPUTE_INSTANCE_PROFILE_* */
+    unsigned start, slices; /* compute slices within the GI */
+};
+
+struct fake_gpu;
+
+struct fake_gi {
+    bool in_use;
+    struct fake_gpu *gpu;
+    unsigned id;
+    const struct fake_gi_profile *profile;
+    unsigned start; /* memory slice */
+    struct fake_ci cis[FAKE_MAX_CI];
+};
+
+struct fake_mig_request {
+    const struct fake_gi_profile *profile;
+    unsigned start; /* FAKE_NO_START: pick like CreateGpuInstance does */
+};
+
+struct fake_gpu {
+    unsigned kind; /* FAKE_KIND_GPU */
+    unsigned index;
+    struct fake_model model; /* copy: an unknown model is filled from the machine file */
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    unsigned numa_node;
+    unsigned pci_domain, pci_bus;
+    struct fake_process procs[FAKE_MAX_PROCS];
+    size_t n_procs;
+    unsigned mig_current, mig_pending;
+    struct fake_gi gis[FAKE_MAX_GI];
+    unsigned links[NVML_NVLINK_MAX_LINKS]; /* peer GPU index, FAKE_LINK_SWITCH or _NONE */
+};
+
+struct fake_machine {
+    char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    int cuda;
+    struct fake_gpu *gpus; /* owned, n_gpus entries */
+    size_t n_gpus;
+    uint64_t signature; /* hash of the machine file: ties a state file to it */
+};
+
+/* machine.c: parses `path`; on failure *ret_m is untouched and err says file:line. */
+int fake_machine_load(const char *path, struct fake_machine **ret_m, struct error *err);
+void fake_machine_free(struct fake_machine *m);
+uint64_t fake_hash(uint64_t h, const void *data, size_t len); /* FNV-1a; start with 0 */
+/* "GPU-xxxxxxxx-xxxx-..." / "MIG-..." from two hash words. */
+void fake_uuid_format(char *buf, size_t size, const char *prefix, uint64_t a, uint64_t b);
+
+/* mig.c: MIG rules on one GPU. Return NVML codes; outputs written only on success. */
+nvmlReturn_t fake_gi_create(struct fake_gpu *g, const struct fake_gi_profile *p, unsigned start,
+                            struct fake_gi **ret);
+nvmlReturn_t fake_gi_destroy(struct fake_gi *gi);
+unsigned fake_gi_remaining(const struct fake_gpu *g, const struct fake_gi_profile *p);
+/* The CI shape for a CI profile index inside gi; false when not offered there. */
+bool fake_ci_shape(const struct fake_gi *gi, unsigned ci_index, unsigned *ret_slices,
+                   unsigned *ret_align);
+unsigned fake_ci_full_index(const struct fake_gi *gi);
+unsigned fake_ci_placements(const struct fake_gi *gi, unsigned ci_index, unsigned *starts,
+                            unsigned max);
+unsigned fake_ci_sms(const struct fake_ci *ci);
+nvmlReturn_t fake_ci_create(struct fake_gi *gi, unsigned ci_index, unsigned start,
+                            struct fake_ci **ret);
+nvmlReturn_t fake_ci_destroy(struct fake_ci *ci);
+unsigned fake_ci_remaining(const struct fake_gi *gi, unsigned ci_index);
+void fake_mig_clear(struct fake_gpu *g);
+/* MIG devices in index order (by GI start, then CI start); returns the count. */
+size_t fake_mig_devices(struct fake_gpu *g, struct fake_ci **out, size_t max);
+void fake_mig_uuid(const struct fake_ci *ci, char *buf, size_t size);
+void fake_mig_profile_name(const struct fake_ci *ci, char *buf, size_t size);
+bool fake_ci_has_processes(const struct fake_gpu *g, unsigned gi_id, unsigned ci_id);
+
+/* state.c: the MIG state file. */
+int fake_state_save(const struct fake_machine *m, const char *path, struct error *err);
+/* Applies the file to m; -ENOENT when absent, -ESTALE when written for another machine. */
+int fake_state_load(struct fake_machine *m, const char *path, struct error *err);
+
+/* nvml.c: entry and exit of every exported call. fake_enter() checks nvmlInit, re-reads the
+ * state file when another process changed it, resolves `dev` (may be NULL) into the GPU and,
+ * for a MIG handle, its compute instance, applies FAKE_NVML_FAIL, and returns with the library
+ * lock held (and, with `mutate`, the state file lock) — only on NVML_SUCCESS. fake_leave()
+ * saves a mutation that succeeded, drops the locks and returns rc. */
+nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fake_gpu **ret_g,
+                        struct fake_ci **ret_ci);
+nvmlReturn_t fake_leave(nvmlReturn_t rc);
+/* FAKE_NVML_FAIL: true (and *rc set) when fn (on GPU `gpu`, -1: none) must fail. */
+bool fake_fault(const char *fn, int gpu, nvmlReturn_t *rc);
+struct fake_machine *fake_current(void); /* valid between fake_enter and fake_leave */
+/* The GPU or MIG device a UUID names, or NULL. */
+struct fake_gpu *fake_find_uuid(const char *uuid, struct fake_ci **ret_ci);
+
+#endif
