@@ -1,9 +1,476 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_inventory.c: the inventory read through the fake NVML — pending the fake library
- * (tools/fake-nvml); the group is empty until then. */
+/* test_inventory.c: src/gpu/inventory.c through the fake NVML, loaded by the production
+ * loader from GS_BINARY_DIR/tools/fake-nvml: every field on every example machine (the
+ * invariants on all of them, exact values per machine), fault injection over every NVML
+ * call the read makes, the sysfs NUMA fallback and failOnInitError. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu.h"
 #include "tests.h"
+
+struct fixture {
+    char *dir;                  /* temp: state file, fake sysfs */
+    struct strbuf lib, machine, state;
+};
+
+static const char *fake_lib(struct fixture *f)
+{
+    strbuf_reset(&f->lib);
+    strbuf_printf(&f->lib, "%s/tools/fake-nvml/libnvidia-ml.so.1", GS_BINARY_DIR);
+    return strbuf_str(&f->lib);
+}
+
+/* examples/machines, or GS_TEST_MACHINES to try other machine files. */
+static void machines_dir(struct strbuf *sb)
+{
+    const char *env = getenv("GS_TEST_MACHINES");
+
+    if (env && *env)
+        strbuf_puts(sb, env);
+    else
+        strbuf_printf(sb, "%s/examples/machines", GS_SOURCE_DIR);
+}
+
+/* Points the fake at <machines>/<name>.yaml with a fresh state file. */
+static void use_machine(struct fixture *f, const char *name)
+{
+    strbuf_reset(&f->machine);
+    strbuf_reset(&f->state);
+    machines_dir(&f->machine);
+    strbuf_printf(&f->machine, "/%s.yaml", name);
+    strbuf_printf(&f->state, "%s/%s.state", f->dir, name);
+    remove(strbuf_str(&f->state));
+    setenv("FAKE_NVML_MACHINE", strbuf_str(&f->machine), 1);
+    setenv("FAKE_NVML_STATE", strbuf_str(&f->state), 1);
+    unsetenv("FAKE_NVML_FAIL");
+    unsetenv("FAKE_NVML_EVENTS");
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    f->dir = tmpdir_make();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    unsetenv("FAKE_NVML_FAIL");
+    tmpdir_remove(f->dir);
+    free(f->dir);
+    strbuf_release(&f->lib);
+    strbuf_release(&f->machine);
+    strbuf_release(&f->state);
+    free(f);
+    return 0;
+}
+
+/* Opens the fake and reads; returns read's result, the warnings in *ret_warnings (owned
+ * strv: load and read warnings). */
+static int read_fake(struct fixture *f, const char *sysfs_root, struct inv_inventory **ret,
+                     char ***ret_warnings, struct error *err)
+{
+    struct gpu_nvml_options o = {.library_path = fake_lib(f), .sysfs_root = sysfs_root};
+    struct gpu_nvml *n = NULL;
+    char **w = strv_new();
+    int r;
+
+    r = gpu_nvml_open(&o, &n, err);
+    if (r < 0) {
+        *ret_warnings = w;
+        return r;
+    }
+    for (char *const *p = gpu_nvml_load_warnings(n); *p; p++)
+        strv_push(&w, *p);
+    r = gpu_inventory_read(n, ret, err);
+    for (char *const *p = gpu_nvml_read_warnings(n); *p; p++)
+        strv_push(&w, *p);
+    gpu_nvml_close(n);
+    *ret_warnings = w;
+    return r;
+}
+
+static bool warned(char *const *w, const char *needle)
+{
+    for (size_t i = 0; w && w[i]; i++)
+        if (strstr(w[i], needle))
+            return true;
+    return false;
+}
+
+/* ---- invariants every snapshot of every machine must satisfy ---------------------------- */
+
+static void check_invariants(const char *machine, const struct inv_inventory *inv)
+{
+    char name[64];
+
+    if (inv->n_gpus == 0)
+        fail_msg("%s: no GPUs", machine);
+    if (!inv->driver_version[0] || inv->cuda_version < 10000)
+        fail_msg("%s: driver '%s' cuda %d", machine, inv->driver_version, inv->cuda_version);
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const struct inv_gpu *g = &inv->gpus[i];
+
+        if (g->index != i || !str_startswith(g->uuid, "GPU-") || !g->name[0])
+            fail_msg("%s GPU %zu: index %u uuid '%s' name '%s'", machine, i, g->index, g->uuid,
+                     g->name);
+        if (strcmp(g->brand, "unknown") == 0 || strcmp(g->architecture, "unknown") == 0)
+            fail_msg("%s GPU %zu: brand '%s' arch '%s'", machine, i, g->brand, g->architecture);
+        if (g->cc_major < 7 || g->memory_mib < 8192 || g->numa_node < -1)
+            fail_msg("%s GPU %zu: cc %d.%d memory %llu numa %d", machine, i, g->cc_major,
+                     g->cc_minor, (unsigned long long)g->memory_mib, g->numa_node);
+        if (gpu_pci_sysfs_name(g->pci_bus_id, name, sizeof(name)) < 0 ||
+            (g->pci_device_id & 0xFFFF) != 0x10DE)
+            fail_msg("%s GPU %zu: bus id '%s' device id 0x%08X", machine, i, g->pci_bus_id,
+                     g->pci_device_id);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(inv->gpus[j].uuid, g->uuid) == 0 || inv->gpus[j].minor == g->minor ||
+                strcmp(inv->gpus[j].pci_bus_id, g->pci_bus_id) == 0)
+                fail_msg("%s: GPUs %zu and %zu share uuid, minor or bus id", machine, j, i);
+        if ((g->mig_enabled || g->mig_pending) && !g->mig_capable)
+            fail_msg("%s GPU %zu: MIG enabled but not capable", machine, i);
+        if (!g->mig_enabled && g->n_migs)
+            fail_msg("%s GPU %zu: MIG devices with MIG off", machine, i);
+        for (size_t k = 0; k < g->n_migs; k++) {
+            const struct inv_mig_device *m = &g->migs[k];
+            if (!str_startswith(m->uuid, "MIG-") || !strstr(m->profile, "g.") ||
+                !strstr(m->profile, "gb") ||
+                m->memory_mib == 0 || m->memory_mib >= g->memory_mib ||
+                m->multiprocessors == 0 || m->placement_size == 0 ||
+                m->placement_start + m->placement_size > 8 || m->ci_id == INV_ID_NONE)
+                fail_msg("%s GPU %zu MIG %zu: uuid '%s' profile '%s' mem %llu sms %u at %u:%u",
+                         machine, i, k, m->uuid, m->profile,
+                         (unsigned long long)m->memory_mib, m->multiprocessors,
+                         m->placement_start, m->placement_size);
+            if (k > 0 && m->index <= g->migs[k - 1].index)
+                fail_msg("%s GPU %zu: MIG indexes not increasing", machine, i);
+            for (size_t l = 0; l < k; l++) {
+                const struct inv_mig_device *o = &g->migs[l];
+                bool same_gi = o->gi_id == m->gi_id;
+                bool overlap = m->placement_start < o->placement_start + o->placement_size &&
+                               o->placement_start < m->placement_start + m->placement_size;
+                if (same_gi ? o->ci_id == m->ci_id : overlap)
+                    fail_msg("%s GPU %zu: MIG %zu and %zu collide", machine, i, l, k);
+            }
+        }
+        for (size_t k = 0; k < g->n_procs; k++)
+            if (g->procs[k].pid == 0 || g->procs[k].used_mib > g->memory_mib ||
+                (!g->mig_enabled && g->procs[k].gi_id != INV_ID_NONE))
+                fail_msg("%s GPU %zu: bad process %zu (pid %u)", machine, i, k,
+                         g->procs[k].pid);
+    }
+    for (size_t a = 0; a < inv->n_gpus; a++)
+        for (size_t b = 0; b < inv->n_gpus; b++) {
+            const struct inv_link *l = inv_link_between(inv, a, b);
+            const struct inv_link *r = inv_link_between(inv, b, a);
+            if (a == b ? (l->nvlinks || l->pcie != INV_PCIE_SAME)
+                       : (l->nvlinks != r->nvlinks || l->pcie != r->pcie))
+                fail_msg("%s: link %zu-%zu inconsistent", machine, a, b);
+        }
+}
+
+static void test_gpu_inventory_read_every_example_machine(void **state)
+{
+    struct fixture *f = *state;
+    struct strbuf dirpath = STRBUF_INIT;
+    struct dirent *de;
+    DIR *d;
+    size_t n = 0;
+
+    machines_dir(&dirpath);
+    d = opendir(strbuf_str(&dirpath));
+    assert_non_null(d);
+    while ((de = readdir(d))) {
+        struct inv_inventory *inv = NULL, *copy = NULL;
+        struct error err = {0};
+        char **w = NULL;
+        char name[256];
+
+        if (!str_endswith(de->d_name, ".yaml"))
+            continue;
+        str_copy(name, de->d_name, sizeof(name));
+        name[strlen(name) - 5] = '\0';
+        use_machine(f, name);
+        if (read_fake(f, NULL, &inv, &w, &err) < 0)
+            fail_msg("%s: %s", name, err.msg);
+        if (strv_length(w) != 0)
+            fail_msg("%s: unexpected warning: %s", name, w[0]);
+        check_invariants(name, inv);
+        /* The copy the daemon keeps as "last good" is equal field by field. */
+        copy = inv_dup(inv);
+        assert_non_null(copy);
+        assert_int_equal(copy->n_gpus, inv->n_gpus);
+        for (size_t i = 0; i < inv->n_gpus; i++) {
+            assert_string_equal(copy->gpus[i].uuid, inv->gpus[i].uuid);
+            assert_int_equal(copy->gpus[i].n_migs, inv->gpus[i].n_migs);
+            if (inv->gpus[i].n_migs)
+                assert_memory_equal(copy->gpus[i].migs, inv->gpus[i].migs,
+                                    inv->gpus[i].n_migs * sizeof(*inv->gpus[i].migs));
+        }
+        inv_free(copy);
+        inv_free(inv);
+        strv_free(w);
+        n++;
+    }
+    closedir(d);
+    strbuf_release(&dirpath);
+    assert_true(n >= 5);
+}
+
+/* ---- fault injection ----------------------------------------------------------------------- */
+
+enum fault_effect { FATAL, DEGRADED };
+
+/* Every NVML call gpu_inventory_read makes on a MIG machine with processes, and what its
+ * failure does (the contract documented in gpu.h and docs/inventory.md). */
+static const struct {
+    const char *call;
+    enum fault_effect effect;
+} faults[] = {
+    {"nvmlSystemGetDriverVersion", FATAL},
+    {"nvmlSystemGetCudaDriverVersion_v2", DEGRADED},
+    {"nvmlDeviceGetCount_v2", FATAL},
+    {"nvmlDeviceGetHandleByIndex_v2", FATAL},
+    {"nvmlDeviceGetUUID", FATAL},
+    {"nvmlDeviceGetName", FATAL},
+    {"nvmlDeviceGetMinorNumber", FATAL},
+    {"nvmlDeviceGetMemoryInfo", FATAL},
+    {"nvmlDeviceGetPciInfo_v3", FATAL},
+    {"nvmlDeviceGetCudaComputeCapability", DEGRADED},
+    {"nvmlDeviceGetBrand", DEGRADED},
+    {"nvmlDeviceGetArchitecture", DEGRADED},
+    {"nvmlDeviceGetNumaNodeId", DEGRADED},
+    {"nvmlDeviceGetMigMode", FATAL},
+    {"nvmlDeviceGetMaxMigDeviceCount", FATAL},
+    {"nvmlDeviceGetMigDeviceHandleByIndex", FATAL},
+    {"nvmlDeviceGetGpuInstanceId", FATAL},
+    {"nvmlDeviceGetComputeInstanceId", FATAL},
+    {"nvmlDeviceGetGpuInstanceById", FATAL},
+    {"nvmlGpuInstanceGetInfo", FATAL},
+    {"nvmlGpuInstanceGetComputeInstanceById", FATAL},
+    {"nvmlComputeInstanceGetInfo_v2", FATAL},
+    {"nvmlDeviceGetGpuInstanceProfileInfo", FATAL},
+    {"nvmlGpuInstanceGetComputeInstanceProfileInfo", FATAL},
+    {"nvmlDeviceGetComputeRunningProcesses_v3", DEGRADED},
+    {"nvmlDeviceGetNvLinkState", DEGRADED},
+    {"nvmlDeviceGetNvLinkRemotePciInfo_v2", DEGRADED},
+    {"nvmlDeviceGetTopologyCommonAncestor", DEGRADED},
+    /* Not here: nvmlShutdown (gpu_nvml_close ignores its result; a failing shutdown keeps
+     * the fake's machine allocated, as it would keep a real driver's state). */
+};
+
+static void check_degraded(const char *call, const struct inv_inventory *inv)
+{
+    const struct inv_gpu *g = &inv->gpus[0];
+
+    if (strcmp(call, "nvmlSystemGetCudaDriverVersion_v2") == 0)
+        assert_int_equal(inv->cuda_version, 0);
+    else if (strcmp(call, "nvmlDeviceGetCudaComputeCapability") == 0)
+        assert_true(g->cc_major == 0 && g->cc_minor == 0);
+    else if (strcmp(call, "nvmlDeviceGetBrand") == 0)
+        assert_string_equal(g->brand, "unknown");
+    else if (strcmp(call, "nvmlDeviceGetArchitecture") == 0)
+        assert_string_equal(g->architecture, "unknown");
+    else if (strcmp(call, "nvmlDeviceGetNumaNodeId") == 0)
+        assert_int_equal(g->numa_node, -1); /* no sysfs entry in the test's sysfs root */
+    else if (strcmp(call, "nvmlDeviceGetComputeRunningProcesses_v3") == 0)
+        for (size_t i = 0; i < inv->n_gpus; i++)
+            assert_int_equal(inv->gpus[i].n_procs, 0);
+    else if (strcmp(call, "nvmlDeviceGetTopologyCommonAncestor") == 0)
+        assert_int_equal(inv_link_between(inv, 0, 1)->pcie, INV_PCIE_SYSTEM);
+    else if (strstr(call, "NvLink"))
+        assert_int_equal(inv_link_between(inv, 0, 1)->nvlinks, 0);
+}
+
+/* The machine that exercises every call: MIG devices, processes, NVLink, several GPUs. */
+#define FAULT_MACHINE "a100-mig-balanced"
+
+static void test_gpu_inventory_read_every_call_failing(void **state)
+{
+    struct fixture *f = *state;
+    struct strbuf sysfs = STRBUF_INIT;
+
+    strbuf_printf(&sysfs, "%s/empty-sysfs", f->dir);
+    for (size_t i = 0; i < GS_ARRAY_SIZE(faults); i++) {
+        struct inv_inventory *inv = NULL;
+        struct error err = {0};
+        struct strbuf spec = STRBUF_INIT;
+        char **w = NULL;
+        int r;
+
+        use_machine(f, FAULT_MACHINE);
+        strbuf_printf(&spec, "%s=999", faults[i].call);
+        setenv("FAKE_NVML_FAIL", strbuf_str(&spec), 1);
+        r = read_fake(f, strbuf_str(&sysfs), &inv, &w, &err);
+        switch (faults[i].effect) {
+        case FATAL:
+            if (r >= 0)
+                fail_msg("%s failing: read succeeded", faults[i].call);
+            assert_null(inv);
+            if (!strstr(err.msg, faults[i].call) || !strstr(err.msg, "Unknown Error"))
+                fail_msg("%s failing: unclear error '%s'", faults[i].call, err.msg);
+            /* Per-device calls name the device. */
+            if ((strstr(faults[i].call, "Device") || strstr(faults[i].call, "Instance")) &&
+                !strstr(faults[i].call, "GetCount"))
+                if (!strstr(err.msg, "GPU 0"))
+                    fail_msg("%s failing: no device in '%s'", faults[i].call, err.msg);
+            break;
+        case DEGRADED:
+            if (r < 0)
+                fail_msg("%s failing: read failed: %s", faults[i].call, err.msg);
+            if (!warned(w, faults[i].call) || !warned(w, "Unknown Error"))
+                fail_msg("%s failing: no warning naming it", faults[i].call);
+            check_degraded(faults[i].call, inv);
+            break;
+        }
+        inv_free(inv);
+        strv_free(w);
+        strbuf_release(&spec);
+    }
+    strbuf_release(&sysfs);
+}
+
+static void test_gpu_nvml_open_init_failure(void **state)
+{
+    struct fixture *f = *state;
+    struct gpu_nvml_options o = {.library_path = fake_lib(f)};
+    struct gpu_nvml *n = NULL;
+    struct error err = {0};
+
+    use_machine(f, FAULT_MACHINE);
+    setenv("FAKE_NVML_FAIL", "nvmlInit_v2=9", 1);
+    assert_int_equal(gpu_nvml_open(&o, &n, &err), -ENODEV);
+    assert_null(n);
+    assert_non_null(strstr(err.msg, "nvmlInit_v2 failed"));
+    assert_non_null(strstr(err.msg, "Driver Not Loaded"));
+    assert_non_null(strstr(err.msg, o.library_path));
+}
+
+static void test_gpu_inventory_open_and_read_fail_on_init_error(void **state)
+{
+    struct fixture *f = *state;
+    struct gpu_nvml_options o = {.library_path = fake_lib(f)};
+    struct inv_inventory *inv = NULL;
+    struct error err = {0};
+    char **w = NULL;
+
+    use_machine(f, FAULT_MACHINE);
+    setenv("FAKE_NVML_FAIL", "nvmlInit_v2=9", 1);
+    /* false: no GPUs, keep running */
+    assert_int_equal(gpu_inventory_open_and_read(&o, false, &inv, &w, &err), 0);
+    assert_non_null(inv);
+    assert_int_equal(inv->n_gpus, 0);
+    assert_null(inv->gpus);
+    assert_int_equal(strv_length(w), 1);
+    assert_non_null(strstr(w[0], "Driver Not Loaded"));
+    assert_non_null(strstr(w[0], "keep running"));
+    inv_free(inv);
+    strv_free(w);
+    inv = NULL;
+    w = NULL;
+    /* true: the error, outputs untouched */
+    assert_int_equal(gpu_inventory_open_and_read(&o, true, &inv, &w, &err), -ENODEV);
+    assert_null(inv);
+    assert_null(w);
+    assert_non_null(strstr(err.msg, "nvmlInit_v2 failed"));
+    /* A read failure after a good init is an error even with false. */
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetUUID=999", 1);
+    assert_int_equal(gpu_inventory_open_and_read(&o, false, &inv, &w, &err), -EIO);
+    assert_null(inv);
+    assert_non_null(strstr(err.msg, "nvmlDeviceGetUUID failed for GPU 0"));
+    /* And the good path. */
+    unsetenv("FAKE_NVML_FAIL");
+    assert_int_equal(gpu_inventory_open_and_read(&o, true, &inv, &w, &err), 0);
+    assert_true(inv->n_gpus > 0);
+    assert_int_equal(strv_length(w), 0);
+    inv_free(inv);
+    strv_free(w);
+}
+
+static void test_gpu_inventory_read_numa_from_sysfs(void **state)
+{
+    struct fixture *f = *state;
+    struct inv_inventory *inv = NULL;
+    struct strbuf sysfs = STRBUF_INIT, rel = STRBUF_INIT;
+    struct error err = {0};
+    char **w = NULL;
+    char dev[32];
+
+    /* First learn GPU 0's bus id, then hide NVML's NUMA answer (NOT_SUPPORTED, as on x86
+     * hosts) and give the node through a fake sysfs. */
+    use_machine(f, FAULT_MACHINE);
+    assert_int_equal(read_fake(f, NULL, &inv, &w, &err), 0);
+    assert_int_equal(gpu_pci_sysfs_name(inv->gpus[0].pci_bus_id, dev, sizeof(dev)), 0);
+    inv_free(inv);
+    strv_free(w);
+    strbuf_printf(&sysfs, "%s/sysfs", f->dir);
+    strbuf_printf(&rel, "sysfs/bus/pci/devices/%s/numa_node", dev);
+    write_under(f->dir, strbuf_str(&rel), "3\n");
+
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetNumaNodeId=3", 1);
+    assert_int_equal(read_fake(f, strbuf_str(&sysfs), &inv, &w, &err), 0);
+    assert_int_equal(inv->gpus[0].numa_node, 3);
+    if (inv->n_gpus > 1)
+        assert_int_equal(inv->gpus[1].numa_node, -1); /* no sysfs entry */
+    assert_int_equal(strv_length(w), 0); /* NOT_SUPPORTED is normal, not a warning */
+    inv_free(inv);
+    strv_free(w);
+    strbuf_release(&sysfs);
+    strbuf_release(&rel);
+}
+
+static void test_gpu_inventory_read_twice_replaces_warnings(void **state)
+{
+    struct fixture *f = *state;
+    struct gpu_nvml_options o = {.library_path = fake_lib(f)};
+    struct inv_inventory *a = NULL, *b = NULL;
+    struct gpu_nvml *n = NULL;
+    size_t n_first;
+
+    /* The fake reads FAKE_NVML_FAIL at init, so both reads see the same failure: the
+     * second read's warnings replace the first's instead of piling up. */
+    use_machine(f, FAULT_MACHINE);
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetBrand=999", 1);
+    assert_int_equal(gpu_nvml_open(&o, &n, NULL), 0);
+    assert_string_equal(gpu_nvml_library_path(n), o.library_path);
+    assert_int_equal(gpu_inventory_read(n, &a, NULL), 0);
+    n_first = strv_length(gpu_nvml_read_warnings(n));
+    assert_int_equal(n_first, a->n_gpus); /* one per GPU */
+    assert_int_equal(gpu_inventory_read(n, &b, NULL), 0);
+    assert_int_equal(strv_length(gpu_nvml_read_warnings(n)), n_first);
+    assert_int_equal(a->n_gpus, b->n_gpus);
+    for (size_t i = 0; i < a->n_gpus; i++) {
+        assert_string_equal(a->gpus[i].uuid, b->gpus[i].uuid);
+        assert_string_equal(b->gpus[i].brand, "unknown");
+    }
+    inv_free(a);
+    inv_free(b);
+    gpu_nvml_close(n);
+}
 
 int run_inventory_tests(void)
 {
-    return 0;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_example_machine, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_call_failing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_nvml_open_init_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_open_and_read_fail_on_init_error,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_numa_from_sysfs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_twice_replaces_warnings, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests_name("gpu_inventory", tests, NULL, NULL);
 }
