@@ -103,6 +103,7 @@ struct fake_gpu {
     unsigned kind; /* FAKE_KIND_GPU */
     unsigned index;
     struct fake_model model; /* copy: an unknown model is filled from the machine file */
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE]; /* model.name points here */
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     unsigned numa_node;
     unsigned pci_domain, pci_bus;

@@ -388,6 +388,9 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         return r;
     if (!name || !*name)
         return perr(ps, e, "a gpus entry needs a model");
+    if (strlen(name) >= NVML_DEVICE_NAME_V2_BUFFER_SIZE - 16)
+        return perr(ps, get(e, "model"), "model name is longer than %d characters",
+                    NVML_DEVICE_NAME_V2_BUFFER_SIZE - 17);
     known = fake_catalog_find(name);
     if (known)
         model = *known;
@@ -417,6 +420,8 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         g->kind = FAKE_KIND_GPU;
         g->index = (unsigned)ec->m->n_gpus;
         g->model = model;
+        str_copy(g->name, name, sizeof(g->name));
+        g->model.name = g->name;
         /* Stable across runs and paths: model name, entry index, index in the entry. */
         a = fake_hash(fake_hash(0, name, strlen(name)), key, sizeof(key));
         fake_uuid_format(g->uuid, sizeof(g->uuid), "GPU-", a, fake_hash(a, "gpu", 3));
@@ -577,10 +582,14 @@ int fake_machine_load(const char *path, struct fake_machine **ret_m, struct erro
     if (diag)
         fy_diag_set_collect_errors(diag, true);
     memset(&cfg, 0, sizeof(cfg));
-    cfg.flags = FYPCF_QUIET;
+    cfg.flags = FYPCF_QUIET | FYPCF_RESOLVE_DOCUMENT;
     cfg.diag = diag;
     doc = fy_document_build_from_string(&cfg, data, len);
     if (!doc) {
+        r = yaml_error(&ps, diag);
+        goto out;
+    }
+    if (fy_document_resolve(doc) != 0) {
         r = yaml_error(&ps, diag);
         goto out;
     }
