@@ -18,6 +18,7 @@ static const struct cli_command commands[] = {
     {"version", "print the version", cmd_version},
     {"config", "validate and show device plugin configs", cmd_config},
     {"inventory", "survey this node's GPUs (NVML)", cmd_inventory},
+    {"plan", "show what this node will advertise to the kubelet", cmd_plan},
 };
 
 static void usage(FILE *f)

@@ -98,40 +98,41 @@ static int add_migs(struct builder *b, const struct inv_gpu *g, const char *only
     return 0;
 }
 
-/* The profile most MIG devices have (ties: the first seen): what keep_valid keeps. */
-static const char *dominant_profile(const struct inv_inventory *inv, size_t *ret_n_profiles)
+/* The profile most MIG devices have (ties: the first seen): what keep_valid keeps. Also
+ * counts the distinct profiles on the node. */
+static int dominant_profile(const struct inv_inventory *inv, const char **ret_profile,
+                            size_t *ret_n_profiles)
 {
-    const char *best = NULL;
-    size_t best_n = 0, n_profiles = 0;
+    const char **names = NULL;
+    size_t *counts = NULL, n = 0, total = 0, best = 0;
+    int r = -ENOMEM;
 
-    for (size_t i = 0; i < inv->n_gpus; i++) {
+    for (size_t i = 0; i < inv->n_gpus; i++)
+        total += inv->gpus[i].n_migs;
+    names = calloc(total + 1, sizeof(*names));
+    counts = calloc(total + 1, sizeof(*counts));
+    if (!names || !counts)
+        goto out;
+    for (size_t i = 0; i < inv->n_gpus; i++)
         for (size_t j = 0; j < inv->gpus[i].n_migs; j++) {
             const char *p = inv->gpus[i].migs[j].profile;
-            size_t n = 0;
-            bool seen_before = false;
-            for (size_t a = 0; a < inv->n_gpus && !seen_before; a++)
-                for (size_t c = 0; c < inv->gpus[a].n_migs; c++) {
-                    if (a == i && c == j)
-                        break;
-                    if (strcmp(inv->gpus[a].migs[c].profile, p) == 0) {
-                        seen_before = true;
-                        break;
-                    }
-                }
-            if (seen_before)
-                continue;
-            n_profiles++;
-            for (size_t a = 0; a < inv->n_gpus; a++)
-                for (size_t c = 0; c < inv->gpus[a].n_migs; c++)
-                    n += strcmp(inv->gpus[a].migs[c].profile, p) == 0;
-            if (n > best_n) {
-                best_n = n;
-                best = p;
-            }
+            size_t k = 0;
+            while (k < n && strcmp(names[k], p) != 0)
+                k++;
+            if (k == n)
+                names[n++] = p;
+            counts[k]++;
         }
-    }
-    *ret_n_profiles = n_profiles;
-    return best;
+    for (size_t k = 1; k < n; k++)
+        if (counts[k] > counts[best])
+            best = k;
+    *ret_profile = n ? names[best] : NULL;
+    *ret_n_profiles = n;
+    r = 0;
+out:
+    free(names);
+    free(counts);
+    return r;
 }
 
 /* migStrategy=single: every GPU MIG-enabled with one profile, or none MIG-enabled. */
@@ -139,7 +140,7 @@ static int collect_single(struct builder *b)
 {
     const struct inv_inventory *inv = b->inv;
     size_t n_mig = 0, n_profiles = 0;
-    const char *keep_profile;
+    const char *keep_profile = NULL;
     int r;
 
     for (size_t i = 0; i < inv->n_gpus; i++)
@@ -164,7 +165,9 @@ static int collect_single(struct builder *b)
                 return r;
         }
     }
-    keep_profile = dominant_profile(inv, &n_profiles);
+    r = dominant_profile(inv, &keep_profile, &n_profiles);
+    if (r < 0)
+        return r;
     if (n_profiles > 1) {
         r = model__diag(b->m, MODEL_DIAG_ERROR, "invalid MIG configuration: more than one MIG "
                         "device type present on node (migStrategy single needs one profile on "

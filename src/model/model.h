@@ -18,7 +18,7 @@
 #define MODEL_HEALTHY "Healthy"
 #define MODEL_UNHEALTHY "Unhealthy"
 /* Bounds on what a config can make us build (replicas × devices). */
-#define MODEL_MAX_REPLICAS 1024u
+#define MODEL_MAX_REPLICAS CFG_MAX_REPLICAS /* 4096, as the config allows */
 #define MODEL_MAX_DEVICES (1u << 20)
 
 /* ---- the model ---------------------------------------------------------------------------- */

@@ -12,18 +12,6 @@
 
 #define NAME_COL_MIN 22
 
-static const char *sharing_name(enum cfg_sharing_strategy s)
-{
-    switch (s) {
-    case CFG_SHARING_TIME_SLICING:
-        return "time-slicing";
-    case CFG_SHARING_MPS:
-        return "mps";
-    default:
-        return "none";
-    }
-}
-
 static const struct inv_gpu *gpu_by_index(const struct inv_inventory *inv, unsigned index)
 {
     for (size_t i = 0; inv && i < inv->n_gpus; i++)
@@ -113,7 +101,7 @@ static int plan_text(const struct model *m, const struct inv_inventory *inv, str
             r = strbuf_printf(&reps, "%u", res->replicas);
         if (r == 0)
             r = strbuf_printf(out, "%-*s %-8zu %-14s %-9s %s\n", width, res->name,
-                              res->n_devices, sharing_name(res->sharing), strbuf_str(&reps),
+                              res->n_devices, cfg_sharing_strategy_name(res->sharing), strbuf_str(&reps),
                               strbuf_str(&gpus));
     }
     if (r == 0 && m->n_resources == 0)
@@ -126,6 +114,25 @@ static int plan_text(const struct model *m, const struct inv_inventory *inv, str
     strbuf_release(&gpus);
     strbuf_release(&reps);
     return r;
+}
+
+/* NVML strings are not guaranteed UTF-8; JSON must be. Other bytes become '?'. */
+static json_t *json_text(const char *s)
+{
+    json_t *j = json_string(s);
+    char *copy;
+
+    if (j || !s)
+        return j;
+    copy = strdup(s);
+    if (!copy)
+        return NULL;
+    for (char *p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80 || (unsigned char)*p < 0x20)
+            *p = '?';
+    j = json_string(copy);
+    free(copy);
+    return j;
 }
 
 static json_t *device_json(const struct model_device *d)
@@ -163,10 +170,10 @@ static json_t *resource_json(const struct model_resource *res, const struct inv_
             goto fail;
     if (json_object_set_new(o, "name", json_string(res->name)) < 0 ||
         json_object_set_new(o, "count", json_integer((json_int_t)res->n_devices)) < 0 ||
-        json_object_set_new(o, "sharing", json_string(sharing_name(res->sharing))) < 0 ||
+        json_object_set_new(o, "sharing", json_string(cfg_sharing_strategy_name(res->sharing))) < 0 ||
         json_object_set_new(o, "replicas", json_integer(res->replicas)) < 0 ||
         json_object_set_new(o, "socket", json_string(res->socket_name)) < 0 ||
-        json_object_set_new(o, "gpus", json_string(strbuf_str(&gpus))) < 0)
+        json_object_set_new(o, "gpus", json_text(strbuf_str(&gpus))) < 0)
         goto fail;
     if (json_object_set_new(o, "devices", devs) < 0) {
         devs = NULL;
@@ -195,7 +202,7 @@ static int plan_json(const struct model *m, const struct inv_inventory *inv, str
             goto out;
     for (size_t i = 0; i < m->n_diags; i++)
         if (json_array_append_new(m->diags[i].level == MODEL_DIAG_ERROR ? errors : warnings,
-                                  json_string(m->diags[i].message)) < 0)
+                                  json_text(m->diags[i].message)) < 0)
             goto out;
     if (json_object_set(root, "resources", resources) < 0 ||
         json_object_set(root, "errors", errors) < 0 ||

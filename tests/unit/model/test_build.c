@@ -42,7 +42,20 @@ static struct inv_inventory *a100_1g10gb(void)
     return fx_a100_1g10gb(1);
 }
 
+/* 2 GPUs: the first all-1g.10gb, the second all-balanced (profile order differs per GPU) */
+static struct inv_inventory *two_layouts(void)
+{
+    struct inv_inventory *inv = fx_generic(2);
+    fx_add_mig(&inv->gpus[0], "2g.20gb", 19968, 5, 0);
+    for (unsigned k = 0; k < 7; k++)
+        fx_add_mig(&inv->gpus[1], "1g.10gb", 9856, 7 + k, 0);
+    return inv;
+}
+
 static const struct scenario scenarios[] = {
+    {"two layouts under single (regression: profiles counted per node)", two_layouts,
+     CFG_MIG_SINGLE, NULL, 0, false,
+     "invalid MIG configuration: more than one MIG device type present on node", {{0}}},
     {"seed L20 with l20 (8)", fx_l20, CFG_MIG_NONE, "nvidia.com/gpu", 8, false, NULL,
      {{"nvidia.com/gpu", 8}, {"nvidia.com/gpu.shared", -1}}},
     {"seed T4 with t4 (3)", fx_t4, CFG_MIG_NONE, "nvidia.com/gpu", 3, false, NULL,
