@@ -226,6 +226,139 @@ static void test_gpu_inventory_read_every_example_machine(void **state)
     assert_true(n >= 5);
 }
 
+/* ---- exact values per example machine ---------------------------------------------------- */
+
+struct want_mig {
+    const char *profile;
+    uint64_t memory_mib;
+    unsigned sms, start, size;
+};
+
+/* What each example machine must read as (GPU 0 in full, the rest by count and links). */
+static const struct {
+    const char *machine;
+    size_t n_gpus;
+    const char *name, *brand, *arch; /* brand NULL: not checked */
+    uint64_t memory_mib;
+    int cc_major, cc_minor;
+    uint32_t pci_device_id; /* 0: not checked */
+    bool mig_capable, mig_enabled;
+    struct want_mig migs[8]; /* GPU 0, in MIG index order */
+    unsigned pid, pid_mib;   /* GPU 0's first process, 0: none */
+    int numa_last;           /* NUMA node of the last GPU */
+    const char *link01, *link02; /* topology labels, NULL: not checked */
+} machines[] = {
+    {"a100-80gb-all-1g", 4, "NVIDIA A100-SXM4-80GB", "NVIDIA", "ampere", 81920, 8, 0,
+     0x20B210DE, true, true,
+     {{"1g.10gb", 9728, 14, 0, 1}, {"1g.10gb", 9728, 14, 1, 1}, {"1g.10gb", 9728, 14, 2, 1},
+      {"1g.10gb", 9728, 14, 3, 1}, {"1g.10gb", 9728, 14, 4, 1}, {"1g.10gb", 9728, 14, 5, 1},
+      {"1g.10gb", 9728, 14, 6, 1}},
+     0, 0, 0, "NV4", "NV4"},
+    {"a100-80gb-all-balanced", 4, "NVIDIA A100-SXM4-80GB", "NVIDIA", "ampere", 81920, 8, 0,
+     0x20B210DE, true, true,
+     {{"2g.20gb", 19968, 28, 0, 2}, {"1g.10gb", 9728, 14, 2, 1}, {"1g.10gb", 9728, 14, 3, 1},
+      {"3g.40gb", 40192, 42, 4, 4}},
+     0, 0, 0, "NV4", "NV4"},
+    {"h100-nvswitch-8", 8, "NVIDIA H100 80GB HBM3", "NVIDIA", "hopper", 81559, 9, 0,
+     0x233010DE, true, false, {{NULL, 0, 0, 0, 0}}, 0, 0, 1, "NV18", "NV18"},
+    {"h20-mig-7x1g", 8, "NVIDIA H20", "NVIDIA", "hopper", 97871, 9, 0, 0x232910DE, true, true,
+     {{"1g.12gb", 11264, 10, 0, 1}, {"1g.12gb", 11264, 10, 1, 1}, {"1g.12gb", 11264, 10, 2, 1},
+      {"1g.12gb", 11264, 10, 3, 1}, {"1g.12gb", 11264, 10, 4, 1}, {"1g.12gb", 11264, 10, 5, 1},
+      {"1g.12gb", 11264, 10, 6, 1}},
+     0, 0, 1, "NV18", "NV18"},
+    {"l20-node", 1, "NVIDIA L20", NULL, "ada-lovelace", 46068, 8, 9, 0, false, false,
+     {{NULL, 0, 0, 0, 0}}, 4242, 4621, 0, NULL, NULL},
+    {"t4-node", 1, "Tesla T4", NULL, "turing", 15360, 7, 5, 0, false, false,
+     {{NULL, 0, 0, 0, 0}}, 4243, 4401, 0, NULL, NULL},
+    {"mixed-models", 6, "NVIDIA A100-SXM4-40GB", "NVIDIA", "ampere", 40960, 8, 0, 0x20B010DE,
+     true, true, {{"4g.20gb", 20096, 56, 0, 4}, {"3g.20gb", 20096, 42, 4, 4}}, 5001, 2048, 1,
+     "NODE", "SYS"},
+    {"pcie-2socket-nvlink-pairs", 8, "NVIDIA H100 NVL", "NVIDIA", "hopper", 95830, 9, 0,
+     0x232110DE, true, false, {{NULL, 0, 0, 0, 0}}, 0, 0, 1, "NV12", "NODE"},
+};
+
+static void check_machine(size_t k, const struct inv_inventory *inv)
+{
+    const char *m = machines[k].machine;
+    const struct inv_gpu *g = &inv->gpus[0];
+    size_t n_migs = 0;
+    char buf[16];
+
+    if (inv->n_gpus != machines[k].n_gpus)
+        fail_msg("%s: %zu GPUs, want %zu", m, inv->n_gpus, machines[k].n_gpus);
+    if (strcmp(inv->driver_version, "570.158.01") != 0 || inv->cuda_version != 12080)
+        fail_msg("%s: driver %s cuda %d", m, inv->driver_version, inv->cuda_version);
+    if (strcmp(g->name, machines[k].name) != 0 || strcmp(g->architecture, machines[k].arch) ||
+        (machines[k].brand && strcmp(g->brand, machines[k].brand)))
+        fail_msg("%s: name '%s' arch '%s' brand '%s'", m, g->name, g->architecture, g->brand);
+    if (g->memory_mib != machines[k].memory_mib || g->cc_major != machines[k].cc_major ||
+        g->cc_minor != machines[k].cc_minor)
+        fail_msg("%s: memory %llu cc %d.%d", m, (unsigned long long)g->memory_mib, g->cc_major,
+                 g->cc_minor);
+    if (machines[k].pci_device_id && g->pci_device_id != machines[k].pci_device_id)
+        fail_msg("%s: device id 0x%08X", m, g->pci_device_id);
+    if (g->mig_capable != machines[k].mig_capable || g->mig_enabled != machines[k].mig_enabled ||
+        g->mig_pending != g->mig_enabled)
+        fail_msg("%s: MIG capable %d enabled %d pending %d", m, g->mig_capable, g->mig_enabled,
+                 g->mig_pending);
+    while (n_migs < 8 && machines[k].migs[n_migs].profile)
+        n_migs++;
+    if (g->n_migs != n_migs)
+        fail_msg("%s: %zu MIG devices, want %zu", m, g->n_migs, n_migs);
+    for (size_t i = 0; i < n_migs; i++) {
+        const struct want_mig *w = &machines[k].migs[i];
+        const struct inv_mig_device *d = &g->migs[i];
+        /* A GI profile's sliceCount is its compute slices (go-nvlib's G), so 3g.40gb, not
+         * 3c.4g.40gb: a mismatch here is the NVML side's profile table. */
+        if (strcmp(d->profile, w->profile) != 0 || d->memory_mib != w->memory_mib ||
+            d->multiprocessors != w->sms || d->placement_start != w->start ||
+            d->placement_size != w->size)
+            fail_msg("%s MIG %zu: '%s' %llu MiB %u SMs at %u:%u, want '%s' %llu MiB %u SMs at "
+                     "%u:%u",
+                     m, i, d->profile, (unsigned long long)d->memory_mib, d->multiprocessors,
+                     d->placement_start, d->placement_size, w->profile,
+                     (unsigned long long)w->memory_mib, w->sms, w->start, w->size);
+    }
+    if (machines[k].pid) {
+        if (g->n_procs < 1 || g->procs[0].pid != machines[k].pid ||
+            g->procs[0].used_mib != machines[k].pid_mib)
+            fail_msg("%s: first process %u (%llu MiB)", m, g->n_procs ? g->procs[0].pid : 0,
+                     g->n_procs ? (unsigned long long)g->procs[0].used_mib : 0ULL);
+    } else if (g->n_procs) {
+        fail_msg("%s: unexpected process %u", m, g->procs[0].pid);
+    }
+    if (inv->gpus[inv->n_gpus - 1].numa_node != machines[k].numa_last)
+        fail_msg("%s: last GPU NUMA %d", m, inv->gpus[inv->n_gpus - 1].numa_node);
+    if (machines[k].link01 &&
+        strcmp(gpu_link_label(inv_link_between(inv, 0, 1), false, buf, sizeof(buf)),
+               machines[k].link01) != 0)
+        fail_msg("%s: GPU0-GPU1 %s, want %s", m, buf, machines[k].link01);
+    if (machines[k].link02 &&
+        strcmp(gpu_link_label(inv_link_between(inv, 0, 2), false, buf, sizeof(buf)),
+               machines[k].link02) != 0)
+        fail_msg("%s: GPU0-GPU2 %s, want %s", m, buf, machines[k].link02);
+}
+
+static void test_gpu_inventory_read_exact_values_per_machine(void **state)
+{
+    struct fixture *f = *state;
+
+    if (getenv("GS_TEST_MACHINES"))
+        skip();
+    for (size_t k = 0; k < GS_ARRAY_SIZE(machines); k++) {
+        struct inv_inventory *inv = NULL;
+        struct error err = {0};
+        char **w = NULL;
+
+        use_machine(f, machines[k].machine);
+        if (read_fake(f, NULL, &inv, &w, &err) < 0)
+            fail_msg("%s: %s", machines[k].machine, err.msg);
+        check_machine(k, inv);
+        inv_free(inv);
+        strv_free(w);
+    }
+}
+
 /* ---- fault injection ----------------------------------------------------------------------- */
 
 enum fault_effect { FATAL, DEGRADED };
@@ -292,7 +425,7 @@ static void check_degraded(const char *call, const struct inv_inventory *inv)
 }
 
 /* The machine that exercises every call: MIG devices, processes, NVLink, several GPUs. */
-#define FAULT_MACHINE "a100-mig-balanced"
+#define FAULT_MACHINE "a100-80gb-all-balanced"
 
 static void test_gpu_inventory_read_every_call_failing(void **state)
 {
@@ -462,6 +595,8 @@ int run_inventory_tests(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_example_machine, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_exact_values_per_machine,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_call_failing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_init_failure, setup, teardown),
