@@ -184,7 +184,7 @@ static int request_parse(const struct model_resource *res, const char *const *av
     if (!q->avail || !q->must)
         return error_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; i < n_must; i++) {
-        size_t idx;
+        size_t idx = 0;
         bool dup = false;
         r = lookup(res, must_include[i], &idx, err);
         if (r < 0)
