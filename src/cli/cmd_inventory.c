@@ -5,6 +5,7 @@
  * docs/inventory.md. Only wiring and printing: the snapshot comes from gpu/gpu.h. */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,21 +61,31 @@ static const char *mig_mode_text(const struct inv_gpu *g)
     return g->mig_enabled ? "enabled (disable pending)" : "disabled (enable pending)";
 }
 
-static int name_width(const struct inv_inventory *inv)
+/* Width of the widest value of a GPU string field (at least the header's). */
+static int column_width(const struct inv_inventory *inv, size_t offset, size_t min)
 {
-    size_t w = 4;
-    for (size_t i = 0; i < inv->n_gpus; i++)
-        if (strlen(inv->gpus[i].name) > w)
-            w = strlen(inv->gpus[i].name);
+    size_t w = min;
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const char *s = (const char *)&inv->gpus[i] + offset;
+        if (strlen(s) > w)
+            w = strlen(s);
+    }
     return (int)w;
 }
 
 static void print_gpus(FILE *f, const struct inv_inventory *inv)
 {
-    int nw = name_width(inv);
+    int nw = column_width(inv, offsetof(struct inv_gpu, name), 4);
+    int bw = column_width(inv, offsetof(struct inv_gpu, brand), 5);
+    int aw = column_width(inv, offsetof(struct inv_gpu, architecture), 4);
+    int mw = 3;
 
-    fprintf(f, "%-4s %-*s %-8s %-12s %-5s %-13s %-26s %-5s %-17s %s\n", "GPU", nw, "NAME",
-            "BRAND", "MEMORY", "CC", "ARCH", "MIG", "NUMA", "BUS ID", "UUID");
+    for (size_t i = 0; i < inv->n_gpus; i++)
+        if ((int)strlen(mig_mode_text(&inv->gpus[i])) > mw)
+            mw = (int)strlen(mig_mode_text(&inv->gpus[i]));
+
+    fprintf(f, "%-4s %-*s %-*s %-12s %-5s %-*s %-*s %-5s %-17s %s\n", "GPU", nw, "NAME", bw,
+            "BRAND", "MEMORY", "CC", aw, "ARCH", mw, "MIG", "NUMA", "BUS ID", "UUID");
     for (size_t i = 0; i < inv->n_gpus; i++) {
         const struct inv_gpu *g = &inv->gpus[i];
         char mem[32], cc[16], numa[16];
@@ -85,8 +96,8 @@ static void print_gpus(FILE *f, const struct inv_inventory *inv)
             snprintf(numa, sizeof(numa), "%d", g->numa_node);
         else
             str_copy(numa, "-", sizeof(numa));
-        fprintf(f, "%-4u %-*s %-8s %-12s %-5s %-13s %-26s %-5s %-17s %s\n", g->index, nw,
-                g->name, g->brand, mem, cc, g->architecture, mig_mode_text(g), numa,
+        fprintf(f, "%-4u %-*s %-*s %-12s %-5s %-*s %-*s %-5s %-17s %s\n", g->index, nw, g->name,
+                bw, g->brand, mem, cc, aw, g->architecture, mw, mig_mode_text(g), numa,
                 g->pci_bus_id, g->uuid);
     }
 }
