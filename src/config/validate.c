@@ -76,7 +76,7 @@ static void device_text(const struct cfg_device_ref *d, char *dst, size_t size)
 }
 
 /* Within a group of entries sharing one resource name (refs[0..n), sorted by index),
- * every pair must have disjoint device lists. */
+ * every pair must have disjoint device lists, and no list names a device twice. */
 static void check_group(struct cfg__ctx *c, const struct entry_ref *group, size_t n)
 {
     const struct cfg_config *cfg = c->cfg;
@@ -93,7 +93,7 @@ static void check_group(struct cfg__ctx *c, const struct entry_ref *group, size_
         }
         total += r->devices_kind == CFG_DEVICES_LIST ? r->n_devices : 0;
     }
-    if (open != SIZE_MAX) {
+    if (open != SIZE_MAX && n > 1) {
         /* an entry without a device list claims any device of the resource */
         size_t first = group[open == 0 ? 1 : 0].idx, other = group[open].idx;
         size_t later = first > other ? first : other, earlier = first > other ? other : first;
@@ -104,6 +104,8 @@ static void check_group(struct cfg__ctx *c, const struct entry_ref *group, size_
                   res[later].name, earlier, res[earlier].pos.line);
         return;
     }
+    if (total == 0)
+        return;
     devs = calloc(total ? total : 1, sizeof(*devs));
     if (!devs) {
         c->oom = true;
@@ -139,8 +141,7 @@ static void check_overlaps(struct cfg__ctx *c, struct entry_ref *by_name, size_t
         size_t j = i + 1;
         while (j < n && strcmp(by_name[j].name, by_name[i].name) == 0)
             j++;
-        if (j - i > 1)
-            check_group(c, &by_name[i], j - i);
+        check_group(c, &by_name[i], j - i);
         i = j;
     }
 }
