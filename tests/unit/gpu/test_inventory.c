@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu/gpu.h"
 #include "tests.h"
@@ -590,6 +591,37 @@ static void test_gpu_inventory_read_twice_replaces_warnings(void **state)
     gpu_nvml_close(n);
 }
 
+/* The whole production path: the library found by the driver-root search (here a
+ * container driver root holding a symlink to the fake, as the driver's .so.1 link is). */
+static void test_gpu_nvml_open_found_under_driver_root(void **state)
+{
+    struct fixture *f = *state;
+    struct strbuf link = STRBUF_INIT, ctr = STRBUF_INIT;
+    struct gpu_nvml_options o = {.driver_root = "/nonexistent-host-root"};
+    struct inv_inventory *inv = NULL;
+    struct gpu_nvml *n = NULL;
+    struct error err = {0};
+
+    strbuf_printf(&ctr, "%s/driver-root", f->dir);
+    free(mkdir_under(f->dir, "driver-root/usr/lib/x86_64-linux-gnu"));
+    strbuf_printf(&link, "%s/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", strbuf_str(&ctr));
+    assert_int_equal(symlink(fake_lib(f), strbuf_str(&link)), 0);
+    o.driver_root_ctr_path = strbuf_str(&ctr);
+
+    use_machine(f, "t4-node");
+    if (gpu_nvml_open(&o, &n, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(gpu_nvml_library_path(n), strbuf_str(&link));
+    assert_int_equal(strv_length(gpu_nvml_load_warnings(n)), 0);
+    assert_int_equal(gpu_inventory_read(n, &inv, &err), 0);
+    assert_int_equal(inv->n_gpus, 1);
+    assert_string_equal(inv->gpus[0].name, "Tesla T4");
+    inv_free(inv);
+    gpu_nvml_close(n);
+    strbuf_release(&link);
+    strbuf_release(&ctr);
+}
+
 int run_inventory_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -600,6 +632,8 @@ int run_inventory_tests(void)
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_call_failing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_init_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_nvml_open_found_under_driver_root, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_open_and_read_fail_on_init_error,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_numa_from_sysfs, setup,
