@@ -47,10 +47,17 @@ static void usage(FILE *f)
             "NVIDIA flags (flag > env var > config file > default):\n");
     opts = cfg_options(&n);
     for (size_t i = 0; i < n; i++) {
-        if (!(opts[i].binaries & CFG_BIN_PLUGIN) || !opts[i].config_key)
+        const struct cfg_option *o = &opts[i];
+        if (!(o->binaries & CFG_BIN_PLUGIN) || !o->config_key)
             continue;
-        fprintf(f, "  --%-34s %s [%s]\n", opts[i].flags[0], opts[i].envs[0],
-                opts[i].config_key);
+        fprintf(f, "  --%s", o->flags[0]);
+        for (size_t k = 1; k < GS_ARRAY_SIZE(o->flags) && o->flags[k]; k++)
+            fprintf(f, ", --%s", o->flags[k]);
+        fprintf(f, "  env");
+        for (size_t k = 0; k < GS_ARRAY_SIZE(o->envs) && o->envs[k]; k++)
+            if (!str_startswith(o->envs[k], "GFD_"))
+                fprintf(f, " %s", o->envs[k]);
+        fprintf(f, "  config %s (default '%s')\n", o->config_key, o->default_value);
     }
 }
 

@@ -234,7 +234,6 @@ int cfg_select_name(const char *dir, const struct cfg_load_options *opts, char *
     int r;
 
     if (opts->config_name && !cfg_config_name_valid(opts->config_name, err)) {
-        error_prefix(err, "config name");
         return -EINVAL;
     }
     r = cfg_list_names(dir, &names, err);
@@ -317,8 +316,7 @@ int cfg_load(const struct cfg_load_options *opts, struct cfg_config **ret_cfg,
         base = base ? base + 1 : opts->path;
         if (opts->config_name && !str_eq(opts->config_name, base)) {
             if (!cfg_config_name_valid(opts->config_name, err)) {
-                error_prefix(err, "config name");
-                r = -EINVAL;
+                        r = -EINVAL;
                 goto out;
             }
             r = error_set(err, -ENOENT, "'%s' is a file, which holds one config named '%s', "
