@@ -1,0 +1,97 @@
+#!/bin/sh
+# test_cli_plan.sh: `gpuslice plan` against the fake NVML — the seed's L20 node with its
+# `l20` config (8 time-sliced replicas, ~5758 MiB each), the T4 node with `t4`, an A100
+# all-balanced under `single` (NVIDIA's error, exit 1, valid part still shown), the JSON
+# shape, every example machine under `mixed` (JSON parses), and usage errors (exit 2).
+# Usage: test_cli_plan.sh GPUSLICE FAKE_LIB MACHINES_DIR
+set -u
+BIN="$1" LIB="$2" MACHINES="$3"
+fail=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gs-cli-plan-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+export GPUSLICE_LOG_LEVEL=warn
+unset FAKE_NVML_FAIL FAKE_NVML_EVENTS GPUSLICE_NVML_LIBRARY CONFIG_FILE MIG_STRATEGY
+
+ok() { echo "ok $1"; }
+bad() { echo "FAIL $1: $2"; fail=1; }
+
+machine() {
+    export FAKE_NVML_MACHINE="$MACHINES/$1.yaml" FAKE_NVML_STATE="$tmp/$1.state"
+    rm -f "$FAKE_NVML_STATE"
+}
+
+ts_config() { # replicas -> the seed's ConfigMap entry shape
+    cat >"$tmp/ts$1.yaml" <<YAML
+version: v1
+flags:
+  migStrategy: none
+sharing:
+  timeSlicing:
+    renameByDefault: false
+    failRequestsGreaterThanOne: true
+    resources:
+    - name: nvidia.com/gpu
+      replicas: $1
+YAML
+}
+
+# the seed's L20 node: nvidia.com/gpu 8, ~5758 MiB per replica
+machine l20-node
+ts_config 8
+out=$("$BIN" plan --nvml-library "$LIB" --config "$tmp/ts8.yaml" 2>"$tmp/err"); rc=$?
+if [ $rc -ne 0 ]; then
+    bad l20 "exit $rc: $(cat "$tmp/err")"
+elif printf '%s\n' "$out" | grep -q '^nvidia.com/gpu  *8  *time-slicing  *8  *1 × NVIDIA L20 (46068 MiB, ~5758 MiB per replica)$'; then
+    ok l20
+else
+    bad l20 "unexpected table: $out"
+fi
+
+# the seed's T4 node with t4 (3): 3 devices
+machine t4-node
+ts_config 3
+out=$("$BIN" plan --nvml-library "$LIB" --config "$tmp/ts3.yaml" -o json 2>"$tmp/err"); rc=$?
+if [ $rc -ne 0 ]; then
+    bad t4 "exit $rc: $(cat "$tmp/err")"
+else
+    printf '%s\n' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+r = d["resources"]
+assert [x["name"] for x in r] == ["nvidia.com/gpu"], r
+assert r[0]["count"] == 3 and r[0]["replicas"] == 3 and r[0]["sharing"] == "time-slicing"
+ids = [x["id"] for x in r[0]["devices"]]
+assert all(i.endswith("::%d" % n) for n, i in enumerate(ids)), ids
+assert all(x["health"] == "Healthy" for x in r[0]["devices"])
+assert d["errors"] == []
+' && ok t4 || bad t4 "json content"
+fi
+
+# all-balanced under single: NVIDIA refuses; we say why, show the valid part, exit 1
+machine a100-80gb-all-balanced
+out=$("$BIN" plan --nvml-library "$LIB" --mig-strategy single 2>"$tmp/err"); rc=$?
+if [ $rc -ne 1 ]; then
+    bad balanced-single "exit $rc, want 1"
+elif printf '%s\n' "$out" | grep -q '^error: invalid MIG configuration: more than one MIG device type present on node'; then
+    ok balanced-single
+else
+    bad balanced-single "no error line: $out"
+fi
+
+# every example machine under mixed: valid JSON
+for m in "$MACHINES"/*.yaml; do
+    name=$(basename "$m" .yaml)
+    machine "$name"
+    "$BIN" plan --nvml-library "$LIB" --mig-strategy mixed -o json >"$tmp/$name.json" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -gt 1 ]; then bad "$name mixed" "exit $rc: $(cat "$tmp/err")"; continue; fi
+    python3 -m json.tool "$tmp/$name.json" >/dev/null && ok "$name mixed json" ||
+        bad "$name mixed" "json does not parse"
+done
+
+# usage errors
+"$BIN" plan --output yaml >/dev/null 2>&1; [ $? -eq 2 ] && ok usage-output || bad usage-output "exit not 2"
+"$BIN" plan --mig-strategy half >/dev/null 2>&1; [ $? -eq 2 ] && ok usage-mig || bad usage-mig "exit not 2"
+"$BIN" plan --help | grep -q '^Usage: gpuslice plan' && ok help || bad help "no usage"
+
+exit $fail
