@@ -542,15 +542,39 @@ static int parse_root(const struct parse *ps, struct fy_node *root, struct fake_
     return r;
 }
 
-static int yaml_error(const struct parse *ps, struct fy_diag *diag)
-{
-    struct fy_diag_error *de;
-    void *it = NULL;
+/* libfyaml's diagnostics, kept (bounded) instead of printed: the caller reports them. */
+struct diag_capture {
+    char text[512];
+    size_t len;
+};
 
-    de = diag ? fy_diag_errors_iterate(diag, &it) : NULL;
-    if (de)
-        return error_set(ps->err, -EINVAL, "%s:%d:%d: %s", ps->path, de->line + 1,
-                         de->column + 1, de->msg);
+static void diag_capture_fn(struct fy_diag *diag, void *user, const char *buf, size_t len)
+{
+    struct diag_capture *cap = user;
+    (void)diag;
+    while (len > 0 && cap->len + 1 < sizeof(cap->text)) {
+        cap->text[cap->len++] = *buf == '\n' ? ' ' : *buf;
+        buf++;
+        len--;
+    }
+    cap->text[cap->len] = '\0';
+}
+
+static int yaml_error(const struct parse *ps, struct diag_capture *cap)
+{
+    const char *t = cap->text;
+
+    /* Drop the source excerpt's caret line ("  ^") at the end. */
+    while (cap->len > 0 && (cap->text[cap->len - 1] == ' ' || cap->text[cap->len - 1] == '^'))
+        cap->text[--cap->len] = '\0';
+
+    /* libfyaml names an in-memory input "<memory-@...>": put the file name there. */
+    if (*t == '<' && strchr(t, '>'))
+        t = strchr(t, '>') + 1;
+    if (cap->len > 0 && *t == ':')
+        return error_set(ps->err, -EINVAL, "%s%s", ps->path, t);
+    if (cap->len > 0)
+        return error_set(ps->err, -EINVAL, "%s: not valid YAML: %s", ps->path, t);
     return error_set(ps->err, -EINVAL, "%s: not valid YAML", ps->path);
 }
 
@@ -562,6 +586,7 @@ int fake_machine_load(const char *path, struct fake_machine **ret_m, struct erro
     struct fy_diag *diag = NULL;
     struct fy_diag_cfg dcfg;
     struct fy_parse_cfg cfg;
+    struct diag_capture cap = {.len = 0};
     char *data = NULL;
     size_t len = 0;
     int r;
@@ -578,19 +603,21 @@ int fake_machine_load(const char *path, struct fake_machine **ret_m, struct erro
     }
     m->signature = fake_hash(0, data, len);
     fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = diag_capture_fn;
+    dcfg.user = &cap;
+    dcfg.colorize = false;
     diag = fy_diag_create(&dcfg);
-    if (diag)
-        fy_diag_set_collect_errors(diag, true);
     memset(&cfg, 0, sizeof(cfg));
     cfg.flags = FYPCF_QUIET | FYPCF_RESOLVE_DOCUMENT;
     cfg.diag = diag;
     doc = fy_document_build_from_string(&cfg, data, len);
     if (!doc) {
-        r = yaml_error(&ps, diag);
+        r = yaml_error(&ps, &cap);
         goto out;
     }
     if (fy_document_resolve(doc) != 0) {
-        r = yaml_error(&ps, diag);
+        r = yaml_error(&ps, &cap);
         goto out;
     }
     r = parse_root(&ps, fy_document_root(doc), m);

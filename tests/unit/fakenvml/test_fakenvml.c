@@ -1019,7 +1019,7 @@ static const struct bad_machine bad_machines[] = {
     {"gpus:\n  - {model: NVIDIA H100 80GB HBM3, count: 2}\ntopology:\n  nvlink: [[0, 5, 4]]\n",
      ":4:", "two different GPU indexes"},
     {"driver: \"1\"\n", "machine", "needs a gpus list"},
-    {"gpus: [\n  {model: x\n", "machine", ":"},
+    {"gpus: [\n  {model: x\n", ":3:1: error", "missing comma"},
 };
 
 static void test_machine_errors_name_file_and_line(void **state)
