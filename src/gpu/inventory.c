@@ -138,6 +138,53 @@ static const char *gi_profile_suffix(unsigned index)
     }
 }
 
+/* Compute slices ("Ng") of a GPU-instance profile index, as go-nvlib's NewMigProfile
+ * derives them: the index, not info.sliceCount, names the profile. 0 for an index newer
+ * than this table (the caller then falls back to sliceCount). */
+static unsigned gi_profile_slices(unsigned index)
+{
+    static const unsigned slices[] = {
+        [NVML_GPU_INSTANCE_PROFILE_1_SLICE] = 1,
+        [NVML_GPU_INSTANCE_PROFILE_2_SLICE] = 2,
+        [NVML_GPU_INSTANCE_PROFILE_3_SLICE] = 3,
+        [NVML_GPU_INSTANCE_PROFILE_4_SLICE] = 4,
+        [NVML_GPU_INSTANCE_PROFILE_7_SLICE] = 7,
+        [NVML_GPU_INSTANCE_PROFILE_8_SLICE] = 8,
+        [NVML_GPU_INSTANCE_PROFILE_6_SLICE] = 6,
+        [NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1] = 1,
+        [NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1] = 2,
+        [NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2] = 1,
+        [NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX] = 1,
+        [NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX] = 2,
+        [NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX] = 4,
+        [NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME] = 1,
+        [NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME] = 2,
+        [NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME] = 1,
+        [NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME] = 2,
+        [NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX] = 3,
+    };
+
+    return index < GS_ARRAY_SIZE(slices) ? slices[index] : 0;
+}
+
+/* The same for compute-instance profile indexes. */
+static unsigned ci_profile_slices(unsigned index)
+{
+    static const unsigned slices[] = {
+        [NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE] = 1,
+        [NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE] = 2,
+        [NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE] = 3,
+        [NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE] = 4,
+        [NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE] = 7,
+        [NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE] = 8,
+        [NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE] = 6,
+        [NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1] = 1,
+        [NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL] = 7,
+    };
+
+    return index < GS_ARRAY_SIZE(slices) ? slices[index] : 0;
+}
+
 static enum inv_pcie_level pcie_level(nvmlGpuTopologyLevel_t l)
 {
     switch (l) {
@@ -303,7 +350,8 @@ static int find_gi_profile(struct read_ctx *c, nvmlDevice_t dev, const struct in
 }
 
 static int find_ci_profile(struct read_ctx *c, nvmlGpuInstance_t gi, const struct inv_gpu *g,
-                           unsigned id, nvmlComputeInstanceProfileInfo_t *ret)
+                           unsigned id, unsigned *ret_index,
+                           nvmlComputeInstanceProfileInfo_t *ret)
 {
     for (unsigned i = 0; i < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; i++) {
         nvmlComputeInstanceProfileInfo_t info;
@@ -317,6 +365,7 @@ static int find_ci_profile(struct read_ctx *c, nvmlGpuInstance_t gi, const struc
         if (rc != NVML_SUCCESS)
             return fail(c, rc, "nvmlGpuInstanceGetComputeInstanceProfileInfo", g);
         if (info.id == id) {
+            *ret_index = i;
             *ret = info;
             return 0;
         }
@@ -348,7 +397,7 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
     nvmlComputeInstanceInfo_t ci_info;
     nvmlGpuInstanceProfileInfo_t gi_prof;
     nvmlComputeInstanceProfileInfo_t ci_prof;
-    unsigned gi_index = 0;
+    unsigned gi_index = 0, ci_index = 0, gi_slices, ci_slices;
     int r;
 
     memset(&mem, 0, sizeof(mem));
@@ -371,7 +420,7 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
     r = find_gi_profile(c, parent, g, gi_info.profileId, &gi_index, &gi_prof);
     if (r < 0)
         return r;
-    r = find_ci_profile(c, gi, g, ci_info.profileId, &ci_prof);
+    r = find_ci_profile(c, gi, g, ci_info.profileId, &ci_index, &ci_prof);
     if (r < 0)
         return r;
 
@@ -380,7 +429,13 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
     m->placement_start = gi_info.placement.start;
     m->placement_size = gi_info.placement.size;
     m->multiprocessors = ci_prof.multiprocessorCount;
-    r = gpu_mig_profile_name(ci_prof.sliceCount, gi_prof.sliceCount,
+    gi_slices = gi_profile_slices(gi_index);
+    ci_slices = ci_profile_slices(ci_index);
+    if (!gi_slices)
+        gi_slices = gi_prof.sliceCount;
+    if (!ci_slices)
+        ci_slices = ci_prof.sliceCount;
+    r = gpu_mig_profile_name(ci_slices, gi_slices,
                              gpu_mig_memory_gb(gi_prof.memorySizeMB, parent_total_bytes),
                              gi_profile_suffix(gi_index), m->profile, sizeof(m->profile));
     if (r < 0) {
@@ -388,8 +443,7 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
         return error_set(c->err, r,
                          "MIG device %s on %s: cannot name a profile of %u compute slices in a "
                          "GPU instance of %u slices",
-                         m->uuid, gpu_where(g, where, sizeof(where)), ci_prof.sliceCount,
-                         gi_prof.sliceCount);
+                         m->uuid, gpu_where(g, where, sizeof(where)), ci_slices, gi_slices);
     }
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gpu/gpu.h"
+#include "gpu/internal.h" /* the NVML function table, to change MIG through the fake */
 #include "tests.h"
 
 struct fixture {
@@ -309,8 +310,8 @@ static void check_machine(size_t k, const struct inv_inventory *inv)
     for (size_t i = 0; i < n_migs; i++) {
         const struct want_mig *w = &machines[k].migs[i];
         const struct inv_mig_device *d = &g->migs[i];
-        /* A GI profile's sliceCount is its compute slices (go-nvlib's G), so 3g.40gb, not
-         * 3c.4g.40gb: a mismatch here is the NVML side's profile table. */
+        /* G and C come from the profile indexes as in go-nvlib: 3g.40gb although the
+         * profile spans 4 memory slices. */
         if (strcmp(d->profile, w->profile) != 0 || d->memory_mib != w->memory_mib ||
             d->multiprocessors != w->sms || d->placement_start != w->start ||
             d->placement_size != w->size)
@@ -591,6 +592,67 @@ static void test_gpu_inventory_read_twice_replaces_warnings(void **state)
     gpu_nvml_close(n);
 }
 
+/* Compute-instance sub-slices and media-extension profiles, made through the fake's MIG
+ * calls (as nvidia-smi mig -dci/-cci/-dgi/-cgi would): GI 1 (3g.40gb@4) split into three
+ * 1c CIs, the 1g.10gb at slice 2 replaced by a 1g.10gb+me (profile id 20). */
+static void test_gpu_inventory_read_ci_subslices_and_me(void **state)
+{
+    struct fixture *f = *state;
+    struct gpu_nvml_options o = {.library_path = fake_lib(f)};
+    static const nvmlGpuInstancePlacement_t slot2 = {2, 1};
+    static const char *const want[] = {"2g.20gb",    "1g.10gb+me", "1g.10gb",
+                                       "1c.3g.40gb", "1c.3g.40gb", "1c.3g.40gb"};
+    struct inv_inventory *inv = NULL;
+    struct gpu_nvml *n = NULL;
+    nvmlDevice_t dev = NULL;
+    nvmlGpuInstance_t gi = NULL;
+    nvmlComputeInstance_t ci = NULL;
+    struct error err = {0};
+
+    use_machine(f, "a100-80gb-all-balanced");
+    assert_int_equal(gpu_nvml_open(&o, &n, NULL), 0);
+    assert_int_equal(n->nvmlDeviceGetHandleByIndex_v2(0, &dev), NVML_SUCCESS);
+    /* GI 1 = 3g.40gb@4: its full CI out, three 1-slice CIs in */
+    assert_int_equal(n->nvmlDeviceGetGpuInstanceById(dev, 1, &gi), NVML_SUCCESS);
+    assert_int_equal(n->nvmlGpuInstanceGetComputeInstanceById(gi, 0, &ci), NVML_SUCCESS);
+    assert_int_equal(n->nvmlComputeInstanceDestroy(ci), NVML_SUCCESS);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(n->nvmlGpuInstanceCreateComputeInstance(
+                             gi, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, &ci),
+                         NVML_SUCCESS);
+    /* GI 3 = 1g.10gb@2 out, 1g.10gb+me (id 20) in at the same slice */
+    assert_int_equal(n->nvmlDeviceGetGpuInstanceById(dev, 3, &gi), NVML_SUCCESS);
+    assert_int_equal(n->nvmlGpuInstanceGetComputeInstanceById(gi, 0, &ci), NVML_SUCCESS);
+    assert_int_equal(n->nvmlComputeInstanceDestroy(ci), NVML_SUCCESS);
+    assert_int_equal(n->nvmlGpuInstanceDestroy(gi), NVML_SUCCESS);
+    assert_int_equal(n->nvmlDeviceCreateGpuInstanceWithPlacement(dev, 20, &slot2, &gi),
+                     NVML_SUCCESS);
+    assert_int_equal(n->nvmlGpuInstanceCreateComputeInstance(
+                         gi, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, &ci),
+                     NVML_SUCCESS);
+
+    if (gpu_inventory_read(n, &inv, &err) < 0)
+        fail_msg("%s", err.msg);
+    check_invariants("a100-80gb-all-balanced (changed)", inv);
+    assert_int_equal(inv->gpus[0].n_migs, GS_ARRAY_SIZE(want));
+    for (size_t i = 0; i < GS_ARRAY_SIZE(want); i++)
+        if (strcmp(inv->gpus[0].migs[i].profile, want[i]) != 0)
+            fail_msg("MIG %zu: '%s', want '%s'", i, inv->gpus[0].migs[i].profile, want[i]);
+    assert_int_equal(inv->gpus[0].migs[1].gi_profile_id, 20);
+    for (size_t i = 3; i < 6; i++) {
+        const struct inv_mig_device *m = &inv->gpus[0].migs[i];
+        assert_int_equal(m->gi_id, 1);
+        assert_int_equal(m->ci_profile_id, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE);
+        assert_int_equal(m->multiprocessors, 14);
+        assert_int_equal(m->placement_start, 4);
+        assert_int_equal(m->placement_size, 4);
+    }
+    /* GPU 1 is untouched */
+    assert_string_equal(inv->gpus[1].migs[3].profile, "3g.40gb");
+    inv_free(inv);
+    gpu_nvml_close(n);
+}
+
 /* The whole production path: the library found by the driver-root search (here a
  * container driver root holding a symlink to the fake, as the driver's .so.1 link is). */
 static void test_gpu_nvml_open_found_under_driver_root(void **state)
@@ -630,6 +692,8 @@ int run_inventory_tests(void)
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_exact_values_per_machine,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_call_failing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_ci_subslices_and_me, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_init_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_found_under_driver_root, setup,
