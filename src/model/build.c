@@ -272,7 +272,8 @@ static int assign_base_names(struct builder *b)
 
 static bool ref_matches(const struct cfg_device_ref *ref, const struct unit *u)
 {
-    char legacy[INV_UUID_MAX + 32];
+    struct strbuf legacy = STRBUF_INIT;
+    bool eq;
 
     switch (ref->kind) {
     case CFG_DEVREF_GPU_INDEX:
@@ -286,15 +287,12 @@ static bool ref_matches(const struct cfg_device_ref *ref, const struct unit *u)
             return false;
         if (strcmp(u->mig->uuid, ref->uuid) == 0)
             return true;
-        {
-            struct strbuf sb = STRBUF_INIT;
-            bool eq;
-            strbuf_printf(&sb, "MIG-%s/%u/%u", u->gpu->uuid, u->mig->gi_id, u->mig->ci_id);
-            str_copy(legacy, strbuf_str(&sb), sizeof(legacy));
-            strbuf_release(&sb);
-            eq = strcmp(legacy, ref->uuid) == 0;
-            return eq;
-        }
+        /* legacy form: MIG-GPU-<uuid>/<gi>/<ci> */
+        eq = strbuf_printf(&legacy, "MIG-%s/%u/%u", u->gpu->uuid, u->mig->gi_id,
+                           u->mig->ci_id) == 0 &&
+             strcmp(strbuf_str(&legacy), ref->uuid) == 0;
+        strbuf_release(&legacy);
+        return eq;
     }
     return false;
 }
@@ -822,19 +820,6 @@ static int first_error(const struct model *m, struct error *err)
     return error_set(err, -EINVAL, "invalid model");
 }
 
-static bool units_have(const struct builder *b, bool (*pred)(const struct unit *))
-{
-    for (size_t i = 0; i < b->n_units; i++)
-        if (pred(&b->units[i]))
-            return true;
-    return false;
-}
-
-static bool unit_kept(const struct unit *u)
-{
-    return !u->dropped;
-}
-
 int model_build(const struct inv_inventory *inv, const struct cfg_config *cfg,
                 const struct model_options *opts, struct model **ret_model, struct error *err)
 {
@@ -877,7 +862,7 @@ int model_build(const struct inv_inventory *inv, const struct cfg_config *cfg,
     r = add_warnings(&b);
     if (r < 0)
         goto out;
-    if (inv->n_gpus > 0 && !units_have(&b, unit_kept)) {
+    if (inv->n_gpus > 0 && b.m->n_resources == 0) {
         r = model__diag(b.m, MODEL_DIAG_WARNING, "no device of this node is advertised");
         if (r < 0)
             goto out;

@@ -401,6 +401,42 @@ static void test_model_build_devices_by_uuid_count_and_rename(void **state)
     inv_free(inv);
 }
 
+static void test_model_build_devices_by_mig_uuid_and_legacy(void **state)
+{
+    struct inv_inventory *inv = fx_a100_1g10gb(1);
+    struct cfg_device_ref refs[3] = {{.kind = CFG_DEVREF_MIG_UUID},
+                                     {.kind = CFG_DEVREF_MIG_UUID},
+                                     {.kind = CFG_DEVREF_MIG_INDEX, .gpu_index = 0,
+                                      .mig_index = 6}};
+    struct cfg_replicated_resource rule = fx_rule("nvidia.com/mig-1g.10gb", 4);
+    char legacy[160];
+    struct cfg_config cfg;
+    const struct model_resource *res;
+    struct model *m;
+
+    (void)state;
+    snprintf(legacy, sizeof(legacy), "MIG-%s/%u/%u", inv->gpus[0].uuid,
+             inv->gpus[0].migs[2].gi_id, inv->gpus[0].migs[2].ci_id);
+    refs[0].uuid = inv->gpus[0].migs[0].uuid;
+    refs[1].uuid = legacy;
+    rule.devices_kind = CFG_DEVICES_LIST;
+    rule.devices = refs;
+    rule.n_devices = 3;
+    fx_cfg_init(&cfg);
+    cfg.flags.mig_strategy = CFG_MIG_MIXED;
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, true, true);
+    m = fx_build(inv, &cfg);
+    res = model_find_resource(m, "nvidia.com/mig-1g.10gb.shared");
+    assert_non_null(res);
+    assert_int_equal(res->n_devices, 12);
+    assert_int_equal(res->devices[0].mig_index, 0);
+    assert_int_equal(res->devices[4].mig_index, 2);
+    assert_int_equal(res->devices[8].mig_index, 6);
+    assert_int_equal(fx_count(m, "nvidia.com/mig-1g.10gb"), 4);
+    model_free(m);
+    inv_free(inv);
+}
+
 static void test_model_build_device_in_two_rules(void **state)
 {
     struct inv_inventory *inv = fx_generic(2);
@@ -654,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_model_build_per_model_resources),
         cmocka_unit_test(test_model_build_one_gpu_shared_others_whole),
         cmocka_unit_test(test_model_build_devices_by_uuid_count_and_rename),
+        cmocka_unit_test(test_model_build_devices_by_mig_uuid_and_legacy),
         cmocka_unit_test(test_model_build_device_in_two_rules),
         cmocka_unit_test(test_model_build_devices_missing_on_node_warns),
         cmocka_unit_test(test_model_build_refused_names),
