@@ -215,21 +215,27 @@ static int request_parse(const struct model_resource *res, const char *const *av
 
 struct group {
     size_t first_dev; /* index of replica 0 of the physical device */
+    unsigned gpu;     /* parent GPU index */
     size_t start, end, next; /* its available devices: q->avail[start..end) */
     unsigned allocated;      /* replicas in use on the node (NVIDIA's count) */
     unsigned picked;         /* picked for this request */
 };
 
-static bool group_better(const struct group *a, const struct group *b, enum cfg_alloc_policy p)
+/* gpu_picked: picks per parent GPU in this request (MIG devices of one GPU share it). */
+static bool group_better(const struct group *a, const struct group *b, const unsigned *gpu_picked,
+                         enum cfg_alloc_policy p)
 {
     if (p == CFG_ALLOC_PACKED) {
         if (a->allocated != b->allocated)
             return a->allocated > b->allocated;
         return a->picked < b->picked;
     }
-    /* distributed: distinct devices first (#491), then NVIDIA's fewest-allocated */
+    /* distributed: distinct devices, then distinct GPUs (#491), then NVIDIA's
+     * fewest-allocated */
     if (a->picked != b->picked)
         return a->picked < b->picked;
+    if (gpu_picked[a->gpu] != gpu_picked[b->gpu])
+        return gpu_picked[a->gpu] < gpu_picked[b->gpu];
     return a->allocated < b->allocated;
 }
 
@@ -237,16 +243,27 @@ static int pick_greedy(const struct model_resource *res, enum cfg_alloc_policy p
                        const struct request *q, size_t k, size_t *out)
 {
     struct group *g = NULL;
+    unsigned *gpu_picked = NULL, max_gpu = 0;
     size_t n_g = 0;
 
+    for (size_t i = 0; i < res->n_devices; i++)
+        if (res->devices[i].gpu_index > max_gpu)
+            max_gpu = res->devices[i].gpu_index;
     g = calloc(q->n_avail + 1, sizeof(*g));
-    if (!g)
+    gpu_picked = calloc((size_t)max_gpu + 1, sizeof(*gpu_picked));
+    if (!g || !gpu_picked) {
+        free(g);
+        free(gpu_picked);
         return -ENOMEM;
+    }
+    for (size_t i = 0; i < q->n_must; i++)
+        gpu_picked[res->devices[q->must[i]].gpu_index]++;
     for (size_t i = 0; i < q->n_avail; i++) {
         const struct model_device *d = &res->devices[q->avail[i]];
         size_t first = q->avail[i] - d->replica;
         if (n_g == 0 || g[n_g - 1].first_dev != first)
-            g[n_g++] = (struct group){.first_dev = first, .start = i, .next = i};
+            g[n_g++] = (struct group){.first_dev = first, .gpu = d->gpu_index, .start = i,
+                                      .next = i};
         g[n_g - 1].end = i + 1;
     }
     for (size_t i = 0; i < n_g; i++) {
@@ -263,14 +280,16 @@ static int pick_greedy(const struct model_resource *res, enum cfg_alloc_policy p
         for (size_t i = 0; i < n_g; i++) {
             if (g[i].next == g[i].end)
                 continue;
-            if (!best || group_better(&g[i], best, policy))
+            if (!best || group_better(&g[i], best, gpu_picked, policy))
                 best = &g[i];
         }
         out[n] = q->avail[best->next++];
         best->allocated++;
         best->picked++;
+        gpu_picked[best->gpu]++;
     }
     free(g);
+    free(gpu_picked);
     return 0;
 }
 

@@ -310,8 +310,10 @@ static void test_model_preferred_allocation_mig_devices(void **state)
     assert_int_equal(model_preferred_allocation(m, res, avail, 14, NULL, 0, 3, inv, &ids, NULL),
                      0);
     assert_int_equal(ids_len(ids), 3);
+    /* distributed spreads MIG devices over their parent GPUs */
     assert_string_equal(ids[0], res->devices[0].id);
-    assert_string_equal(ids[1], res->devices[1].id);
+    assert_string_equal(ids[1], res->devices[7].id);
+    assert_string_equal(ids[2], res->devices[1].id);
     strv_free(ids);
     model_free(m);
     inv_free(inv);
