@@ -535,9 +535,15 @@ static int read_processes(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *
         nvmlProcessInfo_t *p;
 
         if (count > MAX_PROCESSES) {
-            count = MAX_PROCESSES;
+            char where[160];
+            r = gpu__warn(&c->warnings,
+                          "%s runs %u processes, more than %u: processes not reported",
+                          gpu_where(g, where, sizeof(where)), count, MAX_PROCESSES);
+            if (r < 0)
+                r = error_set(c->err, r, "out of memory");
+            goto out;
         }
-        count += 8;
+        count += 8; /* room for processes started since the sizing call */
         p = realloc(infos, count * sizeof(*infos));
         if (!p) {
             r = error_set(c->err, -ENOMEM, "out of memory");
