@@ -269,7 +269,7 @@ static int resolve(struct gpu_nvml *n, const char *symbol, void **slot, struct e
     if (is_required(symbol))
         return error_set(err, -ENOEXEC,
                          "NVML library '%s' lacks required symbol %s; is it "
-                         "libnvidia-ml.so.1 from an NVIDIA driver ≥ 450?",
+                         "libnvidia-ml.so.1 from an NVIDIA driver >= 450?",
                          n->path, symbol);
     effect = optional_effect(symbol);
     if (effect)
