@@ -305,7 +305,7 @@ static int parse_mig(const struct parse *ps, struct fy_node *mig, const struct f
         const char *name = NULL;
         unsigned start = FAKE_NO_START;
 
-        if (*n_reqs >= FAKE_MAX_GI)
+        if (*n_reqs >= FAKE_MAX_GI - 1)
             return perr(ps, item, "more than %d MIG instances on one GPU", FAKE_MAX_GI - 1);
         r = want(ps, item, FYNT_MAPPING, "a MIG instance");
         if (r == 0)

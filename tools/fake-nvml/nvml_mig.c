@@ -182,6 +182,21 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *i
 
 /* ---- GPU-instance profiles ---------------------------------------------------------------- */
 
+/* The fields the v1, v2 and v3 profile-info structs share (they differ in layout). */
+#define GI_INFO_SET(info, p)                               \
+    do {                                                   \
+        (info)->id = (p)->id;                              \
+        (info)->sliceCount = (p)->slices;                  \
+        (info)->instanceCount = (p)->max_instances;        \
+        (info)->multiprocessorCount = (p)->sms;            \
+        (info)->copyEngineCount = (p)->ce;                 \
+        (info)->decoderCount = (p)->dec;                   \
+        (info)->encoderCount = (p)->enc;                   \
+        (info)->jpegCount = (p)->jpeg;                     \
+        (info)->ofaCount = (p)->ofa;                       \
+        (info)->memorySizeMB = (p)->memory_mib;            \
+    } while (0)
+
 static nvmlReturn_t profile_lookup(const struct fake_gpu *g, const struct fake_ci *ci,
                                    unsigned index, const struct fake_gi_profile **ret)
 {
@@ -207,16 +222,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned i
     if (rc != NVML_SUCCESS)
         return fake_leave(rc);
     memset(info, 0, sizeof(*info));
-    info->id = p->id;
-    info->sliceCount = p->slices;
-    info->instanceCount = p->max_instances;
-    info->multiprocessorCount = p->sms;
-    info->copyEngineCount = p->ce;
-    info->decoderCount = p->dec;
-    info->encoderCount = p->enc;
-    info->jpegCount = p->jpeg;
-    info->ofaCount = p->ofa;
-    info->memorySizeMB = p->memory_mib;
+    GI_INFO_SET(info, p);
     return fake_leave(NVML_SUCCESS);
 }
 
@@ -238,31 +244,13 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned 
         nvmlGpuInstanceProfileInfo_v3_t *v3 = (nvmlGpuInstanceProfileInfo_v3_t *)info;
         memset(v3, 0, sizeof(*v3));
         v3->version = nvmlGpuInstanceProfileInfo_v3;
-        v3->id = p->id;
-        v3->sliceCount = p->slices;
-        v3->instanceCount = p->max_instances;
-        v3->multiprocessorCount = p->sms;
-        v3->copyEngineCount = p->ce;
-        v3->decoderCount = p->dec;
-        v3->encoderCount = p->enc;
-        v3->jpegCount = p->jpeg;
-        v3->ofaCount = p->ofa;
-        v3->memorySizeMB = p->memory_mib;
+        GI_INFO_SET(v3, p);
         snprintf(v3->name, sizeof(v3->name), "MIG %s", p->name);
         return fake_leave(NVML_SUCCESS);
     }
     memset(info, 0, sizeof(*info));
     info->version = nvmlGpuInstanceProfileInfo_v2;
-    info->id = p->id;
-    info->sliceCount = p->slices;
-    info->instanceCount = p->max_instances;
-    info->multiprocessorCount = p->sms;
-    info->copyEngineCount = p->ce;
-    info->decoderCount = p->dec;
-    info->encoderCount = p->enc;
-    info->jpegCount = p->jpeg;
-    info->ofaCount = p->ofa;
-    info->memorySizeMB = p->memory_mib;
+    GI_INFO_SET(info, p);
     snprintf(info->name, sizeof(info->name), "MIG %s", p->name);
     return fake_leave(NVML_SUCCESS);
 }

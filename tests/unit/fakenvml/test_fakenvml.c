@@ -874,6 +874,35 @@ static void test_state_seen_by_another_process(void **state)
     OK(nvmlShutdown());
 }
 
+static void test_state_file_foreign_or_damaged_is_ignored(void **state)
+{
+    const char *st;
+    (void)state;
+
+    /* Written for another machine file: ignored, the machine file's layout is used. */
+    use_example("a100-80gb-all-balanced.yaml");
+    st = getenv("FAKE_NVML_STATE");
+    write_text(st, "fake-nvml-state 1 0123456789abcdef\ngpu 0 0 0\n", "w");
+    OK(nvmlInit_v2());
+    assert_int_equal(mig_count(dev(0)), 4);
+    destroy_gi(dev(0), 1); /* ... and overwritten by the next change */
+    OK(nvmlShutdown());
+    OK(nvmlInit_v2());
+    assert_int_equal(mig_count(dev(0)), 3);
+    OK(nvmlShutdown());
+
+    /* Damaged: a line that names a profile the GPU lacks. Nothing of it is applied. */
+    use_example("a100-80gb-all-balanced.yaml");
+    st = getenv("FAKE_NVML_STATE");
+    OK(nvmlInit_v2());
+    destroy_gi(dev(0), 1);
+    OK(nvmlShutdown());
+    write_text(st, "gi 0 5 77 0\n", "a");
+    OK(nvmlInit_v2());
+    assert_int_equal(mig_count(dev(0)), 4);
+    OK(nvmlShutdown());
+}
+
 /* ---- events ------------------------------------------------------------------------------ */
 
 struct appender {
@@ -944,6 +973,57 @@ static void test_events_delivered_once_and_fast(void **state)
     print_message("event latency: waited %llu ms for an event appended after 30 ms\n",
                   (unsigned long long)waited_ms);
     OK(nvmlEventSetFree(set));
+    OK(nvmlShutdown());
+}
+
+struct waiter {
+    nvmlEventSet_t set;
+    unsigned long long xid;
+    nvmlReturn_t rc;
+};
+
+static void *wait_for_event(void *arg)
+{
+    struct waiter *w = arg;
+    nvmlEventData_t ev;
+
+    w->rc = nvmlEventSetWait_v2(w->set, &ev, 10000);
+    if (w->rc == NVML_SUCCESS)
+        w->xid = ev.eventData;
+    return NULL;
+}
+
+static void test_wait_in_a_thread_while_mig_changes(void **state)
+{
+    char events[512];
+    struct waiter w = {0};
+    pthread_t th;
+    (void)state;
+
+    use_yaml(all_mig_models);
+    path_in_tmp(events, sizeof(events), "events-threads");
+    setenv("FAKE_NVML_EVENTS", events, 1);
+    OK(nvmlInit_v2());
+    OK(nvmlEventSetCreate(&w.set));
+    OK(nvmlDeviceRegisterEvents(dev(4), nvmlEventTypeXidCriticalError, w.set));
+    assert_int_equal(pthread_create(&th, NULL, wait_for_event, &w), 0);
+    /* The waiting thread must not hold up the other calls. */
+    for (int i = 0; i < 200; i++) {
+        nvmlGpuInstance_t gi;
+        nvmlComputeInstance_t ci;
+        char name[96];
+        OK(nvmlDeviceCreateGpuInstance(dev(1), 9, &gi));
+        OK(nvmlGpuInstanceCreateComputeInstance(gi, 2, &ci));
+        OK(nvmlDeviceGetName(dev(1), name, sizeof(name)));
+        assert_int_equal(mig_count(dev(1)), 1);
+        OK(nvmlComputeInstanceDestroy(ci));
+        OK(nvmlGpuInstanceDestroy(gi));
+    }
+    write_text(events, "xid 4 45\n", "a");
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(w.rc, NVML_SUCCESS);
+    assert_int_equal(w.xid, 45);
+    OK(nvmlEventSetFree(w.set));
     OK(nvmlShutdown());
 }
 
@@ -1075,7 +1155,9 @@ int main(void)
         cmocka_unit_test_teardown(test_mig_mode_changes, teardown),
         cmocka_unit_test_teardown(test_state_persists_across_init_cycles, teardown),
         cmocka_unit_test_teardown(test_state_seen_by_another_process, teardown),
+        cmocka_unit_test_teardown(test_state_file_foreign_or_damaged_is_ignored, teardown),
         cmocka_unit_test_teardown(test_events_delivered_once_and_fast, teardown),
+        cmocka_unit_test_teardown(test_wait_in_a_thread_while_mig_changes, teardown),
         cmocka_unit_test_teardown(test_fault_injection, teardown),
         cmocka_unit_test(test_error_strings),
         cmocka_unit_test_teardown(test_machine_errors_name_file_and_line, teardown),
