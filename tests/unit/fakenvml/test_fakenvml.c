@@ -508,6 +508,122 @@ static void test_create_with_placement_rules(void **state)
     OK(nvmlShutdown());
 }
 
+/* Every profile at every start 0..7 on a fresh GPU: created exactly at the listed starts. */
+static void test_create_each_start_per_model(void **state)
+{
+    (void)state;
+    use_yaml(all_mig_models);
+    OK(nvmlInit_v2());
+    for (unsigned g = 0; g <= A30_INDEX; g++) {
+        const struct placement_row *rows = g == A30_INDEX ? a30_rows : eight_slice;
+        size_t n_rows = g == A30_INDEX ? GS_ARRAY_SIZE(a30_rows) : GS_ARRAY_SIZE(eight_slice);
+        for (size_t r = 0; r < n_rows; r++)
+            for (unsigned start = 0; start < 8; start++) {
+                nvmlGpuInstancePlacement_t pl = {start, rows[r].size};
+                nvmlGpuInstance_t gi;
+                bool listed = false;
+                for (unsigned k = 0; k < rows[r].n; k++)
+                    listed = listed || rows[r].starts[k] == start;
+                assert_int_equal(nvmlDeviceCreateGpuInstanceWithPlacement(dev(g), rows[r].id,
+                                                                          &pl, &gi),
+                                 listed ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT);
+                if (listed)
+                    OK(nvmlGpuInstanceDestroy(gi));
+            }
+    }
+    OK(nvmlShutdown());
+}
+
+/* Counts maximal non-overlapping layouts through the API (facts A.5 enumerates them). */
+struct layouts {
+    nvmlDevice_t d;
+    const unsigned *ids;
+    size_t n_ids;
+    unsigned count;             /* maximal layouts */
+    char multisets[64][32];     /* distinct profile multisets */
+    unsigned n_multisets;
+    unsigned used[8];           /* instances per profile in the current layout */
+};
+
+static bool layout_full(struct layouts *L)
+{
+    for (size_t i = 0; i < L->n_ids; i++) {
+        unsigned left = 0;
+        OK(nvmlDeviceGetGpuInstanceRemainingCapacity(L->d, L->ids[i], &left));
+        if (left > 0)
+            return false;
+    }
+    return true;
+}
+
+static void layout_dfs(struct layouts *L, unsigned min_key)
+{
+    bool extended = false;
+
+    for (unsigned start = 0; start < 8; start++)
+        for (size_t i = 0; i < L->n_ids; i++) {
+            unsigned key = start * 8 + (unsigned)i + 1, size = 0;
+            nvmlGpuInstanceProfileInfo_t info;
+            nvmlGpuInstancePlacement_t pl;
+            nvmlGpuInstance_t gi;
+            if (key <= min_key)
+                continue;
+            for (unsigned idx = 0; idx < NVML_GPU_INSTANCE_PROFILE_COUNT; idx++)
+                if (nvmlDeviceGetGpuInstanceProfileInfo(L->d, idx, &info) == NVML_SUCCESS &&
+                    info.id == L->ids[i])
+                    size = info.sliceCount;
+            pl = (nvmlGpuInstancePlacement_t){start, size};
+            if (nvmlDeviceCreateGpuInstanceWithPlacement(L->d, L->ids[i], &pl, &gi) !=
+                NVML_SUCCESS)
+                continue;
+            extended = true;
+            L->used[i]++;
+            layout_dfs(L, key);
+            L->used[i]--;
+            OK(nvmlGpuInstanceDestroy(gi));
+        }
+    if (!extended && layout_full(L)) {
+        char ms[32] = "";
+        size_t k;
+        L->count++;
+        for (size_t i = 0; i < L->n_ids; i++)
+            snprintf(ms + strlen(ms), sizeof(ms) - strlen(ms), "%u,", L->used[i]);
+        for (k = 0; k < L->n_multisets && strcmp(L->multisets[k], ms) != 0; k++)
+            ;
+        if (k == L->n_multisets && k < GS_ARRAY_SIZE(L->multisets))
+            str_copy(L->multisets[L->n_multisets++], ms, sizeof(ms));
+    }
+}
+
+static void test_maximal_layouts_match_the_facts(void **state)
+{
+    static const unsigned a100_five[] = {19, 14, 9, 5, 0};
+    static const unsigned a100_six[] = {19, 15, 14, 9, 5, 0};
+    static const unsigned a30_three[] = {14, 5, 0};
+    static const struct {
+        unsigned gpu;
+        const unsigned *ids;
+        size_t n_ids;
+        unsigned layouts, multisets;
+    } rows[] = {
+        {0, a100_five, GS_ARRAY_SIZE(a100_five), 19, 14},
+        {0, a100_six, GS_ARRAY_SIZE(a100_six), 78, 38},
+        {A30_INDEX, a30_three, GS_ARRAY_SIZE(a30_three), 5, 4}, /* 2g+1g+1g twice */
+    };
+    (void)state;
+
+    use_yaml(all_mig_models);
+    OK(nvmlInit_v2());
+    for (size_t r = 0; r < GS_ARRAY_SIZE(rows); r++) {
+        struct layouts L = {.d = dev(rows[r].gpu), .ids = rows[r].ids, .n_ids = rows[r].n_ids};
+        layout_dfs(&L, 0);
+        assert_int_equal(L.count, rows[r].layouts);
+        assert_int_equal(L.n_multisets, rows[r].multisets);
+        assert_int_equal(mig_count(L.d), 0);
+    }
+    OK(nvmlShutdown());
+}
+
 struct capacity_row {
     unsigned id, fresh, after_3g_at_4;
 };
@@ -1145,6 +1261,8 @@ int main(void)
         cmocka_unit_test_teardown(test_possible_placements_per_model, teardown),
         cmocka_unit_test_teardown(test_profile_info_names_match_go_nvlib_formula, teardown),
         cmocka_unit_test_teardown(test_create_with_placement_rules, teardown),
+        cmocka_unit_test_teardown(test_create_each_start_per_model, teardown),
+        cmocka_unit_test_teardown(test_maximal_layouts_match_the_facts, teardown),
         cmocka_unit_test_teardown(test_remaining_capacity, teardown),
         cmocka_unit_test_teardown(test_create_auto_order_matters_like_the_driver, teardown),
         cmocka_unit_test_teardown(test_get_gpu_instances_and_by_id, teardown),
