@@ -52,6 +52,50 @@ static bool text_is_empty(const char *data, size_t len)
     return true;
 }
 
+/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF). YAML and JSON are
+ * UTF-8 text, and libfyaml can loop forever on some invalid bytes, so they never reach it.
+ * Returns true, or false with the 1-based position of the first bad byte. */
+static bool utf8_valid(const char *data, size_t len, struct cfg_pos *ret_pos)
+{
+    const unsigned char *s = (const unsigned char *)data;
+    unsigned line = 1, col = 1;
+
+    for (size_t i = 0; i < len;) {
+        unsigned char ch = s[i];
+        size_t n = 0;
+        uint32_t cp = 0, min = 0;
+
+        if (ch < 0x80)
+            n = 1, cp = ch;
+        else if ((ch & 0xe0) == 0xc0)
+            n = 2, cp = ch & 0x1f, min = 0x80;
+        else if ((ch & 0xf0) == 0xe0)
+            n = 3, cp = ch & 0x0f, min = 0x800;
+        else if ((ch & 0xf8) == 0xf0)
+            n = 4, cp = ch & 0x07, min = 0x10000;
+        if (n == 0 || i + n > len)
+            goto bad;
+        for (size_t k = 1; k < n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                goto bad;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            goto bad;
+        if (ch == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+        i += n;
+    }
+    return true;
+bad:
+    *ret_pos = (struct cfg_pos){line, col};
+    return false;
+}
+
 int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
                      const struct cfg_overrides *overrides, struct cfg_config **ret_cfg,
                      struct cfg_diags *diags, struct error *err)
@@ -62,6 +106,7 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
     struct fy_diag_cfg dcfg;
     struct fy_parse_cfg pcfg = {0};
     struct cfg_config *cfg = NULL;
+    struct cfg_pos bad_pos;
     int r;
 
     if (len > CFG_MAX_INPUT_BYTES)
@@ -76,6 +121,9 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
     if (memchr(data, '\0', len)) {
         cfg__diag(&c, CFG_SEV_ERROR, (struct cfg_pos){0, 0}, NULL, NULL,
                   "the config holds a NUL byte; it must be YAML or JSON text");
+    } else if (!utf8_valid(data, len, &bad_pos)) {
+        cfg__diag(&c, CFG_SEV_ERROR, bad_pos, NULL, NULL,
+                  "invalid UTF-8; save the config as UTF-8 text");
     } else if (text_is_empty(data, len)) {
         cfg__parse_document(&c, NULL);
     } else {
