@@ -263,6 +263,62 @@ static void test_gpu_nvml_open_missing_required_symbol(void **state)
     assert_non_null(strstr(err.msg, "required symbol nvmlInit_v2"));
 }
 
+/* An old driver: only the required symbols. Every missing optional one is a load warning
+ * naming it, and the read fills the fields those symbols would have given with "unknown". */
+static void test_gpu_nvml_open_old_driver_degrades(void **state)
+{
+    static const char *const optional[] = {
+        "nvmlSystemGetCudaDriverVersion_v2",   "nvmlDeviceGetNumaNodeId",
+        "nvmlDeviceGetArchitecture",           "nvmlDeviceGetTopologyCommonAncestor",
+        "nvmlDeviceGetNvLinkState",            "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+        "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetMigMode",
+    };
+    char *sysfs = tmpdir_make();
+    struct gpu_nvml_options o = {.library_path = GS_TEST_NVML_MINIMAL, .sysfs_root = sysfs};
+    struct inv_inventory *inv = NULL;
+    struct gpu_nvml *n = NULL;
+    struct error err = {0};
+    char *const *w;
+
+    (void)state;
+    write_under(sysfs, "bus/pci/devices/0000:1a:00.0/numa_node", "1\n");
+    write_under(sysfs, "bus/pci/devices/0000:1b:00.0/numa_node", "-1\n");
+    if (gpu_nvml_open(&o, &n, &err) < 0)
+        fail_msg("%s", err.msg);
+    w = gpu_nvml_load_warnings(n);
+    assert_int_equal(strv_length(w), GS_ARRAY_SIZE(optional));
+    for (size_t i = 0; i < GS_ARRAY_SIZE(optional); i++) {
+        bool found = false;
+        for (size_t k = 0; w[k]; k++)
+            found = found || (strstr(w[k], optional[i]) && strstr(w[k], GS_TEST_NVML_MINIMAL));
+        if (!found)
+            fail_msg("no load warning for %s", optional[i]);
+    }
+
+    if (gpu_inventory_read(n, &inv, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(strv_length(gpu_nvml_read_warnings(n)), 0);
+    assert_string_equal(inv->driver_version, "418.226.00");
+    assert_int_equal(inv->cuda_version, 10010); /* through the v1 call */
+    assert_int_equal(inv->n_gpus, 2);
+    assert_string_equal(inv->gpus[0].name, "Tesla V100-SXM2-16GB");
+    assert_string_equal(inv->gpus[0].brand, "Tesla");
+    assert_string_equal(inv->gpus[0].architecture, "unknown");
+    assert_int_equal(inv->gpus[0].memory_mib, 16160);
+    assert_int_equal(inv->gpus[1].minor, 1);
+    assert_int_equal(inv->gpus[0].numa_node, 1); /* sysfs */
+    assert_int_equal(inv->gpus[1].numa_node, -1);
+    assert_false(inv->gpus[0].mig_capable);
+    assert_int_equal(inv->gpus[0].n_procs, 0);
+    assert_int_equal(inv_link_between(inv, 0, 1)->nvlinks, 0);
+    assert_int_equal(inv_link_between(inv, 0, 1)->pcie, INV_PCIE_SYSTEM);
+    assert_int_equal(inv_link_between(inv, 1, 0)->pcie, INV_PCIE_SYSTEM);
+    inv_free(inv);
+    gpu_nvml_close(n);
+    tmpdir_remove(sysfs);
+    free(sysfs);
+}
+
 static void test_gpu_nvml_close_accepts_null(void **state)
 {
     (void)state;
@@ -281,6 +337,7 @@ int run_loader_tests(void)
         cmocka_unit_test(test_gpu_nvml_open_no_library_found),
         cmocka_unit_test(test_gpu_nvml_open_not_a_library),
         cmocka_unit_test(test_gpu_nvml_open_missing_required_symbol),
+        cmocka_unit_test(test_gpu_nvml_open_old_driver_degrades),
         cmocka_unit_test(test_gpu_nvml_close_accepts_null),
     };
     return cmocka_run_group_tests_name("gpu_loader", tests, NULL, NULL);
