@@ -58,8 +58,8 @@ static int bench_machine(const char *lib, const char *dir, const char *file, con
     printf("{\"bench\":\"inventory_read\",\"machine\":\"%s\",\"gpus\":%zu,\"mig_devices\":%zu,"
            "\"open_us\":%.1f,\"read_p50_us\":%.1f,\"read_p99_us\":%.1f,\"iterations\":%d,"
            "\"nvml\":\"fake\"}\n",
-           file, gpus, migs, open_ns / 1e3, t[ITERATIONS / 2] / 1e3,
-           t[ITERATIONS * 99 / 100] / 1e3, ITERATIONS);
+           file, gpus, migs, open_ns / 1e3, t[ITERATIONS / 2] / 1e3, t[ITERATIONS * 99 / 100] / 1e3,
+           ITERATIONS);
 out:
     if (r < 0)
         fprintf(stderr, "bench_inventory: %s: %s\n", file, err.msg);
@@ -88,8 +88,7 @@ int main(void)
     }
     while ((de = readdir(d)))
         if (str_endswith(de->d_name, ".yaml") &&
-            bench_machine(strbuf_str(&lib), strbuf_str(&dir), de->d_name,
-                          strbuf_str(&state)) < 0)
+            bench_machine(strbuf_str(&lib), strbuf_str(&dir), de->d_name, strbuf_str(&state)) < 0)
             failed = 1;
     closedir(d);
     strbuf_release(&lib);

@@ -28,26 +28,25 @@ enum {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: gpuslice inventory [options]\n\n"
-            "Survey this node's GPUs through NVML: model, memory, compute capability, MIG\n"
-            "mode and devices, NUMA node, running processes and the GPU topology matrix.\n\n"
-            "Options:\n"
-            "  -o, --output FORMAT             text (default) or json\n"
-            "      --nvml-library PATH         load this libnvidia-ml.so.1 (env "
-            "GPUSLICE_NVML_LIBRARY)\n"
-            "      --driver-root PATH          host driver root (env NVIDIA_DRIVER_ROOT; "
-            "default /)\n"
-            "      --driver-root-ctr-path PATH driver root as mounted in this container\n"
-            "                                  (env DRIVER_ROOT_CTR_PATH; default "
-            "/driver-root)\n"
-            "      --fail-on-init-error[=BOOL] fail when NVML cannot be loaded or initialised\n"
-            "                                  (env FAIL_ON_INIT_ERROR; default true); with\n"
-            "                                  false, report no GPUs and exit 0\n"
-            "  -h, --help                      show this help\n\n"
-            "Topology legend: X = self, NV# = # NVLinks, PIX = one PCIe switch, PXB = several\n"
-            "PCIe switches, PHB = a PCIe host bridge, NODE = across host bridges within a NUMA\n"
-            "node, SYS = across NUMA nodes, SAME = one board.\n");
+    fprintf(f, "Usage: gpuslice inventory [options]\n\n"
+               "Survey this node's GPUs through NVML: model, memory, compute capability, MIG\n"
+               "mode and devices, NUMA node, running processes and the GPU topology matrix.\n\n"
+               "Options:\n"
+               "  -o, --output FORMAT             text (default) or json\n"
+               "      --nvml-library PATH         load this libnvidia-ml.so.1 (env "
+               "GPUSLICE_NVML_LIBRARY)\n"
+               "      --driver-root PATH          host driver root (env NVIDIA_DRIVER_ROOT; "
+               "default /)\n"
+               "      --driver-root-ctr-path PATH driver root as mounted in this container\n"
+               "                                  (env DRIVER_ROOT_CTR_PATH; default "
+               "/driver-root)\n"
+               "      --fail-on-init-error[=BOOL] fail when NVML cannot be loaded or initialised\n"
+               "                                  (env FAIL_ON_INIT_ERROR; default true); with\n"
+               "                                  false, report no GPUs and exit 0\n"
+               "  -h, --help                      show this help\n\n"
+               "Topology legend: X = self, NV# = # NVLinks, PIX = one PCIe switch, PXB = several\n"
+               "PCIe switches, PHB = a PCIe host bridge, NODE = across host bridges within a NUMA\n"
+               "node, SYS = across NUMA nodes, SAME = one board.\n");
 }
 
 /* ---- text ------------------------------------------------------------------------------- */
@@ -96,9 +95,9 @@ static void print_gpus(FILE *f, const struct inv_inventory *inv)
             snprintf(numa, sizeof(numa), "%d", g->numa_node);
         else
             str_copy(numa, "-", sizeof(numa));
-        fprintf(f, "%-4u %-*s %-*s %-12s %-5s %-*s %-*s %-5s %-17s %s\n", g->index, nw, g->name,
-                bw, g->brand, mem, cc, aw, g->architecture, mw, mig_mode_text(g), numa,
-                g->pci_bus_id, g->uuid);
+        fprintf(f, "%-4u %-*s %-*s %-12s %-5s %-*s %-*s %-5s %-17s %s\n", g->index, nw, g->name, bw,
+                g->brand, mem, cc, aw, g->architecture, mw, mig_mode_text(g), numa, g->pci_bus_id,
+                g->uuid);
     }
 }
 
@@ -177,8 +176,8 @@ static void print_topology(FILE *f, const struct inv_inventory *inv)
         fprintf(f, "%-7s", h);
         for (size_t b = 0; b < inv->n_gpus; b++) {
             char buf[16];
-            fprintf(f, "%-7s", gpu_link_label(inv_link_between(inv, a, b), a == b, buf,
-                                              sizeof(buf)));
+            fprintf(f, "%-7s",
+                    gpu_link_label(inv_link_between(inv, a, b), a == b, buf, sizeof(buf)));
         }
         if (inv->gpus[a].numa_node >= 0)
             fprintf(f, "%d\n", inv->gpus[a].numa_node);
@@ -221,9 +220,9 @@ static json_t *mig_json(const struct inv_mig_device *m)
     return json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}}", "index",
                      (json_int_t)m->index, "uuid", m->uuid, "profile", m->profile, "gi_id",
                      (json_int_t)m->gi_id, "ci_id", (json_int_t)m->ci_id, "gi_profile_id",
-                     (json_int_t)m->gi_profile_id, "ci_profile_id",
-                     (json_int_t)m->ci_profile_id, "memory_mib", (json_int_t)m->memory_mib,
-                     "multiprocessors", (json_int_t)m->multiprocessors, "placement", "start",
+                     (json_int_t)m->gi_profile_id, "ci_profile_id", (json_int_t)m->ci_profile_id,
+                     "memory_mib", (json_int_t)m->memory_mib, "multiprocessors",
+                     (json_int_t)m->multiprocessors, "placement", "start",
                      (json_int_t)m->placement_start, "size", (json_int_t)m->placement_size);
 }
 
@@ -241,9 +240,9 @@ static json_t *gpu_json(const struct inv_gpu *g)
         }
     for (size_t k = 0; procs && k < g->n_procs; k++) {
         const struct inv_process *p = &g->procs[k];
-        json_t *o = json_pack("{s:I, s:I, s:o, s:o}", "pid", (json_int_t)p->pid,
-                              "used_memory_mib", (json_int_t)p->used_mib, "gi_id",
-                              id_or_null(p->gi_id), "ci_id", id_or_null(p->ci_id));
+        json_t *o = json_pack("{s:I, s:I, s:o, s:o}", "pid", (json_int_t)p->pid, "used_memory_mib",
+                              (json_int_t)p->used_mib, "gi_id", id_or_null(p->gi_id), "ci_id",
+                              id_or_null(p->ci_id));
         if (json_array_append_new(procs, o) < 0) {
             json_decref(procs);
             procs = NULL;
@@ -252,14 +251,13 @@ static json_t *gpu_json(const struct inv_gpu *g)
     /* "o" steals the references, also when packing fails. */
     return json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:I, s:{s:s, s:s}, s:o, "
                      "s:{s:b, s:b, s:b, s:o}, s:o}",
-                     "index", (json_int_t)g->index, "minor", (json_int_t)g->minor, "uuid",
-                     g->uuid, "name", g->name, "brand", g->brand, "architecture",
-                     g->architecture, "compute_capability", cc, "memory_mib",
-                     (json_int_t)g->memory_mib, "pci", "bus_id", g->pci_bus_id, "device_id",
-                     dev_id, "numa_node",
-                     g->numa_node >= 0 ? json_integer(g->numa_node) : json_null(), "mig",
-                     "capable", g->mig_capable, "enabled", g->mig_enabled, "pending_enabled",
-                     g->mig_pending, "devices", migs, "processes", procs);
+                     "index", (json_int_t)g->index, "minor", (json_int_t)g->minor, "uuid", g->uuid,
+                     "name", g->name, "brand", g->brand, "architecture", g->architecture,
+                     "compute_capability", cc, "memory_mib", (json_int_t)g->memory_mib, "pci",
+                     "bus_id", g->pci_bus_id, "device_id", dev_id, "numa_node",
+                     g->numa_node >= 0 ? json_integer(g->numa_node) : json_null(), "mig", "capable",
+                     g->mig_capable, "enabled", g->mig_enabled, "pending_enabled", g->mig_pending,
+                     "devices", migs, "processes", procs);
 }
 
 static json_t *topology_json(const struct inv_inventory *inv)
@@ -271,11 +269,10 @@ static json_t *topology_json(const struct inv_inventory *inv)
             const struct inv_link *l = inv_link_between(inv, i, j);
             struct inv_link pcie_only = {0, l->pcie};
             char buf[16], pbuf[16];
-            json_t *o = json_pack(
-                "{s:I, s:I, s:I, s:s, s:s}", "gpu_a", (json_int_t)i, "gpu_b", (json_int_t)j,
-                "nvlinks", (json_int_t)l->nvlinks, "pcie",
-                gpu_link_label(&pcie_only, false, pbuf, sizeof(pbuf)), "label",
-                gpu_link_label(l, false, buf, sizeof(buf)));
+            json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s}", "gpu_a", (json_int_t)i, "gpu_b",
+                                  (json_int_t)j, "nvlinks", (json_int_t)l->nvlinks, "pcie",
+                                  gpu_link_label(&pcie_only, false, pbuf, sizeof(pbuf)), "label",
+                                  gpu_link_label(l, false, buf, sizeof(buf)));
             if (json_array_append_new(a, o) < 0) {
                 json_decref(a);
                 a = NULL;
@@ -290,8 +287,7 @@ static int print_json(FILE *f, const struct inv_inventory *inv, char *const *war
     char cuda[16];
     int r = 0;
 
-    snprintf(cuda, sizeof(cuda), "%d.%d", inv->cuda_version / 1000,
-             inv->cuda_version % 1000 / 10);
+    snprintf(cuda, sizeof(cuda), "%d.%d", inv->cuda_version / 1000, inv->cuda_version % 1000 / 10);
     for (size_t i = 0; gpus && i < inv->n_gpus; i++)
         if (json_array_append_new(gpus, gpu_json(&inv->gpus[i])) < 0) {
             json_decref(gpus);
@@ -370,9 +366,8 @@ static int parse_args(int argc, char **argv, struct inventory_args *a)
             if (!optarg)
                 a->fail_on_init_error = true;
             else if (parse_bool(optarg, &a->fail_on_init_error) < 0)
-                return cli_usage_error("inventory",
-                                       "--fail-on-init-error must be true or false, not '%s'",
-                                       optarg);
+                return cli_usage_error(
+                    "inventory", "--fail-on-init-error must be true or false, not '%s'", optarg);
             fail_set = true;
             break;
         case 'h':
@@ -387,8 +382,9 @@ static int parse_args(int argc, char **argv, struct inventory_args *a)
     if (optind < argc)
         return cli_usage_error("inventory", "unexpected argument '%s'", argv[optind]);
     if (!fail_set && env && *env && parse_bool(env, &a->fail_on_init_error) < 0)
-        return cli_usage_error("inventory", "FAIL_ON_INIT_ERROR must be true or false, not "
-                                            "'%s'",
+        return cli_usage_error("inventory",
+                               "FAIL_ON_INIT_ERROR must be true or false, not "
+                               "'%s'",
                                env);
     gpu_nvml_options_from_env(&a->nvml);
     return -1;

@@ -14,10 +14,10 @@
 #define GPU__MAX_WARNINGS 64
 
 struct gpu_nvml {
-    void *dl;            /* dlopen handle, owned */
-    char *path;          /* what was dlopened, owned */
-    char *sysfs_root;    /* owned */
-    bool initialized;    /* nvmlInit_v2 succeeded: shutdown owed */
+    void *dl;             /* dlopen handle, owned */
+    char *path;           /* what was dlopened, owned */
+    char *sysfs_root;     /* owned */
+    bool initialized;     /* nvmlInit_v2 succeeded: shutdown owed */
     char **load_warnings; /* owned strv: degraded features (missing optional symbols) */
     char **read_warnings; /* owned strv: degraded fields of the last inventory read */
 #define GPU__FN_FIELD(name, ret, params) name##_fn name;

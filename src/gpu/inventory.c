@@ -38,8 +38,8 @@ static int fail(struct read_ctx *c, nvmlReturn_t rc, const char *call, const str
 {
     char where[160];
 
-    return gpu__nvml_fail(c->n, c->err, rc, call, g ? gpu_where(g, where, sizeof(where))
-                                                       : "the system");
+    return gpu__nvml_fail(c->n, c->err, rc, call,
+                          g ? gpu_where(g, where, sizeof(where)) : "the system");
 }
 
 /* Records a degraded field; -ENOMEM is the only failure. */
@@ -277,8 +277,7 @@ static int read_numa(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g)
     }
     g->numa_node = sysfs_numa_node(c->n, g->pci_bus_id);
     /* NOT_SUPPORTED is the normal answer on x86 hosts: sysfs is the source there. */
-    if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED &&
-        rc != NVML_ERROR_FUNCTION_NOT_FOUND)
+    if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND)
         return degrade(c, rc, "nvmlDeviceGetNumaNodeId", g, "NUMA node read from sysfs");
     return 0;
 }
@@ -286,16 +285,11 @@ static int read_numa(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g)
 /* ---- MIG ----------------------------------------------------------------------------------- */
 
 static const char *const mig_detail_symbols[] = {
-    "nvmlDeviceGetMaxMigDeviceCount",
-    "nvmlDeviceGetMigDeviceHandleByIndex",
-    "nvmlDeviceGetGpuInstanceId",
-    "nvmlDeviceGetComputeInstanceId",
-    "nvmlDeviceGetGpuInstanceById",
-    "nvmlGpuInstanceGetInfo",
-    "nvmlDeviceGetGpuInstanceProfileInfo",
-    "nvmlGpuInstanceGetComputeInstanceById",
-    "nvmlComputeInstanceGetInfo_v2",
-    "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+    "nvmlDeviceGetMaxMigDeviceCount",      "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceGetGpuInstanceId",          "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetGpuInstanceById",        "nvmlGpuInstanceGetInfo",
+    "nvmlDeviceGetGpuInstanceProfileInfo", "nvmlGpuInstanceGetComputeInstanceById",
+    "nvmlComputeInstanceGetInfo_v2",       "nvmlGpuInstanceGetComputeInstanceProfileInfo",
 };
 
 /* The first MIG call this driver lacks, or NULL when all are there. */
@@ -350,8 +344,7 @@ static int find_gi_profile(struct read_ctx *c, nvmlDevice_t dev, const struct in
 }
 
 static int find_ci_profile(struct read_ctx *c, nvmlGpuInstance_t gi, const struct inv_gpu *g,
-                           unsigned id, unsigned *ret_index,
-                           nvmlComputeInstanceProfileInfo_t *ret)
+                           unsigned id, unsigned *ret_index, nvmlComputeInstanceProfileInfo_t *ret)
 {
     for (unsigned i = 0; i < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; i++) {
         nvmlComputeInstanceProfileInfo_t info;
@@ -378,16 +371,15 @@ static int find_ci_profile(struct read_ctx *c, nvmlGpuInstance_t gi, const struc
 }
 
 /* Calls an NVML function and leaves through fail() with its name on error. */
-#define NVML_CALL(c, g, fn, ...)                                                             \
-    do {                                                                                     \
-        nvmlReturn_t rc_ = (c)->n->fn(__VA_ARGS__);                                          \
-        if (rc_ != NVML_SUCCESS)                                                             \
-            return fail((c), rc_, #fn, (g));                                                 \
+#define NVML_CALL(c, g, fn, ...)                                                                   \
+    do {                                                                                           \
+        nvmlReturn_t rc_ = (c)->n->fn(__VA_ARGS__);                                                \
+        if (rc_ != NVML_SUCCESS)                                                                   \
+            return fail((c), rc_, #fn, (g));                                                       \
     } while (0)
 
 static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct inv_gpu *g,
-                           uint64_t parent_total_bytes, nvmlDevice_t mig,
-                           struct inv_mig_device *m)
+                           uint64_t parent_total_bytes, nvmlDevice_t mig, struct inv_mig_device *m)
 {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
     nvmlMemory_t mem;
@@ -448,8 +440,7 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
     return 0;
 }
 
-static int read_migs(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g,
-                     uint64_t total_bytes)
+static int read_migs(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g, uint64_t total_bytes)
 {
     struct inv_mig_device *migs = NULL;
     const char *missing;
@@ -637,8 +628,7 @@ static int read_gpu(struct read_ctx *c, unsigned index)
         rc = n->nvmlDeviceGetArchitecture(dev, &arch);
         if (rc != NVML_SUCCESS) {
             arch = NVML_DEVICE_ARCH_UNKNOWN;
-            r = degrade(c, rc, "nvmlDeviceGetArchitecture", g,
-                        "architecture reported as unknown");
+            r = degrade(c, rc, "nvmlDeviceGetArchitecture", g, "architecture reported as unknown");
             if (r < 0)
                 return r;
         }
@@ -701,8 +691,8 @@ static int read_nvlinks(struct read_ctx *c, size_t a, unsigned *ret_switch_links
         memset(&pci, 0, sizeof(pci));
         rc = n->nvmlDeviceGetNvLinkRemotePciInfo_v2(c->devs[a], link, &pci);
         if (rc != NVML_SUCCESS) {
-            int r = degrade(c, rc, "nvmlDeviceGetNvLinkRemotePciInfo_v2", g,
-                            "one NVLink not counted");
+            int r =
+                degrade(c, rc, "nvmlDeviceGetNvLinkRemotePciInfo_v2", g, "one NVLink not counted");
             if (r < 0)
                 return r;
             continue;
@@ -854,8 +844,7 @@ static int push_all(char ***dst, char *const *src)
 }
 
 int gpu_inventory_open_and_read(const struct gpu_nvml_options *opts, bool fail_on_init_error,
-                                struct inv_inventory **ret, char ***ret_warnings,
-                                struct error *err)
+                                struct inv_inventory **ret, char ***ret_warnings, struct error *err)
 {
     struct gpu_nvml *nvml = NULL;
     struct inv_inventory *inv = NULL;
@@ -874,8 +863,9 @@ int gpu_inventory_open_and_read(const struct gpu_nvml_options *opts, bool fail_o
             goto out;
         }
         inv = calloc(1, sizeof(*inv));
-        if (!inv || gpu__warn(&warnings, "%s; no GPUs, keep running (fail-on-init-error is "
-                                         "false)",
+        if (!inv || gpu__warn(&warnings,
+                              "%s; no GPUs, keep running (fail-on-init-error is "
+                              "false)",
                               open_err.msg) < 0) {
             r = error_set(err, -ENOMEM, "out of memory");
             goto out;

@@ -14,12 +14,8 @@
 
 /* The library dirs NVIDIA's plugin searches under each root (cmd/nvidia-device-plugin). */
 static const char *const lib_dirs[] = {
-    "/usr/lib64",
-    "/usr/lib/x86_64-linux-gnu",
-    "/usr/lib/aarch64-linux-gnu",
-    "/lib64",
-    "/lib/x86_64-linux-gnu",
-    "/lib/aarch64-linux-gnu",
+    "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+    "/lib64",     "/lib/x86_64-linux-gnu",     "/lib/aarch64-linux-gnu",
 };
 
 /* Without these there is no inventory at all. Everything else in NVML_FUNCS is optional:
@@ -112,9 +108,8 @@ int gpu_nvml_candidates(const struct gpu_nvml_options *opts, char ***ret, struct
     if (opts && opts->library_path && *opts->library_path) {
         r = strv_push(&c, opts->library_path);
     } else {
-        r = push_root_candidates(
-            &c, or_default(opts ? opts->driver_root_ctr_path : NULL,
-                           GPU_DEFAULT_DRIVER_ROOT_CTR_PATH));
+        r = push_root_candidates(&c, or_default(opts ? opts->driver_root_ctr_path : NULL,
+                                                GPU_DEFAULT_DRIVER_ROOT_CTR_PATH));
         if (r >= 0)
             r = push_root_candidates(
                 &c, or_default(opts ? opts->driver_root : NULL, GPU_DEFAULT_DRIVER_ROOT));
@@ -281,33 +276,33 @@ static int resolve_all(struct gpu_nvml *n, struct error *err)
 {
     int r;
 
-#define GPU__RESOLVE(name, ret, params)                                                      \
-    do {                                                                                     \
-        void *p_ = NULL;                                                                     \
-        r = resolve(n, #name, &p_, err);                                                     \
-        if (r < 0)                                                                           \
-            return r;                                                                        \
-        /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */     \
-        memcpy(&n->name, &p_, sizeof(n->name));                                              \
+#define GPU__RESOLVE(name, ret, params)                                                            \
+    do {                                                                                           \
+        void *p_ = NULL;                                                                           \
+        r = resolve(n, #name, &p_, err);                                                           \
+        if (r < 0)                                                                                 \
+            return r;                                                                              \
+        /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */           \
+        memcpy(&n->name, &p_, sizeof(n->name));                                                    \
     } while (0);
     NVML_FUNCS(GPU__RESOLVE)
 #undef GPU__RESOLVE
     return 0;
 }
 
-static int dlopen_error(const struct gpu_nvml_options *opts, const char *path,
-                        const char *why, struct error *err)
+static int dlopen_error(const struct gpu_nvml_options *opts, const char *path, const char *why,
+                        struct error *err)
 {
     if (strchr(path, '/'))
         return error_set(err, -ENOEXEC, "cannot load NVML library '%s': %s", path, why);
-    return error_set(err, -ENOENT,
-                     "NVML library %s not found under the container driver root '%s' or the "
-                     "driver root '%s', nor by the dynamic linker (%s); is the NVIDIA driver "
-                     "installed? set --driver-root or --nvml-library",
-                     path,
-                     or_default(opts ? opts->driver_root_ctr_path : NULL,
-                                GPU_DEFAULT_DRIVER_ROOT_CTR_PATH),
-                     or_default(opts ? opts->driver_root : NULL, GPU_DEFAULT_DRIVER_ROOT), why);
+    return error_set(
+        err, -ENOENT,
+        "NVML library %s not found under the container driver root '%s' or the "
+        "driver root '%s', nor by the dynamic linker (%s); is the NVIDIA driver "
+        "installed? set --driver-root or --nvml-library",
+        path,
+        or_default(opts ? opts->driver_root_ctr_path : NULL, GPU_DEFAULT_DRIVER_ROOT_CTR_PATH),
+        or_default(opts ? opts->driver_root : NULL, GPU_DEFAULT_DRIVER_ROOT), why);
 }
 
 int gpu_nvml_open(const struct gpu_nvml_options *opts, struct gpu_nvml **ret, struct error *err)

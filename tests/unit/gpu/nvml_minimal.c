@@ -95,13 +95,12 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInf
     memset(pci, 0, sizeof(*pci));
     pci->bus = 0x1a + device->index;
     pci->pciDeviceId = 0x1DB110DE;
-    put(pci->busId, sizeof(pci->busId),
-        device->index ? "00000000:1B:00.0" : "00000000:1A:00.0");
+    put(pci->busId, sizeof(pci->busId), device->index ? "00000000:1B:00.0" : "00000000:1A:00.0");
     return NVML_SUCCESS;
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
-                                                           int *minor)
+                                                            int *minor)
 {
     (void)device;
     *major = 7;

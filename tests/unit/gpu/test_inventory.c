@@ -15,7 +15,7 @@
 #include "tests.h"
 
 struct fixture {
-    char *dir;                  /* temp: state file, fake sysfs */
+    char *dir; /* temp: state file, fake sysfs */
     struct strbuf lib, machine, state;
 };
 
@@ -145,14 +145,12 @@ static void check_invariants(const char *machine, const struct inv_inventory *in
         for (size_t k = 0; k < g->n_migs; k++) {
             const struct inv_mig_device *m = &g->migs[k];
             if (!str_startswith(m->uuid, "MIG-") || !strstr(m->profile, "g.") ||
-                !strstr(m->profile, "gb") ||
-                m->memory_mib == 0 || m->memory_mib >= g->memory_mib ||
+                !strstr(m->profile, "gb") || m->memory_mib == 0 || m->memory_mib >= g->memory_mib ||
                 m->multiprocessors == 0 || m->placement_size == 0 ||
                 m->placement_start + m->placement_size > 8 || m->ci_id == INV_ID_NONE)
                 fail_msg("%s GPU %zu MIG %zu: uuid '%s' profile '%s' mem %llu sms %u at %u:%u",
-                         machine, i, k, m->uuid, m->profile,
-                         (unsigned long long)m->memory_mib, m->multiprocessors,
-                         m->placement_start, m->placement_size);
+                         machine, i, k, m->uuid, m->profile, (unsigned long long)m->memory_mib,
+                         m->multiprocessors, m->placement_start, m->placement_size);
             if (k > 0 && m->index <= g->migs[k - 1].index)
                 fail_msg("%s GPU %zu: MIG indexes not increasing", machine, i);
             for (size_t l = 0; l < k; l++) {
@@ -167,8 +165,7 @@ static void check_invariants(const char *machine, const struct inv_inventory *in
         for (size_t k = 0; k < g->n_procs; k++)
             if (g->procs[k].pid == 0 || g->procs[k].used_mib > g->memory_mib ||
                 (!g->mig_enabled && g->procs[k].gi_id != INV_ID_NONE))
-                fail_msg("%s GPU %zu: bad process %zu (pid %u)", machine, i, k,
-                         g->procs[k].pid);
+                fail_msg("%s GPU %zu: bad process %zu (pid %u)", machine, i, k, g->procs[k].pid);
     }
     for (size_t a = 0; a < inv->n_gpus; a++)
         for (size_t b = 0; b < inv->n_gpus; b++) {
@@ -234,6 +231,7 @@ struct want_mig {
     const char *profile;
     uint64_t memory_mib;
     unsigned sms, start, size;
+    unsigned gi_profile_id, ci_profile_id; /* nvidia-smi's ids (facts A.2, A.4) */
 };
 
 /* What each example machine must read as (GPU 0 in full, the rest by count and links). */
@@ -245,38 +243,162 @@ static const struct {
     int cc_major, cc_minor;
     uint32_t pci_device_id; /* 0: not checked */
     bool mig_capable, mig_enabled;
-    struct want_mig migs[8]; /* GPU 0, in MIG index order */
-    unsigned pid, pid_mib;   /* GPU 0's first process, 0: none */
-    int numa_last;           /* NUMA node of the last GPU */
+    struct want_mig migs[8];     /* GPU 0, in MIG index order */
+    unsigned pid, pid_mib;       /* GPU 0's first process, 0: none */
+    int numa_last;               /* NUMA node of the last GPU */
     const char *link01, *link02; /* topology labels, NULL: not checked */
 } machines[] = {
-    {"a100-80gb-all-1g", 4, "NVIDIA A100-SXM4-80GB", "NVIDIA", "ampere", 81920, 8, 0,
-     0x20B210DE, true, true,
-     {{"1g.10gb", 9728, 14, 0, 1}, {"1g.10gb", 9728, 14, 1, 1}, {"1g.10gb", 9728, 14, 2, 1},
-      {"1g.10gb", 9728, 14, 3, 1}, {"1g.10gb", 9728, 14, 4, 1}, {"1g.10gb", 9728, 14, 5, 1},
-      {"1g.10gb", 9728, 14, 6, 1}},
-     0, 0, 0, "NV4", "NV4"},
-    {"a100-80gb-all-balanced", 4, "NVIDIA A100-SXM4-80GB", "NVIDIA", "ampere", 81920, 8, 0,
-     0x20B210DE, true, true,
-     {{"2g.20gb", 19968, 28, 0, 2}, {"1g.10gb", 9728, 14, 2, 1}, {"1g.10gb", 9728, 14, 3, 1},
-      {"3g.40gb", 40192, 42, 4, 4}},
-     0, 0, 0, "NV4", "NV4"},
-    {"h100-nvswitch-8", 8, "NVIDIA H100 80GB HBM3", "NVIDIA", "hopper", 81559, 9, 0,
-     0x233010DE, true, false, {{NULL, 0, 0, 0, 0}}, 0, 0, 1, "NV18", "NV18"},
-    {"h20-mig-7x1g", 8, "NVIDIA H20", "NVIDIA", "hopper", 97871, 9, 0, 0x232910DE, true, true,
-     {{"1g.12gb", 11264, 10, 0, 1}, {"1g.12gb", 11264, 10, 1, 1}, {"1g.12gb", 11264, 10, 2, 1},
-      {"1g.12gb", 11264, 10, 3, 1}, {"1g.12gb", 11264, 10, 4, 1}, {"1g.12gb", 11264, 10, 5, 1},
-      {"1g.12gb", 11264, 10, 6, 1}},
-     0, 0, 1, "NV18", "NV18"},
-    {"l20-node", 1, "NVIDIA L20", NULL, "ada-lovelace", 46068, 8, 9, 0, false, false,
-     {{NULL, 0, 0, 0, 0}}, 4242, 4621, 0, NULL, NULL},
-    {"t4-node", 1, "Tesla T4", NULL, "turing", 15360, 7, 5, 0, false, false,
-     {{NULL, 0, 0, 0, 0}}, 4243, 4401, 0, NULL, NULL},
-    {"mixed-models", 6, "NVIDIA A100-SXM4-40GB", "NVIDIA", "ampere", 40960, 8, 0, 0x20B010DE,
-     true, true, {{"4g.20gb", 20096, 56, 0, 4}, {"3g.20gb", 20096, 42, 4, 4}}, 5001, 2048, 1,
-     "NODE", "SYS"},
-    {"pcie-2socket-nvlink-pairs", 8, "NVIDIA H100 NVL", "NVIDIA", "hopper", 95830, 9, 0,
-     0x232110DE, true, false, {{NULL, 0, 0, 0, 0}}, 0, 0, 1, "NV12", "NODE"},
+    {"a100-80gb-all-1g",
+     4,
+     "NVIDIA A100-SXM4-80GB",
+     "NVIDIA",
+     "ampere",
+     81920,
+     8,
+     0,
+     0x20B210DE,
+     true,
+     true,
+     {{"1g.10gb", 9728, 14, 0, 1, 19, 0},
+      {"1g.10gb", 9728, 14, 1, 1, 19, 0},
+      {"1g.10gb", 9728, 14, 2, 1, 19, 0},
+      {"1g.10gb", 9728, 14, 3, 1, 19, 0},
+      {"1g.10gb", 9728, 14, 4, 1, 19, 0},
+      {"1g.10gb", 9728, 14, 5, 1, 19, 0},
+      {"1g.10gb", 9728, 14, 6, 1, 19, 0}},
+     0,
+     0,
+     0,
+     "NV4",
+     "NV4"},
+    {"a100-80gb-all-balanced",
+     4,
+     "NVIDIA A100-SXM4-80GB",
+     "NVIDIA",
+     "ampere",
+     81920,
+     8,
+     0,
+     0x20B210DE,
+     true,
+     true,
+     {{"2g.20gb", 19968, 28, 0, 2, 14, 1},
+      {"1g.10gb", 9728, 14, 2, 1, 19, 0},
+      {"1g.10gb", 9728, 14, 3, 1, 19, 0},
+      {"3g.40gb", 40192, 42, 4, 4, 9, 2}},
+     0,
+     0,
+     0,
+     "NV4",
+     "NV4"},
+    {"h100-nvswitch-8",
+     8,
+     "NVIDIA H100 80GB HBM3",
+     "NVIDIA",
+     "hopper",
+     81559,
+     9,
+     0,
+     0x233010DE,
+     true,
+     false,
+     {{NULL, 0, 0, 0, 0, 0, 0}},
+     0,
+     0,
+     1,
+     "NV18",
+     "NV18"},
+    {"h20-mig-7x1g",
+     8,
+     "NVIDIA H20",
+     "NVIDIA",
+     "hopper",
+     97871,
+     9,
+     0,
+     0x232910DE,
+     true,
+     true,
+     {{"1g.12gb", 11264, 10, 0, 1, 19, 0},
+      {"1g.12gb", 11264, 10, 1, 1, 19, 0},
+      {"1g.12gb", 11264, 10, 2, 1, 19, 0},
+      {"1g.12gb", 11264, 10, 3, 1, 19, 0},
+      {"1g.12gb", 11264, 10, 4, 1, 19, 0},
+      {"1g.12gb", 11264, 10, 5, 1, 19, 0},
+      {"1g.12gb", 11264, 10, 6, 1, 19, 0}},
+     0,
+     0,
+     1,
+     "NV18",
+     "NV18"},
+    {"l20-node",
+     1,
+     "NVIDIA L20",
+     NULL,
+     "ada-lovelace",
+     46068,
+     8,
+     9,
+     0,
+     false,
+     false,
+     {{NULL, 0, 0, 0, 0, 0, 0}},
+     4242,
+     4621,
+     0,
+     NULL,
+     NULL},
+    {"t4-node",
+     1,
+     "Tesla T4",
+     NULL,
+     "turing",
+     15360,
+     7,
+     5,
+     0,
+     false,
+     false,
+     {{NULL, 0, 0, 0, 0, 0, 0}},
+     4243,
+     4401,
+     0,
+     NULL,
+     NULL},
+    {"mixed-models",
+     6,
+     "NVIDIA A100-SXM4-40GB",
+     "NVIDIA",
+     "ampere",
+     40960,
+     8,
+     0,
+     0x20B010DE,
+     true,
+     true,
+     {{"4g.20gb", 20096, 56, 0, 4, 5, 3}, {"3g.20gb", 20096, 42, 4, 4, 9, 2}},
+     5001,
+     2048,
+     1,
+     "NODE",
+     "SYS"},
+    {"pcie-2socket-nvlink-pairs",
+     8,
+     "NVIDIA H100 NVL",
+     "NVIDIA",
+     "hopper",
+     95830,
+     9,
+     0,
+     0x232110DE,
+     true,
+     false,
+     {{NULL, 0, 0, 0, 0, 0, 0}},
+     0,
+     0,
+     1,
+     "NV12",
+     "NODE"},
 };
 
 static void check_machine(size_t k, const struct inv_inventory *inv)
@@ -314,12 +436,14 @@ static void check_machine(size_t k, const struct inv_inventory *inv)
          * profile spans 4 memory slices. */
         if (strcmp(d->profile, w->profile) != 0 || d->memory_mib != w->memory_mib ||
             d->multiprocessors != w->sms || d->placement_start != w->start ||
-            d->placement_size != w->size)
-            fail_msg("%s MIG %zu: '%s' %llu MiB %u SMs at %u:%u, want '%s' %llu MiB %u SMs at "
-                     "%u:%u",
+            d->placement_size != w->size || d->gi_profile_id != w->gi_profile_id ||
+            d->ci_profile_id != w->ci_profile_id)
+            fail_msg("%s MIG %zu: '%s' %llu MiB %u SMs at %u:%u ids %u/%u, want '%s' %llu MiB "
+                     "%u SMs at %u:%u ids %u/%u",
                      m, i, d->profile, (unsigned long long)d->memory_mib, d->multiprocessors,
-                     d->placement_start, d->placement_size, w->profile,
-                     (unsigned long long)w->memory_mib, w->sms, w->start, w->size);
+                     d->placement_start, d->placement_size, d->gi_profile_id, d->ci_profile_id,
+                     w->profile, (unsigned long long)w->memory_mib, w->sms, w->start, w->size,
+                     w->gi_profile_id, w->ci_profile_id);
     }
     if (machines[k].pid) {
         if (g->n_procs < 1 || g->procs[0].pid != machines[k].pid ||
@@ -328,6 +452,14 @@ static void check_machine(size_t k, const struct inv_inventory *inv)
                      g->n_procs ? (unsigned long long)g->procs[0].used_mib : 0ULL);
     } else if (g->n_procs) {
         fail_msg("%s: unexpected process %u", m, g->procs[0].pid);
+    }
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const struct inv_gpu *o = &inv->gpus[i];
+        bool mixed = strcmp(m, "mixed-models") == 0;
+        if (o->minor != i ||
+            (!mixed && (strcmp(o->name, g->name) != 0 || o->memory_mib != g->memory_mib ||
+                        o->n_migs != g->n_migs || o->n_procs != g->n_procs)))
+            fail_msg("%s GPU %zu differs from GPU 0 (minor %u, '%s')", m, i, o->minor, o->name);
     }
     if (inv->gpus[inv->n_gpus - 1].numa_node != machines[k].numa_last)
         fail_msg("%s: last GPU NUMA %d", m, inv->gpus[inv->n_gpus - 1].numa_node);
@@ -556,7 +688,7 @@ static void test_gpu_inventory_read_numa_from_sysfs(void **state)
     assert_int_equal(inv->gpus[0].numa_node, 3);
     if (inv->n_gpus > 1)
         assert_int_equal(inv->gpus[1].numa_node, -1); /* no sysfs entry */
-    assert_int_equal(strv_length(w), 0); /* NOT_SUPPORTED is normal, not a warning */
+    assert_int_equal(strv_length(w), 0);              /* NOT_SUPPORTED is normal, not a warning */
     inv_free(inv);
     strv_free(w);
     strbuf_release(&sysfs);
@@ -617,9 +749,9 @@ static void test_gpu_inventory_read_ci_subslices_and_me(void **state)
     assert_int_equal(n->nvmlGpuInstanceGetComputeInstanceById(gi, 0, &ci), NVML_SUCCESS);
     assert_int_equal(n->nvmlComputeInstanceDestroy(ci), NVML_SUCCESS);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(n->nvmlGpuInstanceCreateComputeInstance(
-                             gi, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, &ci),
-                         NVML_SUCCESS);
+        assert_int_equal(
+            n->nvmlGpuInstanceCreateComputeInstance(gi, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, &ci),
+            NVML_SUCCESS);
     /* GI 3 = 1g.10gb@2 out, 1g.10gb+me (id 20) in at the same slice */
     assert_int_equal(n->nvmlDeviceGetGpuInstanceById(dev, 3, &gi), NVML_SUCCESS);
     assert_int_equal(n->nvmlGpuInstanceGetComputeInstanceById(gi, 0, &ci), NVML_SUCCESS);
@@ -627,9 +759,9 @@ static void test_gpu_inventory_read_ci_subslices_and_me(void **state)
     assert_int_equal(n->nvmlGpuInstanceDestroy(gi), NVML_SUCCESS);
     assert_int_equal(n->nvmlDeviceCreateGpuInstanceWithPlacement(dev, 20, &slot2, &gi),
                      NVML_SUCCESS);
-    assert_int_equal(n->nvmlGpuInstanceCreateComputeInstance(
-                         gi, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, &ci),
-                     NVML_SUCCESS);
+    assert_int_equal(
+        n->nvmlGpuInstanceCreateComputeInstance(gi, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, &ci),
+        NVML_SUCCESS);
 
     if (gpu_inventory_read(n, &inv, &err) < 0)
         fail_msg("%s", err.msg);
@@ -689,8 +821,8 @@ int run_inventory_tests(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_example_machine, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_exact_values_per_machine,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_exact_values_per_machine, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_call_failing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_ci_subslices_and_me, setup,
@@ -698,10 +830,9 @@ int run_inventory_tests(void)
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_init_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_found_under_driver_root, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_gpu_inventory_open_and_read_fail_on_init_error,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_numa_from_sysfs, setup,
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_open_and_read_fail_on_init_error, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_numa_from_sysfs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_twice_replaces_warnings, setup,
                                         teardown),
     };

@@ -84,7 +84,9 @@ static void test_gpu_nvml_locate_with_temp_roots(void **state)
     } cases[] = {
         {{NULL}, {"lib/x86_64-linux-gnu/" LIB}, {NULL}, "host:lib/x86_64-linux-gnu/" LIB},
         {{"usr/lib64/" LIB}, {"usr/lib64/" LIB}, {NULL}, "ctr:usr/lib64/" LIB},
-        {{"lib64/" LIB, "usr/lib/aarch64-linux-gnu/" LIB}, {NULL}, {NULL},
+        {{"lib64/" LIB, "usr/lib/aarch64-linux-gnu/" LIB},
+         {NULL},
+         {NULL},
          "ctr:usr/lib/aarch64-linux-gnu/" LIB},
         {{NULL}, {"lib64/" LIB, "lib/aarch64-linux-gnu/" LIB}, {NULL}, "host:lib64/" LIB},
         {{NULL}, {NULL}, {NULL}, LIB},
@@ -268,10 +270,14 @@ static void test_gpu_nvml_open_missing_required_symbol(void **state)
 static void test_gpu_nvml_open_old_driver_degrades(void **state)
 {
     static const char *const optional[] = {
-        "nvmlSystemGetCudaDriverVersion_v2",   "nvmlDeviceGetNumaNodeId",
-        "nvmlDeviceGetArchitecture",           "nvmlDeviceGetTopologyCommonAncestor",
-        "nvmlDeviceGetNvLinkState",            "nvmlDeviceGetNvLinkRemotePciInfo_v2",
-        "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetMigMode",
+        "nvmlSystemGetCudaDriverVersion_v2",
+        "nvmlDeviceGetNumaNodeId",
+        "nvmlDeviceGetArchitecture",
+        "nvmlDeviceGetTopologyCommonAncestor",
+        "nvmlDeviceGetNvLinkState",
+        "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetMigMode",
     };
     char *sysfs = tmpdir_make();
     struct gpu_nvml_options o = {.library_path = GS_TEST_NVML_MINIMAL, .sysfs_root = sysfs};

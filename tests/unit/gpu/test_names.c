@@ -17,25 +17,24 @@ static void test_gpu_mig_memory_gb_matches_nvidia_names(void **state)
         uint64_t profile_mib, total_mib;
         unsigned want_gb;
     } cases[] = {
-        {4864, 40960, 5},      /* A100-40GB 1g.5gb */
-        {9984, 40960, 10},     /* A100-40GB 2g.10gb (9.75 GiB) */
-        {19968, 40960, 20},    /* A100-40GB 3g.20gb */
-        {40192, 40960, 40},    /* A100-40GB 7g.40gb (39.25 GiB) */
-        {9728, 81920, 10},     /* A100-80GB 1g.10gb (9.5 GiB) */
-        {19968, 81920, 20},    /* A100-80GB 1g.20gb / 2g.20gb */
-        {40192, 81920, 40},    /* A100-80GB 3g.40gb */
-        {80640, 81920, 80},    /* A100-80GB 7g.80gb */
-        {9984, 81559, 10},     /* H100 80GB HBM3 1g.10gb */
-        {40448, 81559, 40},    /* H100 80GB HBM3 3g.40gb */
-        {11008, 95830, 12},    /* H100 NVL 1g.12gb */
-        {47488, 95830, 47},    /* H100 NVL 3g.47gb */
-        {95355, 95830, 94},    /* H100 NVL 7g.94gb (93.12 GiB) */
-        {16384, 143771, 18},   /* H200 1g.18gb */
-        {71168, 143771, 71},   /* H200 3g.71gb */
-        {5952, 24576, 6},      /* A30 1g.6gb */
-        {11971, 24576, 12},    /* A30 2g.12gb */
-        {0, 40960, 0},
-        {4864, 0, 0},          /* no total: no figure */
+        {4864, 40960, 5},                  /* A100-40GB 1g.5gb */
+        {9984, 40960, 10},                 /* A100-40GB 2g.10gb (9.75 GiB) */
+        {19968, 40960, 20},                /* A100-40GB 3g.20gb */
+        {40192, 40960, 40},                /* A100-40GB 7g.40gb (39.25 GiB) */
+        {9728, 81920, 10},                 /* A100-80GB 1g.10gb (9.5 GiB) */
+        {19968, 81920, 20},                /* A100-80GB 1g.20gb / 2g.20gb */
+        {40192, 81920, 40},                /* A100-80GB 3g.40gb */
+        {80640, 81920, 80},                /* A100-80GB 7g.80gb */
+        {9984, 81559, 10},                 /* H100 80GB HBM3 1g.10gb */
+        {40448, 81559, 40},                /* H100 80GB HBM3 3g.40gb */
+        {11008, 95830, 12},                /* H100 NVL 1g.12gb */
+        {47488, 95830, 47},                /* H100 NVL 3g.47gb */
+        {95355, 95830, 94},                /* H100 NVL 7g.94gb (93.12 GiB) */
+        {16384, 143771, 18},               /* H200 1g.18gb */
+        {71168, 143771, 71},               /* H200 3g.71gb */
+        {5952, 24576, 6},                  /* A30 1g.6gb */
+        {11971, 24576, 12},                /* A30 2g.12gb */
+        {0, 40960, 0},       {4864, 0, 0}, /* no total: no figure */
     };
 
     (void)state;
@@ -65,7 +64,7 @@ static void test_gpu_mig_profile_name_formats(void **state)
         {2, 3, 40, "", 32, 0, "2c.3g.40gb"},
         {1, 1, 24, "+me.all", 32, 0, "1g.24gb+me.all"},
         {2, 2, 24, "-me", 32, 0, "2g.24gb-me"},
-        {2, 1, 10, "", 32, -EINVAL, NULL},   /* more compute than the GPU instance */
+        {2, 1, 10, "", 32, -EINVAL, NULL}, /* more compute than the GPU instance */
         {0, 1, 10, "", 32, -EINVAL, NULL},
         {1, 0, 10, "", 32, -EINVAL, NULL},
         {1, 1, 10, "", 7, -ENAMETOOLONG, NULL}, /* "1g.10gb" needs 8 bytes */
@@ -91,16 +90,11 @@ static void test_gpu_link_label_like_nvidia_smi_topo(void **state)
         bool self;
         const char *want;
     } cases[] = {
-        {{0, INV_PCIE_SAME}, true, "X"},
-        {{12, INV_PCIE_SYSTEM}, true, "X"},
-        {{4, INV_PCIE_SYSTEM}, false, "NV4"},
-        {{18, INV_PCIE_NODE}, false, "NV18"},
-        {{0, INV_PCIE_SAME}, false, "SAME"},
-        {{0, INV_PCIE_SINGLE}, false, "PIX"},
-        {{0, INV_PCIE_MULTIPLE}, false, "PXB"},
-        {{0, INV_PCIE_HOSTBRIDGE}, false, "PHB"},
-        {{0, INV_PCIE_NODE}, false, "NODE"},
-        {{0, INV_PCIE_SYSTEM}, false, "SYS"},
+        {{0, INV_PCIE_SAME}, true, "X"},        {{12, INV_PCIE_SYSTEM}, true, "X"},
+        {{4, INV_PCIE_SYSTEM}, false, "NV4"},   {{18, INV_PCIE_NODE}, false, "NV18"},
+        {{0, INV_PCIE_SAME}, false, "SAME"},    {{0, INV_PCIE_SINGLE}, false, "PIX"},
+        {{0, INV_PCIE_MULTIPLE}, false, "PXB"}, {{0, INV_PCIE_HOSTBRIDGE}, false, "PHB"},
+        {{0, INV_PCIE_NODE}, false, "NODE"},    {{0, INV_PCIE_SYSTEM}, false, "SYS"},
     };
 
     (void)state;
