@@ -785,6 +785,42 @@ static void test_gpu_inventory_read_ci_subslices_and_me(void **state)
     gpu_nvml_close(n);
 }
 
+/* MIG mode change pending (the GPU is busy): current off, pending on, no MIG devices. */
+static void test_gpu_inventory_read_mig_pending(void **state)
+{
+    struct fixture *f = *state;
+    struct gpu_nvml_options o = {.library_path = fake_lib(f)};
+    struct strbuf machine = STRBUF_INIT;
+    struct inv_inventory *inv = NULL;
+    struct gpu_nvml *n = NULL;
+    nvmlDevice_t dev = NULL;
+    nvmlReturn_t activation = NVML_SUCCESS;
+
+    use_machine(f, "t4-node"); /* resets env and state path */
+    write_under(f->dir, "busy-a100.yaml",
+                "driver: \"570.158.01\"\ncuda: 12080\ngpus:\n"
+                "  - model: NVIDIA A100-SXM4-40GB\n    count: 1\n"
+                "    processes: [{pid: 77, used_mib: 100}]\n");
+    strbuf_printf(&machine, "%s/busy-a100.yaml", f->dir);
+    setenv("FAKE_NVML_MACHINE", strbuf_str(&machine), 1);
+
+    assert_int_equal(gpu_nvml_open(&o, &n, NULL), 0);
+    assert_int_equal(n->nvmlDeviceGetHandleByIndex_v2(0, &dev), NVML_SUCCESS);
+    assert_int_equal(n->nvmlDeviceSetMigMode(dev, NVML_DEVICE_MIG_ENABLE, &activation),
+                     NVML_SUCCESS);
+    assert_int_equal(activation, NVML_ERROR_IN_USE);
+    assert_int_equal(gpu_inventory_read(n, &inv, NULL), 0);
+    assert_true(inv->gpus[0].mig_capable);
+    assert_false(inv->gpus[0].mig_enabled);
+    assert_true(inv->gpus[0].mig_pending);
+    assert_int_equal(inv->gpus[0].n_migs, 0);
+    assert_int_equal(inv->gpus[0].n_procs, 1);
+    assert_int_equal(inv->gpus[0].procs[0].gi_id, INV_ID_NONE);
+    inv_free(inv);
+    gpu_nvml_close(n);
+    strbuf_release(&machine);
+}
+
 /* The whole production path: the library found by the driver-root search (here a
  * container driver root holding a symlink to the fake, as the driver's .so.1 link is). */
 static void test_gpu_nvml_open_found_under_driver_root(void **state)
@@ -827,6 +863,7 @@ int run_inventory_tests(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_ci_subslices_and_me, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_mig_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_init_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_found_under_driver_root, setup,
                                         teardown),
