@@ -359,6 +359,10 @@ static int apply_mig(const struct parse *ps, struct fake_gpu *g,
     return 0;
 }
 
+/* Fields that describe a model outside the catalog. */
+static const char *const model_only_keys[] = {"compute_capability", "architecture", "brand",
+                                              "pci_device_id", "nvlinks", "multiprocessors"};
+
 struct entry_ctx {
     size_t entry;
     struct fake_machine *m;
@@ -392,6 +396,12 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         return perr(ps, get(e, "model"), "model name is longer than %d characters",
                     NVML_DEVICE_NAME_V2_BUFFER_SIZE - 17);
     known = fake_catalog_find(name);
+    for (size_t i = 0; known && i < GS_ARRAY_SIZE(model_only_keys); i++)
+        if (get(e, model_only_keys[i]))
+            return perr(ps, get(e, model_only_keys[i]),
+                        "'%s' is only for models outside the catalog; '%s' is known "
+                        "(only memory_mib may override it)",
+                        model_only_keys[i], name);
     if (known)
         model = *known;
     else {

@@ -30,7 +30,8 @@ struct fake_ctx {
     char *state_path;
     bool seen_valid;
     struct stat seen; /* the state file as last read or written */
-    int lock_fd;      /* held state-file lock during a mutation, else -1 */
+    bool mutating;    /* between fake_enter(mutate) and fake_leave */
+    int lock_fd;      /* the state-file lock while mutating (-1 if it could not be taken) */
     struct fault faults[FAKE_MAX_FAULTS];
     size_t n_faults;
     char last_report[ERROR_MSG_MAX];
@@ -213,6 +214,7 @@ nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fa
         pthread_mutex_unlock(&ctx.lock);
         return NVML_ERROR_UNINITIALIZED;
     }
+    ctx.mutating = mutate;
     if (mutate)
         ctx.lock_fd = state_lock();
     state_refresh();
@@ -220,13 +222,8 @@ nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fa
         rc = resolve(dev, &g, &ci);
     if (rc == NVML_SUCCESS)
         (void)fake_fault(fn, g ? (int)g->index : -1, &rc); /* sets rc only on a match */
-    if (rc != NVML_SUCCESS) {
-        if (ctx.lock_fd >= 0)
-            close(ctx.lock_fd);
-        ctx.lock_fd = -1;
-        pthread_mutex_unlock(&ctx.lock);
-        return rc;
-    }
+    if (rc != NVML_SUCCESS)
+        return fake_leave(rc);
     if (ret_g)
         *ret_g = g;
     if (ret_ci)
@@ -236,12 +233,12 @@ nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fa
 
 nvmlReturn_t fake_leave(nvmlReturn_t rc)
 {
-    if (ctx.lock_fd >= 0) {
-        if (rc == NVML_SUCCESS)
-            state_save();
+    if (ctx.mutating && rc == NVML_SUCCESS)
+        state_save();
+    if (ctx.lock_fd >= 0)
         close(ctx.lock_fd); /* drops the flock */
-        ctx.lock_fd = -1;
-    }
+    ctx.lock_fd = -1;
+    ctx.mutating = false;
     pthread_mutex_unlock(&ctx.lock);
     return rc;
 }

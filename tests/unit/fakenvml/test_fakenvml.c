@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -951,6 +952,22 @@ static void test_state_persists_across_init_cycles(void **state)
     OK(nvmlShutdown());
 }
 
+static void test_state_saved_even_without_the_lock_file(void **state)
+{
+    char lock[600];
+    (void)state;
+
+    use_example("a100-80gb-all-balanced.yaml");
+    snprintf(lock, sizeof(lock), "%s.lock", getenv("FAKE_NVML_STATE"));
+    assert_int_equal(mkdir(lock, 0755), 0); /* open() of the lock file now fails */
+    OK(nvmlInit_v2());
+    destroy_gi(dev(1), 2);
+    OK(nvmlShutdown());
+    OK(nvmlInit_v2());
+    assert_int_equal(mig_count(dev(1)), 3);
+    OK(nvmlShutdown());
+}
+
 static void test_state_seen_by_another_process(void **state)
 {
     pid_t pid;
@@ -1215,6 +1232,8 @@ static const struct bad_machine bad_machines[] = {
     {"gpus:\n  - {model: NVIDIA H100 80GB HBM3, count: 2}\ntopology:\n  nvlink: [[0, 5, 4]]\n",
      ":4:", "two different GPU indexes"},
     {"driver: \"1\"\n", "machine", "needs a gpus list"},
+    {"gpus:\n  - model: NVIDIA L20\n    architecture: hopper\n", ":3:",
+     "only for models outside the catalog"},
     {"gpus: [\n  {model: x\n", ":3:1: error", "missing comma"},
 };
 
@@ -1272,6 +1291,7 @@ int main(void)
         cmocka_unit_test_teardown(test_mig_processes_block_destroy, teardown),
         cmocka_unit_test_teardown(test_mig_mode_changes, teardown),
         cmocka_unit_test_teardown(test_state_persists_across_init_cycles, teardown),
+        cmocka_unit_test_teardown(test_state_saved_even_without_the_lock_file, teardown),
         cmocka_unit_test_teardown(test_state_seen_by_another_process, teardown),
         cmocka_unit_test_teardown(test_state_file_foreign_or_damaged_is_ignored, teardown),
         cmocka_unit_test_teardown(test_events_delivered_once_and_fast, teardown),
