@@ -158,8 +158,9 @@ int fake_state_save(const struct fake_machine *m, const char *path, struct error
 int fake_state_load(struct fake_machine *m, const char *path, struct error *err);
 
 /* nvml.c: entry and exit of every exported call. fake_enter() checks nvmlInit, re-reads the
- * state file when another process changed it, resolves `dev` (may be NULL) into the GPU and,
- * for a MIG handle, its compute instance, applies FAKE_NVML_FAIL, and returns with the library
+ * state file when another process changed it, resolves `dev` into the GPU and, for a MIG
+ * handle, its compute instance (only when ret_g is not NULL; then a NULL or foreign `dev` is
+ * NVML_ERROR_INVALID_ARGUMENT), applies FAKE_NVML_FAIL, and returns with the library
  * lock held (and, with `mutate`, the state file lock) — only on NVML_SUCCESS. fake_leave()
  * saves a mutation that succeeded, drops the locks and returns rc. */
 nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fake_gpu **ret_g,

@@ -218,7 +218,7 @@ nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fa
     if (mutate)
         ctx.lock_fd = state_lock();
     state_refresh();
-    if (dev)
+    if (ret_g) /* the caller needs a device: a NULL or foreign handle is INVALID_ARGUMENT */
         rc = resolve(dev, &g, &ci);
     if (rc == NVML_SUCCESS)
         (void)fake_fault(fn, g ? (int)g->index : -1, &rc); /* sets rc only on a match */

@@ -143,6 +143,33 @@ static void test_nvmlInit_without_machine_is_driver_not_loaded(void **state)
     assert_int_equal(nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
 }
 
+static void test_bad_handles_are_invalid_argument(void **state)
+{
+    char name[96];
+    unsigned v;
+    long not_a_handle[8] = {0};
+    nvmlGpuInstance_t gi = (nvmlGpuInstance_t)not_a_handle;
+    (void)state;
+
+    use_example("a100-80gb-all-balanced.yaml");
+    OK(nvmlInit_v2());
+    assert_int_equal(nvmlDeviceGetName(NULL, name, sizeof(name)), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlDeviceGetName((nvmlDevice_t)not_a_handle, name, sizeof(name)),
+                     NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlDeviceGetMigMode(NULL, &v, &v), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlDeviceRegisterEvents(NULL, nvmlEventTypeXidCriticalError,
+                                              (nvmlEventSet_t)not_a_handle),
+                     NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlGpuInstanceDestroy(NULL), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlGpuInstanceDestroy(gi), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlComputeInstanceDestroy(NULL), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlDeviceGetHandleByIndex_v2(4, &(nvmlDevice_t){0}),
+                     NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlDeviceGetHandleByUUID("GPU-nope", &(nvmlDevice_t){0}),
+                     NVML_ERROR_NOT_FOUND);
+    OK(nvmlShutdown());
+}
+
 static void test_examples_all_load(void **state)
 {
     char dir[512];
@@ -1272,6 +1299,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_nvmlInit_refcounted, teardown),
         cmocka_unit_test_teardown(test_nvmlInit_without_machine_is_driver_not_loaded, teardown),
+        cmocka_unit_test_teardown(test_bad_handles_are_invalid_argument, teardown),
         cmocka_unit_test_teardown(test_examples_all_load, teardown),
         cmocka_unit_test_teardown(test_uuid_deterministic_across_runs_and_paths, teardown),
         cmocka_unit_test_teardown(test_device_fields_seed_nodes, teardown),
