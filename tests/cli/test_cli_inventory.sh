@@ -84,6 +84,19 @@ if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "is not a file"; then
 else
     bad no-library "exit $rc: $out"
 fi
+# The text view of a MIG machine: its MIG table and NVLink matrix.
+if [ -e "$MACHINES/a100-80gb-all-balanced.yaml" ]; then
+    out=$(FAKE_NVML_MACHINE="$MACHINES/a100-80gb-all-balanced.yaml" "$BIN" inventory --nvml-library "$LIB" 2>&1); rc=$?
+    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^MIG devices:' \
+        && printf '%s\n' "$out" | grep -q '^0  *3  *3g\.40gb  *1  *0  *40192 MiB  *42  *4:4  *MIG-' \
+        && printf '%s\n' "$out" | grep -q '^GPU0  *X  *NV4  *NV4  *NV4  *0$'; then
+        ok mig-text
+    else
+        bad mig-text "exit $rc: $out"
+    fi
+fi
+out=$("$BIN" inventory --fail-on-init-error=maybe 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s' "$out" | grep -q 'true or false' && ok bad-bool || bad bad-bool "exit $rc: $out"
 out=$("$BIN" inventory -o yaml 2>&1); rc=$?
 [ $rc -eq 2 ] && printf '%s' "$out" | grep -q 'text or json' && ok bad-output || bad bad-output "exit $rc: $out"
 out=$("$BIN" inventory --help 2>&1); rc=$?
