@@ -57,9 +57,13 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
         s->offset = file_size(path);
         s->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         if (s->inotify_fd >= 0 &&
-            strbuf_append(&dir, slash ? path : ".", slash ? (size_t)(slash - path) + (slash == path) : 1) == 0)
-            inotify_add_watch(s->inotify_fd, dir.buf,
-                              IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
+            (strbuf_append(&dir, slash ? path : ".",
+                           slash ? (size_t)(slash - path) + (slash == path) : 1) < 0 ||
+             inotify_add_watch(s->inotify_fd, dir.buf,
+                               IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE) < 0)) {
+            close(s->inotify_fd); /* no watch (e.g. no such directory yet): poll instead */
+            s->inotify_fd = -1;
+        }
         strbuf_release(&dir);
     }
     *set = s;
