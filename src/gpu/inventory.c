@@ -315,28 +315,55 @@ static const char *missing_mig_symbol(const struct gpu_nvml *n)
     return NULL;
 }
 
-/* Finds the GPU-instance profile whose id is `id` by walking the profile indexes, as
- * go-nvlib does (NOT_SUPPORTED and INVALID_ARGUMENT skip an index). */
-static int find_gi_profile(struct read_ctx *c, nvmlDevice_t dev, const struct inv_gpu *g,
-                           unsigned id, unsigned *ret_index, nvmlGpuInstanceProfileInfo_t *ret)
+/* A GPU's GPU-instance profile table, read once per GPU rather than once per MIG device:
+ * the table is "immutable throughout the lifetime of a MIG mode". */
+struct gi_profiles {
+    bool loaded;
+    unsigned n;
+    unsigned index[NVML_GPU_INSTANCE_PROFILE_COUNT];
+    nvmlGpuInstanceProfileInfo_t info[NVML_GPU_INSTANCE_PROFILE_COUNT];
+};
+
+/* Walks the profile indexes as go-nvlib does (NOT_SUPPORTED and INVALID_ARGUMENT skip an
+ * index, anything else fails). */
+static int load_gi_profiles(struct read_ctx *c, nvmlDevice_t dev, const struct inv_gpu *g,
+                            struct gi_profiles *t)
 {
+    t->n = 0;
     for (unsigned i = 0; i < NVML_GPU_INSTANCE_PROFILE_COUNT; i++) {
-        nvmlGpuInstanceProfileInfo_t info;
+        nvmlGpuInstanceProfileInfo_t *info = &t->info[t->n];
         nvmlReturn_t rc;
 
-        memset(&info, 0, sizeof(info));
-        rc = c->n->nvmlDeviceGetGpuInstanceProfileInfo(dev, i, &info);
+        memset(info, 0, sizeof(*info));
+        rc = c->n->nvmlDeviceGetGpuInstanceProfileInfo(dev, i, info);
         if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT)
             continue;
         if (rc != NVML_SUCCESS)
             return fail(c, rc, "nvmlDeviceGetGpuInstanceProfileInfo", g);
-        if (info.id == id) {
-            *ret_index = i;
-            *ret = info;
+        t->index[t->n++] = i;
+    }
+    t->loaded = true;
+    return 0;
+}
+
+/* The GPU-instance profile whose id is `id`, with its index. */
+static int find_gi_profile(struct read_ctx *c, nvmlDevice_t dev, const struct inv_gpu *g,
+                           struct gi_profiles *t, unsigned id, unsigned *ret_index,
+                           nvmlGpuInstanceProfileInfo_t *ret)
+{
+    char where[160];
+
+    if (!t->loaded) {
+        int r = load_gi_profiles(c, dev, g, t);
+        if (r < 0)
+            return r;
+    }
+    for (unsigned k = 0; k < t->n; k++)
+        if (t->info[k].id == id) {
+            *ret_index = t->index[k];
+            *ret = t->info[k];
             return 0;
         }
-    }
-    char where[160];
     return error_set(c->err, -ENOENT,
                      "GPU instance profile id %u not found among the profiles of %s; the "
                      "driver's MIG profile table is inconsistent",
@@ -379,7 +406,8 @@ static int find_ci_profile(struct read_ctx *c, nvmlGpuInstance_t gi, const struc
     } while (0)
 
 static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct inv_gpu *g,
-                           uint64_t parent_total_bytes, nvmlDevice_t mig, struct inv_mig_device *m)
+                           struct gi_profiles *profiles, uint64_t parent_total_bytes,
+                           nvmlDevice_t mig, struct inv_mig_device *m)
 {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
     nvmlMemory_t mem;
@@ -409,7 +437,7 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
     NVML_CALL(c, g, nvmlGpuInstanceGetInfo, gi, &gi_info);
     NVML_CALL(c, g, nvmlGpuInstanceGetComputeInstanceById, gi, m->ci_id, &ci);
     NVML_CALL(c, g, nvmlComputeInstanceGetInfo_v2, ci, &ci_info);
-    r = find_gi_profile(c, parent, g, gi_info.profileId, &gi_index, &gi_prof);
+    r = find_gi_profile(c, parent, g, profiles, gi_info.profileId, &gi_index, &gi_prof);
     if (r < 0)
         return r;
     r = find_ci_profile(c, gi, g, ci_info.profileId, &ci_index, &ci_prof);
@@ -442,6 +470,7 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
 
 static int read_migs(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g, uint64_t total_bytes)
 {
+    struct gi_profiles profiles = {0};
     struct inv_mig_device *migs = NULL;
     const char *missing;
     unsigned max = 0;
@@ -475,7 +504,7 @@ static int read_migs(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g, ui
             goto out;
         }
         migs[n_migs].index = i;
-        r = read_mig_device(c, dev, g, total_bytes, mig, &migs[n_migs]);
+        r = read_mig_device(c, dev, g, &profiles, total_bytes, mig, &migs[n_migs]);
         if (r < 0) {
             error_prefix(c->err, "MIG device %u", i);
             goto out;
