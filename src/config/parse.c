@@ -4,6 +4,7 @@
  * path. Unknown keys are warnings with the nearest known key. Pure: the text is given. */
 #include <errno.h>
 #include <libfyaml.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +307,7 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path,
 {
     struct fy_node_pair *p;
     void *it = NULL;
+    uint32_t seen = 0; /* keys tables are short: one bit per known key */
 
     if (fy_node_get_type(map) != FYNT_MAPPING || fy_node_is_alias(map)) {
         cfg__diag(c, CFG_SEV_ERROR, pos, path && *path ? path : NULL, shown(map),
@@ -337,6 +339,13 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path,
             continue;
         }
         path_join(child, path, keys[idx]);
+        if (seen & (1u << idx)) {
+            /* "devices" and "Devices": the same field twice, as Go's decoder sees it */
+            cfg__diag(c, CFG_SEV_ERROR, kpos, child, key, "duplicate key '%s' (keys match "
+                      "ignoring case); keep one", key);
+            continue;
+        }
+        seen |= 1u << idx;
         if (v && fy_node_is_alias(v)) {
             cfg__diag(c, CFG_SEV_ERROR, kpos, child, NULL,
                       "YAML aliases (*name) are not supported; write the value out");
@@ -686,6 +695,10 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
                   "device, or remove the key to share all devices");
         return;
     }
+    for (size_t i = 0; i < r->n_devices; i++)
+        free(r->devices[i].uuid);
+    free(r->devices);
+    r->n_devices = 0;
     r->devices = calloc((size_t)count, sizeof(*r->devices));
     if (!r->devices) {
         c->oom = true;

@@ -315,6 +315,9 @@ static void test_cfg_parse_buffer_rules_table(void **state)
         {"{\"version\": \"v1\"", "invalid YAML/JSON"},
         {"x: &a [1]\nsharing: *a\n", "YAML aliases (*name) are not supported"},
         {"? [a]\n: 1\n", "a key must be a plain string"},
+        /* found by fuzz_config: two spellings of one key wrote one field twice */
+        {TS("    - name: gpu\n      devices: [0]\n      Devices: [1, 2]\n      replicas: 2\n"),
+         "7:7: sharing.timeSlicing.resources[0].devices: duplicate key 'Devices'"},
         /* libfyaml loops forever on this one (found by fuzz_config): never reaches it */
         {"%\x85\x80\xbe))\n", "t.yaml:1:2: invalid UTF-8"},
         {"version: v1\nflags:\n  mpsRoot: /a\xc0\xaf" "b\n", "t.yaml:3:14: invalid UTF-8"},
