@@ -480,6 +480,8 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
       (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t *info))       \
     X(nvmlDeviceGetGpuInstanceProfileInfoV, nvmlReturn_t,                                   \
       (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info))    \
+    X(nvmlDeviceGetGpuInstanceProfileInfoByIdV, nvmlReturn_t,                               \
+      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstanceProfileInfo_v2_t *info))  \
     X(nvmlDeviceGetGpuInstancePossiblePlacements_v2, nvmlReturn_t,                          \
       (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,  \
        unsigned int *count))                                                                 \
@@ -506,6 +508,9 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
        nvmlComputeInstanceProfileInfo_v2_t *info))                                           \
     X(nvmlGpuInstanceGetComputeInstanceRemainingCapacity, nvmlReturn_t,                     \
       (nvmlGpuInstance_t gpuInstance, unsigned int profileId, unsigned int *count))          \
+    X(nvmlGpuInstanceGetComputeInstancePossiblePlacements, nvmlReturn_t,                    \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                \
+       nvmlComputeInstancePlacement_t *placements, unsigned int *count))                     \
     X(nvmlGpuInstanceCreateComputeInstance, nvmlReturn_t,                                   \
       (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                \
        nvmlComputeInstance_t *computeInstance))                                              \

@@ -226,16 +226,24 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned i
     return fake_leave(NVML_SUCCESS);
 }
 
-nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
-                                                  nvmlGpuInstanceProfileInfo_v2_t *info)
+static nvmlReturn_t profile_by_id(const struct fake_gpu *g, const struct fake_ci *ci,
+                                  unsigned id, const struct fake_gi_profile **ret);
+
+/* The V calls by index or (by_id) by profile ID. */
+static nvmlReturn_t profile_info_v(const char *fn, nvmlDevice_t device, unsigned int key,
+                                   bool by_id, nvmlGpuInstanceProfileInfo_v2_t *info)
 {
     const struct fake_gi_profile *p = NULL;
-    MIG_ENTER(device, false);
+    struct fake_gpu *g = NULL;
+    struct fake_ci *ci = NULL;
+    nvmlReturn_t rc = fake_enter(fn, device, false, &g, &ci);
 
+    if (rc != NVML_SUCCESS)
+        return rc;
     if (!info || (info->version != nvmlGpuInstanceProfileInfo_v2 &&
                   info->version != nvmlGpuInstanceProfileInfo_v3))
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
-    rc = profile_lookup(g, ci, profile, &p);
+    rc = by_id ? profile_by_id(g, ci, key, &p) : profile_lookup(g, ci, key, &p);
     if (rc == NVML_SUCCESS && !mig_on(g))
         rc = NVML_ERROR_NOT_SUPPORTED; /* the V call wants MIG enabled (facts C.5) */
     if (rc != NVML_SUCCESS)
@@ -253,6 +261,19 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned 
     GI_INFO_SET(info, p);
     snprintf(info->name, sizeof(info->name), "MIG %s", p->name);
     return fake_leave(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
+                                                  nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    return profile_info_v(__func__, device, profile, false, info);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device,
+                                                      unsigned int profileId,
+                                                      nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    return profile_info_v(__func__, device, profileId, true, info);
 }
 
 /* Profile by ID on a MIG-capable parent handle. */
@@ -534,6 +555,31 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_
     rc = ci_profile_check(gi, profileId, 0, &slices);
     if (rc == NVML_SUCCESS)
         *count = fake_ci_remaining(gi, profileId);
+    return fake_leave(rc);
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+    nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+    nvmlComputeInstancePlacement_t *placements, unsigned int *count)
+{
+    struct fake_gi *gi = NULL;
+    unsigned starts[8], slices = 0, n;
+    nvmlReturn_t rc = gi_enter(__func__, gpuInstance, false, &gi);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!count)
+        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    rc = ci_profile_check(gi, profileId, 0, &slices);
+    if (rc != NVML_SUCCESS)
+        return fake_leave(rc);
+    n = fake_ci_placements(gi, profileId, starts, GS_ARRAY_SIZE(starts));
+    for (unsigned i = 0; placements && i < n && i < *count && i < GS_ARRAY_SIZE(starts); i++) {
+        placements[i].start = starts[i];
+        placements[i].size = slices;
+    }
+    rc = placements && n > *count ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+    *count = n;
     return fake_leave(rc);
 }
 

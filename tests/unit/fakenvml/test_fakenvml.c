@@ -478,6 +478,11 @@ static void test_profile_info_names_match_go_nvlib_formula(void **state)
             OK(rc);
             OK(nvmlDeviceGetGpuInstanceProfileInfo(dev(g), idx, &v1));
             assert_int_equal(v1.id, v2.id);
+            {
+                nvmlGpuInstanceProfileInfo_v2_t by_id = {.version = nvmlGpuInstanceProfileInfo_v2};
+                OK(nvmlDeviceGetGpuInstanceProfileInfoByIdV(dev(g), v2.id, &by_id));
+                assert_string_equal(by_id.name, v2.name);
+            }
             assert_int_equal(v1.memorySizeMB, v2.memorySizeMB);
             snprintf(want, sizeof(want), ".%ugb",
                      name_gb(v2.memorySizeMB, mem.total >> 20));
@@ -761,6 +766,18 @@ static void test_compute_instances_in_7g(void **state)
                      NVML_ERROR_INVALID_ARGUMENT);
     OK(nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, 0, 0, &info));
     assert_int_equal(info.multiprocessorCount, 14);
+    {
+        nvmlComputeInstancePlacement_t cp[8];
+        unsigned cn = 8;
+        OK(nvmlGpuInstanceGetComputeInstancePossiblePlacements(gi, 2, cp, &cn)); /* 3c */
+        assert_int_equal(cn, 2);
+        assert_int_equal(cp[0].start, 0);
+        assert_int_equal(cp[1].start, 4);
+        assert_int_equal(cp[1].size, 3);
+        cn = 0;
+        OK(nvmlGpuInstanceGetComputeInstancePossiblePlacements(gi, 1, NULL, &cn)); /* 2c */
+        assert_int_equal(cn, 3);
+    }
     OK(nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, 4, 0, &info));
     assert_int_equal(info.multiprocessorCount, 98);
     for (int i = 0; i < 3; i++)
