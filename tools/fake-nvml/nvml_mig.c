@@ -540,22 +540,34 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
     return fake_leave(NVML_SUCCESS);
 }
 
+/* Prologue of the per-CI-profile queries: a live GI, a count pointer, a CI profile the GI
+ * offers. Returns with the library lock held only on NVML_SUCCESS. */
+static nvmlReturn_t ci_query_enter(const char *fn, nvmlGpuInstance_t h, unsigned profileId,
+                                   const unsigned *count, struct fake_gi **ret_gi,
+                                   unsigned *ret_slices)
+{
+    nvmlReturn_t rc = gi_enter(fn, h, false, ret_gi);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!count)
+        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    rc = ci_profile_check(*ret_gi, profileId, 0, ret_slices);
+    return rc == NVML_SUCCESS ? NVML_SUCCESS : fake_leave(rc);
+}
+
 nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_t gpuInstance,
                                                                 unsigned int profileId,
                                                                 unsigned int *count)
 {
     struct fake_gi *gi = NULL;
     unsigned slices = 0;
-    nvmlReturn_t rc = gi_enter(__func__, gpuInstance, false, &gi);
+    nvmlReturn_t rc = ci_query_enter(__func__, gpuInstance, profileId, count, &gi, &slices);
 
     if (rc != NVML_SUCCESS)
         return rc;
-    if (!count)
-        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
-    rc = ci_profile_check(gi, profileId, 0, &slices);
-    if (rc == NVML_SUCCESS)
-        *count = fake_ci_remaining(gi, profileId);
-    return fake_leave(rc);
+    *count = fake_ci_remaining(gi, profileId);
+    return fake_leave(NVML_SUCCESS);
 }
 
 nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(
@@ -564,15 +576,10 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(
 {
     struct fake_gi *gi = NULL;
     unsigned starts[8], slices = 0, n;
-    nvmlReturn_t rc = gi_enter(__func__, gpuInstance, false, &gi);
+    nvmlReturn_t rc = ci_query_enter(__func__, gpuInstance, profileId, count, &gi, &slices);
 
     if (rc != NVML_SUCCESS)
         return rc;
-    if (!count)
-        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
-    rc = ci_profile_check(gi, profileId, 0, &slices);
-    if (rc != NVML_SUCCESS)
-        return fake_leave(rc);
     n = fake_ci_placements(gi, profileId, starts, GS_ARRAY_SIZE(starts));
     for (unsigned i = 0; placements && i < n && i < *count && i < GS_ARRAY_SIZE(starts); i++) {
         placements[i].start = starts[i];
