@@ -22,7 +22,8 @@ static void syntax_errors(struct cfg__ctx *c, struct fy_diag *diag)
     void *it = NULL;
     bool any = false;
 
-    while ((e = fy_diag_errors_iterate(diag, &it))) {
+    for (e = fy_diag_errors_iterate(diag, &it); e;
+         e = fy_diag_errors_iterate(diag, &it)) {
         struct cfg_pos pos = {e->line > 0 ? (unsigned)e->line : 0,
                               e->column > 0 ? (unsigned)e->column : 0};
         cfg__diag(c, CFG_SEV_ERROR, pos, NULL, NULL, "invalid YAML/JSON: %s; fix the syntax "
@@ -211,7 +212,7 @@ int cfg_list_names(const char *dir, char ***ret_names, struct error *err)
                       strerror(errno));
         goto out;
     }
-    while ((de = readdir(d))) {
+    for (de = readdir(d); de; de = readdir(d)) {
         struct stat st;
         /* "..data", "..2024_01_01_..." are kubelet's internals, ".x" hidden files */
         if (de->d_name[0] == '.' || !cfg_config_name_valid(de->d_name, NULL))

@@ -146,11 +146,12 @@ int cfg_device_ref_parse(const char *s, struct cfg_device_ref *ret, struct error
 
     if (str_startswith(s, "MIG-GPU-")) {
         /* legacy MIG UUID: MIG-GPU-<uuid>/<gi>/<ci> */
-        const char *p = s + 8, *slash2;
+        const char *p = s + 8, *slash2 = NULL;
         unsigned gi, ci;
         n = uuid_len(p);
-        if (n == 0 || p[n] != '/' || !(slash2 = strchr(p + n + 1, '/')) ||
-            !parse_uint_n(p + n + 1, (size_t)(slash2 - p - n - 1), &gi) ||
+        if (n > 0 && p[n] == '/')
+            slash2 = strchr(p + n + 1, '/');
+        if (!slash2 || !parse_uint_n(p + n + 1, (size_t)(slash2 - p - n - 1), &gi) ||
             parse_uint(slash2 + 1, &ci) < 0)
             goto bad;
         d.kind = CFG_DEVREF_MIG_UUID;

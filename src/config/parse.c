@@ -314,7 +314,8 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path,
                   "expected a mapping (key: value lines), got %s", kind_name(map));
         return;
     }
-    while ((p = fy_node_mapping_iterate(map, &it)) && !c->oom) {
+    for (p = fy_node_mapping_iterate(map, &it); p && !c->oom;
+         p = fy_node_mapping_iterate(map, &it)) {
         struct fy_node *k = fy_node_pair_key(p), *v = fy_node_pair_value(p);
         struct cfg_pos kpos = node_pos(k, pos);
         const char *key = scalar_text(k);
@@ -449,18 +450,18 @@ static void plugin_field(struct cfg__ctx *c, int key, struct fy_node *v, const c
         break;
     case 1: {
         unsigned bits = 0;
-        long count;
         void *it = NULL;
         struct fy_node *item;
         size_t i = 0;
 
         if (fy_node_get_type(v) != FYNT_SEQUENCE) {
             list_strategy_entry(c, v, path, pos, &bits);
-        } else if ((count = want_list(c, v, path, pos, "strategies")) == 0) {
+        } else if (want_list(c, v, path, pos, "strategies") == 0) {
             cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL, "empty list; give at least one "
                       "strategy, e.g. [envvar]");
         } else {
-            while ((item = fy_node_sequence_iterate(v, &it))) {
+            for (item = fy_node_sequence_iterate(v, &it); item;
+                 item = fy_node_sequence_iterate(v, &it)) {
                 char ipath[PATH_MAX_LEN];
                 path_index(ipath, path, i++);
                 list_strategy_entry(c, item, ipath, node_pos(item, pos), &bits);
@@ -626,7 +627,8 @@ static void pattern_list(struct cfg__ctx *c, struct fy_node *v, const char *path
         c->oom = true;
         return;
     }
-    while ((item = fy_node_sequence_iterate(v, &it)) && !c->oom) {
+    for (item = fy_node_sequence_iterate(v, &it); item && !c->oom;
+         item = fy_node_sequence_iterate(v, &it)) {
         struct cfg_resource_pattern *p = &(*ret)[i];
         struct pattern_ud ud = {p};
         char ipath[PATH_MAX_LEN];
@@ -705,7 +707,8 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
         return;
     }
     r->devices_kind = CFG_DEVICES_LIST;
-    for (size_t idx = 0; (item = fy_node_sequence_iterate(v, &it)) && !c->oom; idx++) {
+    item = fy_node_sequence_iterate(v, &it);
+    for (size_t idx = 0; item && !c->oom; idx++, item = fy_node_sequence_iterate(v, &it)) {
         struct cfg_device_ref *d = &r->devices[r->n_devices];
         struct cfg_pos ipos = node_pos(item, pos);
         char ipath[PATH_MAX_LEN];
@@ -817,7 +820,8 @@ static void sharing_resources(struct cfg__ctx *c, struct fy_node *v, const char 
         c->oom = true;
         return;
     }
-    while ((item = fy_node_sequence_iterate(v, &it)) && !c->oom) {
+    for (item = fy_node_sequence_iterate(v, &it); item && !c->oom;
+         item = fy_node_sequence_iterate(v, &it)) {
         struct cfg_replicated_resource *r = &sh->resources[sh->n_resources];
         struct replicated_ud rud = {r, false, ud->is_mps ? CFG_MAX_MPS_REPLICAS
                                                          : CFG_MAX_REPLICAS};
@@ -922,7 +926,8 @@ static void imex_field(struct cfg__ctx *c, int key, struct fy_node *v, const cha
         c->oom = true;
         return;
     }
-    while ((item = fy_node_sequence_iterate(v, &it))) {
+    for (item = fy_node_sequence_iterate(v, &it); item;
+         item = fy_node_sequence_iterate(v, &it)) {
         char ipath[PATH_MAX_LEN];
         struct cfg_pos ipos = node_pos(item, pos);
         int64_t id;

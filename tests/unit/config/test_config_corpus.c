@@ -126,7 +126,7 @@ static size_t walk(const char *sub, bool valid)
     strbuf_printf(&dir, "%s/%s", CORPUS, sub);
     d = opendir(dir.buf);
     assert_non_null(d);
-    while ((de = readdir(d))) {
+    for (de = readdir(d); de; de = readdir(d)) {
         struct strbuf path = STRBUF_INIT;
         struct cfg_config *cfg = NULL;
         char *text = NULL;
