@@ -110,6 +110,10 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
     struct cfg_pos bad_pos;
     int r;
 
+    if (!data) { /* no bytes at all: an empty config */
+        data = "";
+        len = 0;
+    }
     if (len > CFG_MAX_INPUT_BYTES)
         return error_set(err, -E2BIG, "%s: %zu bytes is too large for a config; the limit is "
                          "%u bytes", display_name ? display_name : "config", len,
