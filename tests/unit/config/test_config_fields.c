@@ -504,7 +504,28 @@ static void test_cfg_summary_line(void **state)
     cfg_free(c);
 }
 
+static void test_cfg_diag_format_table(void **state)
+{
+    static const struct {
+        struct cfg_diag d;
+        const char *want;
+    } cases[] = {
+        {{CFG_SEV_ERROR, "c.yaml", 12, 7, "a.b", "0", "bad"}, "c.yaml:12:7: a.b: bad"},
+        {{CFG_SEV_WARNING, "c.yaml", 3, 1, "a", NULL, "hm"}, "c.yaml:3:1: warning: a: hm"},
+        {{CFG_SEV_ERROR, "c.yaml", 0, 0, "flags.mpsRoot", NULL, "x"}, "c.yaml: flags.mpsRoot: x"},
+        {{CFG_SEV_ERROR, NULL, 0, 0, NULL, NULL, "plain"}, "plain"},
+        {{CFG_SEV_ERROR, NULL, 2, 5, NULL, NULL, "p"}, "2:5: p"},
+    };
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
+        struct strbuf sb = STRBUF_INIT;
+        assert_int_equal(cfg_diag_format(&cases[i].d, &sb), 0);
+        assert_string_equal(strbuf_str(&sb), cases[i].want);
+        strbuf_release(&sb);
+    }
+}
+
 const struct CMUnitTest field_tests[] = {
+    cmocka_unit_test(test_cfg_diag_format_table),
     cmocka_unit_test(test_cfg_new_default_values),
     cmocka_unit_test(test_cfg_parse_buffer_every_flag),
     cmocka_unit_test(test_cfg_parse_buffer_sharing_fields),
