@@ -209,7 +209,7 @@ static struct sim_resource *add_resource(struct sim_state *s, const char *name, 
 {
     const char *ids[8];
     bool healthy[8];
-    char buf[8][16];
+    char buf[8][32];
     struct sim_resource *r = NULL;
 
     assert_true(n <= 8);
