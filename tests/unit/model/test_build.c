@@ -193,20 +193,27 @@ static void test_model_build_replica_ids_copy_parent(void **state)
     inv_free(inv);
 }
 
+/* A100 all-1g.10gb under mixed, its MIG resource time-sliced ×2. */
+static struct model *a100_mig_shared(const struct inv_inventory *inv, bool rename_by_default,
+                                     enum cfg_device_id_strategy ids)
+{
+    struct cfg_replicated_resource rule = fx_rule("nvidia.com/mig-1g.10gb", 2);
+    struct cfg_config cfg;
+
+    fx_cfg_init(&cfg);
+    cfg.flags.mig_strategy = CFG_MIG_MIXED;
+    cfg.flags.plugin.device_id_strategy = ids;
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, rename_by_default, true);
+    return fx_build(inv, &cfg);
+}
+
 static void test_model_build_index_strategy(void **state)
 {
     struct inv_inventory *inv = fx_a100_1g10gb(1);
-    struct cfg_replicated_resource rule = fx_rule("nvidia.com/mig-1g.10gb", 2);
-    struct cfg_config cfg;
+    struct model *m = a100_mig_shared(inv, true, CFG_DEVICE_ID_INDEX);
     const struct model_resource *res;
-    struct model *m;
 
     (void)state;
-    fx_cfg_init(&cfg);
-    cfg.flags.mig_strategy = CFG_MIG_MIXED;
-    cfg.flags.plugin.device_id_strategy = CFG_DEVICE_ID_INDEX;
-    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, true, true);
-    m = fx_build(inv, &cfg);
     res = model_find_resource(m, "nvidia.com/mig-1g.10gb.shared");
     assert_non_null(res);
     assert_string_equal(res->socket_name, "nvidia-mig-1g.10gb.shared.sock");
@@ -636,16 +643,10 @@ static size_t unhealthy(const struct model_resource *res)
 static void test_model_set_health_marks_replicas(void **state)
 {
     struct inv_inventory *inv = fx_a100_1g10gb(1);
-    struct cfg_replicated_resource rule = fx_rule("nvidia.com/mig-1g.10gb", 2);
-    struct cfg_config cfg;
+    struct model *m = a100_mig_shared(inv, false, CFG_DEVICE_ID_UUID);
     const struct model_resource *res;
-    struct model *m;
 
     (void)state;
-    fx_cfg_init(&cfg);
-    cfg.flags.mig_strategy = CFG_MIG_MIXED;
-    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, false, true);
-    m = fx_build(inv, &cfg);
     res = model_find_resource(m, "nvidia.com/mig-1g.10gb");
     /* one MIG device by uuid: its 2 replicas */
     assert_int_equal(model_set_health(m, inv->gpus[0].migs[3].uuid, INV_ID_NONE, INV_ID_NONE,
