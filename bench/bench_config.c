@@ -31,11 +31,15 @@ static void build(struct strbuf *sb, bool split_devices)
                     "    resources:\n");
     for (unsigned i = 0; i < RESOURCES; i++) {
         if (split_devices)
-            strbuf_printf(sb, "    - name: nvidia.com/gpu\n      devices: [%u, \"%u:0\"]\n"
-                              "      replicas: %u\n", i, i, 2 + i % 7);
+            strbuf_printf(sb,
+                          "    - name: nvidia.com/gpu\n      devices: [%u, \"%u:0\"]\n"
+                          "      replicas: %u\n",
+                          i, i, 2 + i % 7);
         else
-            strbuf_printf(sb, "    - name: nvidia.com/r%u\n      rename: example.com/s%u\n"
-                              "      replicas: %u\n", i, i, 2 + i % 7);
+            strbuf_printf(sb,
+                          "    - name: nvidia.com/r%u\n      rename: example.com/s%u\n"
+                          "      replicas: %u\n",
+                          i, i, 2 + i % 7);
     }
 }
 
@@ -59,8 +63,8 @@ static int bench(const char *shape, const struct strbuf *sb)
     qsort(t, RUNS, sizeof(t[0]), cmp_u64);
     printf("{\"bench\":\"config_validate\",\"shape\":\"%s\",\"resources\":%d,\"bytes\":%zu,"
            "\"runs\":%d,\"p50_ms\":%.1f,\"max_ms\":%.1f,\"target_ms\":%d}\n",
-           shape, RESOURCES, sb->len, RUNS, (double)t[RUNS / 2] / 1e6,
-           (double)t[RUNS - 1] / 1e6, TARGET_MS);
+           shape, RESOURCES, sb->len, RUNS, (double)t[RUNS / 2] / 1e6, (double)t[RUNS - 1] / 1e6,
+           TARGET_MS);
     return 0;
 }
 
@@ -108,8 +112,8 @@ static void bench_cli(const struct strbuf *sb)
     unlink(path);
     qsort(t, RUNS, sizeof(t[0]), cmp_u64);
     printf("{\"bench\":\"config_validate_cli\",\"resources\":%d,\"runs\":%d,\"p50_ms\":%.1f,"
-           "\"max_ms\":%.1f,\"target_ms\":%d}\n", RESOURCES, RUNS, (double)t[RUNS / 2] / 1e6,
-           (double)t[RUNS - 1] / 1e6, TARGET_MS);
+           "\"max_ms\":%.1f,\"target_ms\":%d}\n",
+           RESOURCES, RUNS, (double)t[RUNS / 2] / 1e6, (double)t[RUNS - 1] / 1e6, TARGET_MS);
 }
 
 int main(void)

@@ -30,21 +30,20 @@ static void usage(FILE *f)
     const struct cfg_option *opts;
     size_t n;
 
-    fprintf(f,
-            "Usage: gpuslice config validate PATH [options] [NVIDIA flags]\n"
-            "       gpuslice config show [PATH] [options] [-o yaml|json] [NVIDIA flags]\n\n"
-            "Checks a device plugin config (version: v1, YAML or JSON) or prints the\n"
-            "effective one. PATH is a file or a ConfigMap mount directory (one file per key).\n"
-            "validate on a directory without a name checks every config in it.\n"
-            "show without PATH prints the built-in defaults (plus env vars and flags).\n\n"
-            "Options:\n"
-            "  --config-name NAME          the named config to use (the node label's value)\n"
-            "  --default-config NAME       used when no name is given\n"
-            "  --fallback-strategies LIST  comma-separated named,single,empty "
-            "(default named,single)\n"
-            "  -o, --output yaml|json      output format of show (default yaml)\n"
-            "  -h, --help                  this help\n\n"
-            "NVIDIA flags (flag > env var > config file > default):\n");
+    fprintf(f, "Usage: gpuslice config validate PATH [options] [NVIDIA flags]\n"
+               "       gpuslice config show [PATH] [options] [-o yaml|json] [NVIDIA flags]\n\n"
+               "Checks a device plugin config (version: v1, YAML or JSON) or prints the\n"
+               "effective one. PATH is a file or a ConfigMap mount directory (one file per key).\n"
+               "validate on a directory without a name checks every config in it.\n"
+               "show without PATH prints the built-in defaults (plus env vars and flags).\n\n"
+               "Options:\n"
+               "  --config-name NAME          the named config to use (the node label's value)\n"
+               "  --default-config NAME       used when no name is given\n"
+               "  --fallback-strategies LIST  comma-separated named,single,empty "
+               "(default named,single)\n"
+               "  -o, --output yaml|json      output format of show (default yaml)\n"
+               "  -h, --help                  this help\n\n"
+               "NVIDIA flags (flag > env var > config file > default):\n");
     opts = cfg_options(&n);
     for (size_t i = 0; i < n; i++) {
         const struct cfg_option *o = &opts[i];
@@ -131,8 +130,10 @@ static int parse_args(int argc, char **argv, struct config_args *a)
             a->default_name = value;
         } else if (!strcmp(name, "--fallback-strategies")) {
             if (parse_fallbacks(a, value) < 0)
-                return cli_usage_error("config", "--fallback-strategies: '%s' is not a list of "
-                                       "named, single, empty", value);
+                return cli_usage_error("config",
+                                       "--fallback-strategies: '%s' is not a list of "
+                                       "named, single, empty",
+                                       value);
         } else if (!strcmp(name, "-o") || !strcmp(name, "--output")) {
             if (cfg_format_parse(value, &a->format) < 0)
                 return cli_usage_error("config", "%s: '%s' is not yaml or json", name, value);
@@ -206,7 +207,7 @@ static int do_validate(struct config_args *a)
 
     if (!a->path)
         return cli_usage_error("config", "validate needs a PATH (a config file or a "
-                               "ConfigMap directory)");
+                                         "ConfigMap directory)");
     if (!path_is_dir(a->path) || a->config_name || a->default_name || a->fallbacks_given)
         return validate_one(a, a->config_name);
     /* a whole ConfigMap directory: check every config in it */
@@ -257,8 +258,7 @@ int cmd_config(int argc, char **argv)
     }
     a.verb = argv[1];
     if (strcmp(a.verb, "validate") != 0 && strcmp(a.verb, "show") != 0)
-        return cli_usage_error("config", "unknown subcommand '%s'; use validate or show",
-                               a.verb);
+        return cli_usage_error("config", "unknown subcommand '%s'; use validate or show", a.verb);
     /* env first: flags set later replace env values, never the other way round */
     if (cfg_overrides_from_env(&a.overrides, env_get, &err) < 0) {
         fprintf(stderr, "gpuslice config %s: %s\n", a.verb, err.msg);

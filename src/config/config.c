@@ -12,8 +12,8 @@ const char *const cfg__mig_strategies[] = {"none", "single", "mixed", NULL};
 const char *const cfg__device_id_strategies[] = {"uuid", "index", NULL};
 const char *const cfg__alloc_policies[] = {"distributed", "packed", NULL};
 const char *const cfg__discovery_strategies[] = {"auto", "nvml", "tegra", NULL};
-const char *const cfg__list_strategies[] = {"envvar", "volume-mounts", "cdi-annotations",
-                                            "cdi-cri", NULL};
+const char *const cfg__list_strategies[] = {"envvar", "volume-mounts", "cdi-annotations", "cdi-cri",
+                                            NULL};
 
 int cfg__lookup(const char *const *table, const char *s)
 {
@@ -256,8 +256,7 @@ int cfg_diag_format(const struct cfg_diag *d, struct strbuf *out)
     return r;
 }
 
-int cfg_diags_format(const struct cfg_diags *diags, enum cfg_severity severity,
-                     struct strbuf *out)
+int cfg_diags_format(const struct cfg_diags *diags, enum cfg_severity severity, struct strbuf *out)
 {
     int r = 0;
 

@@ -35,12 +35,12 @@ enum cfg_discovery { CFG_DISCOVERY_AUTO = 0, CFG_DISCOVERY_NVML, CFG_DISCOVERY_T
 #define CFG_LIST_CDI_CRI (1u << 3)
 
 struct cfg_plugin_flags {
-    bool pass_device_specs;                      /* false */
-    unsigned device_list_strategies;             /* CFG_LIST_ENVVAR */
-    enum cfg_device_id_strategy device_id_strategy; /* uuid */
-    char *cdi_annotation_prefix;                 /* "cdi.k8s.io/" */
-    char *nvidia_ctk_path;                       /* "/usr/bin/nvidia-ctk" */
-    char *container_driver_root;                 /* "/driver-root" */
+    bool pass_device_specs;                                 /* false */
+    unsigned device_list_strategies;                        /* CFG_LIST_ENVVAR */
+    enum cfg_device_id_strategy device_id_strategy;         /* uuid */
+    char *cdi_annotation_prefix;                            /* "cdi.k8s.io/" */
+    char *nvidia_ctk_path;                                  /* "/usr/bin/nvidia-ctk" */
+    char *container_driver_root;                            /* "/driver-root" */
     enum cfg_alloc_policy shared_devices_allocation_policy; /* distributed */
 };
 
@@ -121,7 +121,7 @@ struct cfg_config {
     struct cfg_flags flags;
     struct cfg_resource_pattern *gpus; /* empty = the default (* -> nvidia.com/gpu) */
     size_t n_gpus;
-    struct cfg_resource_pattern *mig;  /* empty = defaults derived from the MIG strategy */
+    struct cfg_resource_pattern *mig; /* empty = defaults derived from the MIG strategy */
     size_t n_mig;
     enum cfg_sharing_strategy sharing_strategy; /* which of timeSlicing / mps was given */
     struct cfg_sharing sharing;                 /* the one that was given */
@@ -171,7 +171,10 @@ struct cfg_diags {
     bool truncated;
 };
 
-#define CFG_DIAGS_INIT {NULL, 0, 0, 0, false}
+#define CFG_DIAGS_INIT                                                                             \
+    {                                                                                              \
+        NULL, 0, 0, 0, false                                                                       \
+    }
 
 void cfg_diags_release(struct cfg_diags *diags);
 /* One line, no newline:
@@ -179,8 +182,7 @@ void cfg_diags_release(struct cfg_diags *diags);
  * Warnings carry "warning: " after the position. */
 int cfg_diag_format(const struct cfg_diag *d, struct strbuf *out);
 /* Appends every diagnostic of the given severity, one per line. */
-int cfg_diags_format(const struct cfg_diags *diags, enum cfg_severity severity,
-                     struct strbuf *out);
+int cfg_diags_format(const struct cfg_diags *diags, enum cfg_severity severity, struct strbuf *out);
 
 /* ---- names ------------------------------------------------------------------------------- */
 
@@ -298,8 +300,7 @@ int cfg_overrides_from_env(struct cfg_overrides *o, const char *(*getenv_fn)(con
 /* The value set for an option, or NULL. Borrowed from o. */
 const char *cfg_overrides_get(const struct cfg_overrides *o, enum cfg_option_id id);
 /* Writes the set values into cfg. Values were checked when set; only -ENOMEM is possible. */
-int cfg_overrides_apply(const struct cfg_overrides *o, struct cfg_config *cfg,
-                        struct error *err);
+int cfg_overrides_apply(const struct cfg_overrides *o, struct cfg_config *cfg, struct error *err);
 
 /* ---- parsing, named configs, loading ------------------------------------------------------ */
 

@@ -10,13 +10,13 @@
 /* Where the parser is while it walks a document. Positions of a few keys are kept for
  * the cross-checks that run after flags and env vars were applied. */
 struct cfg__ctx {
-    const char *file;         /* display name for diagnostics */
-    struct cfg_diags *diags;  /* may be NULL: count only */
-    size_t n_errors;          /* errors found, also when diags is NULL */
-    bool oom;                 /* an allocation failed: stop and report -ENOMEM */
+    const char *file;        /* display name for diagnostics */
+    struct cfg_diags *diags; /* may be NULL: count only */
+    size_t n_errors;         /* errors found, also when diags is NULL */
+    bool oom;                /* an allocation failed: stop and report -ENOMEM */
     struct cfg_config *cfg;
-    bool fail_requests_set;   /* sharing.*.failRequestsGreaterThanOne was written */
-    bool both_sharing;        /* timeSlicing and mps were both given */
+    bool fail_requests_set; /* sharing.*.failRequestsGreaterThanOne was written */
+    bool both_sharing;      /* timeSlicing and mps were both given */
     struct cfg_pos pos_mig_strategy;
     struct cfg_pos pos_mps_root;
     struct cfg_pos pos_sharing; /* the sharing.<strategy> key */

@@ -22,12 +22,13 @@ static void syntax_errors(struct cfg__ctx *c, struct fy_diag *diag)
     void *it = NULL;
     bool any = false;
 
-    for (e = fy_diag_errors_iterate(diag, &it); e;
-         e = fy_diag_errors_iterate(diag, &it)) {
+    for (e = fy_diag_errors_iterate(diag, &it); e; e = fy_diag_errors_iterate(diag, &it)) {
         struct cfg_pos pos = {e->line > 0 ? (unsigned)e->line : 0,
                               e->column > 0 ? (unsigned)e->column : 0};
-        cfg__diag(c, CFG_SEV_ERROR, pos, NULL, NULL, "invalid YAML/JSON: %s; fix the syntax "
-                  "at this position", e->msg ? e->msg : "syntax error");
+        cfg__diag(c, CFG_SEV_ERROR, pos, NULL, NULL,
+                  "invalid YAML/JSON: %s; fix the syntax "
+                  "at this position",
+                  e->msg ? e->msg : "syntax error");
         any = true;
     }
     if (!any)
@@ -115,9 +116,10 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
         len = 0;
     }
     if (len > CFG_MAX_INPUT_BYTES)
-        return error_set(err, -E2BIG, "%s: %zu bytes is too large for a config; the limit is "
-                         "%u bytes", display_name ? display_name : "config", len,
-                         CFG_MAX_INPUT_BYTES);
+        return error_set(err, -E2BIG,
+                         "%s: %zu bytes is too large for a config; the limit is "
+                         "%u bytes",
+                         display_name ? display_name : "config", len, CFG_MAX_INPUT_BYTES);
     r = cfg_new_default(&cfg, err);
     if (r < 0)
         return r;
@@ -212,8 +214,7 @@ int cfg_list_names(const char *dir, char ***ret_names, struct error *err)
         return error_set(err, -ENOMEM, "out of memory");
     d = opendir(dir); /* glibc opens directories with O_CLOEXEC */
     if (!d) {
-        r = error_set(err, -errno, "cannot open config directory '%s': %s", dir,
-                      strerror(errno));
+        r = error_set(err, -errno, "cannot open config directory '%s': %s", dir, strerror(errno));
         goto out;
     }
     for (de = readdir(d); de; de = readdir(d)) {
@@ -256,8 +257,8 @@ static void join_names(char *const *names, struct strbuf *out)
         strbuf_printf(out, "%s%s", i ? ", " : "", names[i]);
 }
 
-static int pick_existing(const char *dir, char *const *names, const char *name,
-                         const char *what, char **ret_name, struct error *err)
+static int pick_existing(const char *dir, char *const *names, const char *name, const char *what,
+                         char **ret_name, struct error *err)
 {
     struct strbuf sb = STRBUF_INIT;
     int r;
@@ -271,8 +272,8 @@ static int pick_existing(const char *dir, char *const *names, const char *name,
         return *ret_name ? 0 : error_set(err, -ENOMEM, "out of memory");
     }
     join_names(names, &sb);
-    r = error_set(err, -ENOENT, "%s '%s' does not exist in '%s'; available configs: %s", what,
-                  name, dir, strbuf_str(&sb));
+    r = error_set(err, -ENOENT, "%s '%s' does not exist in '%s'; available configs: %s", what, name,
+                  dir, strbuf_str(&sb));
     strbuf_release(&sb);
     return r;
 }
@@ -362,19 +363,21 @@ int cfg_load(const struct cfg_load_options *opts, struct cfg_config **ret_cfg,
             r = cfg_parse_buffer("", 0, opts->path, opts->overrides, &cfg, NULL, err);
             goto done;
         }
-        r = strbuf_printf(&file, "%s%s%s", opts->path,
-                          str_endswith(opts->path, "/") ? "" : "/", name);
+        r = strbuf_printf(&file, "%s%s%s", opts->path, str_endswith(opts->path, "/") ? "" : "/",
+                          name);
     } else {
         base = strrchr(opts->path, '/');
         base = base ? base + 1 : opts->path;
         if (opts->config_name && !str_eq(opts->config_name, base)) {
             if (!cfg_config_name_valid(opts->config_name, err)) {
-                        r = -EINVAL;
+                r = -EINVAL;
                 goto out;
             }
-            r = error_set(err, -ENOENT, "'%s' is a file, which holds one config named '%s', "
+            r = error_set(err, -ENOENT,
+                          "'%s' is a file, which holds one config named '%s', "
                           "not '%s'; pass the ConfigMap directory to choose by name, or drop "
-                          "the config name", opts->path, base, opts->config_name);
+                          "the config name",
+                          opts->path, base, opts->config_name);
             goto out;
         }
         if (opts->config_name) {
@@ -392,16 +395,17 @@ int cfg_load(const struct cfg_load_options *opts, struct cfg_config **ret_cfg,
     }
     r = file_read_all(strbuf_str(&file), CFG_MAX_INPUT_BYTES, &data, &len, err);
     if (r == -EFBIG)
-        r = error_set(err, -EFBIG, "config '%s' is larger than %u bytes; the limit guards "
-                      "against reading the wrong file", strbuf_str(&file), CFG_MAX_INPUT_BYTES);
+        r = error_set(err, -EFBIG,
+                      "config '%s' is larger than %u bytes; the limit guards "
+                      "against reading the wrong file",
+                      strbuf_str(&file), CFG_MAX_INPUT_BYTES);
     if (r < 0)
         goto out;
     r = cfg_parse_buffer(data, len, strbuf_str(&file), opts->overrides, &cfg, diags, err);
 done:
     if (r < 0)
         goto out;
-    if (opts->path && !cfg__set_str(&cfg->source_path, file.len ? strbuf_str(&file)
-                                                                 : opts->path)) {
+    if (opts->path && !cfg__set_str(&cfg->source_path, file.len ? strbuf_str(&file) : opts->path)) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
     }

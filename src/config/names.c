@@ -45,36 +45,46 @@ bool cfg_resource_name_valid(const char *name, struct error *err)
     size_t n = strlen(name);
 
     if (n > CFG_RESOURCE_NAME_MAX) {
-        error_set(err, -EINVAL, "'%.80s' is %zu characters long; a fully-qualified resource "
-                  "name must be %u characters or less", name, n, CFG_RESOURCE_NAME_MAX);
+        error_set(err, -EINVAL,
+                  "'%.80s' is %zu characters long; a fully-qualified resource "
+                  "name must be %u characters or less",
+                  name, n, CFG_RESOURCE_NAME_MAX);
         return false;
     }
     if (!slash) {
-        error_set(err, -EINVAL, "'%s' has no domain prefix; write it as 'nvidia.com/%s'",
-                  name, name);
+        error_set(err, -EINVAL, "'%s' has no domain prefix; write it as 'nvidia.com/%s'", name,
+                  name);
         return false;
     }
     if (strchr(slash + 1, '/')) {
-        error_set(err, -EINVAL, "'%s' has more than one '/'; a resource name is "
-                  "<domain>/<name>, e.g. 'nvidia.com/gpu.shared'", name);
+        error_set(err, -EINVAL,
+                  "'%s' has more than one '/'; a resource name is "
+                  "<domain>/<name>, e.g. 'nvidia.com/gpu.shared'",
+                  name);
         return false;
     }
     if (!dns_subdomain_valid(name, (size_t)(slash - name))) {
-        error_set(err, -EINVAL, "'%s' has an invalid domain prefix; use a lowercase domain "
-                  "such as 'nvidia.com'", name);
+        error_set(err, -EINVAL,
+                  "'%s' has an invalid domain prefix; use a lowercase domain "
+                  "such as 'nvidia.com'",
+                  name);
         return false;
     }
-    if (str_eq(name, "kubernetes.io") || (slash - name >= 14 &&
-        strncmp(slash - 14, ".kubernetes.io", 14) == 0) ||
+    if (str_eq(name, "kubernetes.io") ||
+        (slash - name >= 14 && strncmp(slash - 14, ".kubernetes.io", 14) == 0) ||
         strncmp(name, "kubernetes.io/", 14) == 0) {
-        error_set(err, -EINVAL, "'%s' is in the kubernetes.io domain, which extended "
-                  "resources may not use; use e.g. 'nvidia.com'", name);
+        error_set(err, -EINVAL,
+                  "'%s' is in the kubernetes.io domain, which extended "
+                  "resources may not use; use e.g. 'nvidia.com'",
+                  name);
         return false;
     }
     if (!dns_subdomain_valid(slash + 1, strlen(slash + 1))) {
-        error_set(err, -EINVAL, "'%s' is not a valid resource name: after the '/' use "
+        error_set(err, -EINVAL,
+                  "'%s' is not a valid resource name: after the '/' use "
                   "lowercase letters, digits, '-' and '.', starting and ending with a letter "
-                  "or digit (e.g. 'nvidia.com/gpu.shared')", name);
+                  "or digit (e.g. 'nvidia.com/gpu.shared')",
+                  name);
         return false;
     }
     return true;
@@ -89,22 +99,27 @@ bool cfg_config_name_valid(const char *name, struct error *err)
         return false;
     }
     if (n > CFG_NAME_MAX) {
-        error_set(err, -EINVAL, "config name '%.40s...' is %zu characters long; ConfigMap "
-                  "keys are at most %u", name, n, CFG_NAME_MAX);
+        error_set(err, -EINVAL,
+                  "config name '%.40s...' is %zu characters long; ConfigMap "
+                  "keys are at most %u",
+                  name, n, CFG_NAME_MAX);
         return false;
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)name[i];
         if (!isalnum(ch) && ch != '-' && ch != '.' && ch != '_') {
-            error_set(err, -EINVAL, "config name '%.80s' contains '%c'; a name is a ConfigMap "
-                      "key made of letters, digits, '-', '_' and '.'", name,
-                      isprint(ch) ? ch : '?');
+            error_set(err, -EINVAL,
+                      "config name '%.80s' contains '%c'; a name is a ConfigMap "
+                      "key made of letters, digits, '-', '_' and '.'",
+                      name, isprint(ch) ? ch : '?');
             return false;
         }
     }
     if (name[0] == '.' || strstr(name, "..")) {
-        error_set(err, -EINVAL, "config name '%.80s' starts with '.' or contains '..'; such "
-                  "entries are ConfigMap internals, not configs", name);
+        error_set(err, -EINVAL,
+                  "config name '%.80s' starts with '.' or contains '..'; such "
+                  "entries are ConfigMap internals, not configs",
+                  name);
         return false;
     }
     return true;
@@ -178,9 +193,11 @@ int cfg_device_ref_parse(const char *s, struct cfg_device_ref *ret, struct error
     *ret = d;
     return 0;
 bad:
-    return error_set(err, -EINVAL, "'%.80s' is not a device: use a GPU index (0), a MIG index "
+    return error_set(err, -EINVAL,
+                     "'%.80s' is not a device: use a GPU index (0), a MIG index "
                      "(\"0:1\"), a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) or a MIG "
-                     "UUID (MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>)", s);
+                     "UUID (MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>)",
+                     s);
 }
 
 /* ---- durations --------------------------------------------------------------------------- */
@@ -191,8 +208,8 @@ static int64_t unit_ns(const char *s, size_t *ret_len)
         const char *name;
         int64_t ns;
     } units[] = {
-        {"ns", 1}, {"us", 1000}, {"\xc2\xb5s", 1000}, {"\xce\xbcs", 1000}, {"ms", 1000000},
-        {"s", 1000000000}, {"m", 60LL * 1000000000}, {"h", 3600LL * 1000000000},
+        {"ns", 1},       {"us", 1000},      {"\xc2\xb5s", 1000},      {"\xce\xbcs", 1000},
+        {"ms", 1000000}, {"s", 1000000000}, {"m", 60LL * 1000000000}, {"h", 3600LL * 1000000000},
     };
     size_t best = 0;
     int64_t ns = 0;
@@ -249,16 +266,18 @@ int cfg_duration_parse_ms(const char *s, int64_t *ret_ms, struct error *err)
             goto bad;
         p += ulen;
         if (__builtin_mul_overflow(whole, unit, &part) ||
-            __builtin_add_overflow(part, (int64_t)((double)frac * (double)unit / (double)frac_scale),
-                                   &part) ||
+            __builtin_add_overflow(
+                part, (int64_t)((double)frac * (double)unit / (double)frac_scale), &part) ||
             __builtin_add_overflow(total_ns, part, &total_ns))
             goto range;
     }
     *ret_ms = total_ns / 1000000;
     return 0;
 bad:
-    return error_set(err, -EINVAL, "'%.80s' is not a duration; use e.g. '60s', '1m30s', "
-                     "'500ms', a number of nanoseconds, or 'infinite'", s);
+    return error_set(err, -EINVAL,
+                     "'%.80s' is not a duration; use e.g. '60s', '1m30s', "
+                     "'500ms', a number of nanoseconds, or 'infinite'",
+                     s);
 range:
     return error_set(err, -ERANGE, "duration '%.80s' is too long", s);
 }

@@ -77,10 +77,10 @@ static bool is_null(struct fy_node *n)
 /* YAML 1.1 booleans, as the Go YAML library NVIDIA uses accepts them (plain only). */
 static int plain_bool(const char *s, bool *ret)
 {
-    static const char *const t[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "y", "Y",
-                                    "on", "On", "ON", NULL};
-    static const char *const f[] = {"false", "False", "FALSE", "no", "No", "NO", "n", "N",
-                                    "off", "Off", "OFF", NULL};
+    static const char *const t[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
+                                    "y",    "Y",    "on",   "On",  "ON",  NULL};
+    static const char *const f[] = {"false", "False", "FALSE", "no",  "No",  "NO",
+                                    "n",     "N",     "off",   "Off", "OFF", NULL};
     if (cfg__lookup(t, s) >= 0) {
         *ret = true;
         return 0;
@@ -152,16 +152,15 @@ static void path_index(char *dst, const char *parent, size_t i)
 
 /* ---- typed values ------------------------------------------------------------------------ */
 
-static bool want_string(struct cfg__ctx *c, struct fy_node *n, const char *path,
-                        struct cfg_pos pos, const char **ret)
+static bool want_string(struct cfg__ctx *c, struct fy_node *n, const char *path, struct cfg_pos pos,
+                        const char **ret)
 {
     const char *s = scalar_text(n);
     bool b;
 
     if (!s || (is_plain(n) && (plain_bool(s, &b) == 0 || looks_numeric(s)))) {
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n),
-                  "expected a string, got %s%s", kind_name(n),
-                  s ? "; put it in quotes if you mean the text" : "");
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n), "expected a string, got %s%s",
+                  kind_name(n), s ? "; put it in quotes if you mean the text" : "");
         return false;
     }
     *ret = s;
@@ -182,8 +181,8 @@ static bool want_string_into(struct cfg__ctx *c, struct fy_node *n, const char *
     return true;
 }
 
-static bool want_bool(struct cfg__ctx *c, struct fy_node *n, const char *path,
-                      struct cfg_pos pos, bool *dst)
+static bool want_bool(struct cfg__ctx *c, struct fy_node *n, const char *path, struct cfg_pos pos,
+                      bool *dst)
 {
     const char *s = scalar_text(n);
     bool b;
@@ -194,16 +193,16 @@ static bool want_bool(struct cfg__ctx *c, struct fy_node *n, const char *path,
     }
     if (s && !is_plain(n) && plain_bool(s, &b) == 0)
         cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
-                  "expected a boolean, got the quoted string \"%s\"; write %s without quotes",
-                  s, b ? "true" : "false");
+                  "expected a boolean, got the quoted string \"%s\"; write %s without quotes", s,
+                  b ? "true" : "false");
     else
         cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n),
                   "expected a boolean (true or false), got %s", kind_name(n));
     return false;
 }
 
-static bool want_enum(struct cfg__ctx *c, struct fy_node *n, const char *path,
-                      struct cfg_pos pos, const char *const *table, int *dst)
+static bool want_enum(struct cfg__ctx *c, struct fy_node *n, const char *path, struct cfg_pos pos,
+                      const char *const *table, int *dst)
 {
     struct strbuf allowed = STRBUF_INIT;
     const char *s = scalar_text(n);
@@ -251,18 +250,45 @@ static int want_int(struct cfg__ctx *c, struct fy_node *n, const char *path, str
 
 /* Every key of the schema with its full path, for "belongs under" hints. */
 static const char *const all_paths[] = {
-    "version", "flags", "resources", "sharing", "imex",
-    "flags.migStrategy", "flags.failOnInitError", "flags.mpsRoot", "flags.nvidiaDriverRoot",
-    "flags.nvidiaDevRoot", "flags.gdrcopyEnabled", "flags.gdsEnabled", "flags.mofedEnabled",
-    "flags.useNodeFeatureAPI", "flags.deviceDiscoveryStrategy", "flags.plugin", "flags.gfd",
-    "flags.plugin.passDeviceSpecs", "flags.plugin.deviceListStrategy",
-    "flags.plugin.deviceIDStrategy", "flags.plugin.cdiAnnotationPrefix",
-    "flags.plugin.nvidiaCTKPath", "flags.plugin.containerDriverRoot",
-    "flags.plugin.sharedDevicesAllocationPolicy", "flags.gfd.oneshot", "flags.gfd.noTimestamp",
-    "flags.gfd.sleepInterval", "flags.gfd.outputFile", "flags.gfd.machineTypeFile",
-    "resources.gpus", "resources.mig", "sharing.timeSlicing", "sharing.mps",
-    "sharing.timeSlicing.renameByDefault", "sharing.timeSlicing.failRequestsGreaterThanOne",
-    "sharing.timeSlicing.resources", "imex.channelIDs", "imex.required", NULL,
+    "version",
+    "flags",
+    "resources",
+    "sharing",
+    "imex",
+    "flags.migStrategy",
+    "flags.failOnInitError",
+    "flags.mpsRoot",
+    "flags.nvidiaDriverRoot",
+    "flags.nvidiaDevRoot",
+    "flags.gdrcopyEnabled",
+    "flags.gdsEnabled",
+    "flags.mofedEnabled",
+    "flags.useNodeFeatureAPI",
+    "flags.deviceDiscoveryStrategy",
+    "flags.plugin",
+    "flags.gfd",
+    "flags.plugin.passDeviceSpecs",
+    "flags.plugin.deviceListStrategy",
+    "flags.plugin.deviceIDStrategy",
+    "flags.plugin.cdiAnnotationPrefix",
+    "flags.plugin.nvidiaCTKPath",
+    "flags.plugin.containerDriverRoot",
+    "flags.plugin.sharedDevicesAllocationPolicy",
+    "flags.gfd.oneshot",
+    "flags.gfd.noTimestamp",
+    "flags.gfd.sleepInterval",
+    "flags.gfd.outputFile",
+    "flags.gfd.machineTypeFile",
+    "resources.gpus",
+    "resources.mig",
+    "sharing.timeSlicing",
+    "sharing.mps",
+    "sharing.timeSlicing.renameByDefault",
+    "sharing.timeSlicing.failRequestsGreaterThanOne",
+    "sharing.timeSlicing.resources",
+    "imex.channelIDs",
+    "imex.required",
+    NULL,
 };
 
 static const char *last_component(const char *path)
@@ -302,8 +328,8 @@ typedef void (*field_fn)(struct cfg__ctx *c, int key, struct fy_node *val, const
 
 /* Checks that `map` is a mapping and hands each known key's non-null value to fn. Keys
  * match case-insensitively as in NVIDIA's (Go) decoder, with a warning. */
-static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path,
-                     struct cfg_pos pos, const char *const *keys, field_fn fn, void *ud)
+static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path, struct cfg_pos pos,
+                     const char *const *keys, field_fn fn, void *ud)
 {
     struct fy_node_pair *p;
     void *it = NULL;
@@ -332,8 +358,8 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path,
                 idx = i;
                 path_join(child, path, keys[i]);
                 cfg__diag(c, CFG_SEV_WARNING, kpos, child, key,
-                          "key '%s' matched '%s' ignoring case; write it as '%s'", key,
-                          keys[i], keys[i]);
+                          "key '%s' matched '%s' ignoring case; write it as '%s'", key, keys[i],
+                          keys[i]);
             }
         if (idx < 0) {
             unknown_key(c, key, keys, path && *path ? path : NULL, kpos);
@@ -342,8 +368,10 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path,
         path_join(child, path, keys[idx]);
         if (seen & (1u << idx)) {
             /* "devices" and "Devices": the same field twice, as Go's decoder sees it */
-            cfg__diag(c, CFG_SEV_ERROR, kpos, child, key, "duplicate key '%s' (keys match "
-                      "ignoring case); keep one", key);
+            cfg__diag(c, CFG_SEV_ERROR, kpos, child, key,
+                      "duplicate key '%s' (keys match "
+                      "ignoring case); keep one",
+                      key);
             continue;
         }
         seen |= 1u << idx;
@@ -359,8 +387,8 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path,
 }
 
 /* Checks a list node and its length; returns its item count or -1. */
-static long want_list(struct cfg__ctx *c, struct fy_node *n, const char *path,
-                      struct cfg_pos pos, const char *what)
+static long want_list(struct cfg__ctx *c, struct fy_node *n, const char *path, struct cfg_pos pos,
+                      const char *what)
 {
     int count;
 
@@ -391,7 +419,8 @@ static char *resource_name(struct cfg__ctx *c, struct fy_node *n, const char *pa
     if (!want_string(c, n, path, pos, &s))
         return NULL;
     if (!*s) {
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "empty resource name; use e.g. "
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
+                  "empty resource name; use e.g. "
                   "'nvidia.com/gpu'");
         return NULL;
     }
@@ -414,9 +443,14 @@ static char *resource_name(struct cfg__ctx *c, struct fy_node *n, const char *pa
 
 /* ---- flags ------------------------------------------------------------------------------- */
 
-static const char *const plugin_keys[] = {
-    "passDeviceSpecs", "deviceListStrategy", "deviceIDStrategy", "cdiAnnotationPrefix",
-    "nvidiaCTKPath", "containerDriverRoot", "sharedDevicesAllocationPolicy", NULL};
+static const char *const plugin_keys[] = {"passDeviceSpecs",
+                                          "deviceListStrategy",
+                                          "deviceIDStrategy",
+                                          "cdiAnnotationPrefix",
+                                          "nvidiaCTKPath",
+                                          "containerDriverRoot",
+                                          "sharedDevicesAllocationPolicy",
+                                          NULL};
 
 static void list_strategy_entry(struct cfg__ctx *c, struct fy_node *n, const char *path,
                                 struct cfg_pos pos, unsigned *bits)
@@ -433,8 +467,8 @@ static void list_strategy_entry(struct cfg__ctx *c, struct fy_node *n, const cha
         return;
     }
     cfg__join_allowed(cfg__list_strategies, &allowed);
-    cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "invalid strategy '%.*s'; use %s",
-              (int)bad_len, bad, strbuf_str(&allowed));
+    cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "invalid strategy '%.*s'; use %s", (int)bad_len, bad,
+              strbuf_str(&allowed));
     strbuf_release(&allowed);
 }
 
@@ -457,7 +491,8 @@ static void plugin_field(struct cfg__ctx *c, int key, struct fy_node *v, const c
         if (fy_node_get_type(v) != FYNT_SEQUENCE) {
             list_strategy_entry(c, v, path, pos, &bits);
         } else if (want_list(c, v, path, pos, "strategies") == 0) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL, "empty list; give at least one "
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
+                      "empty list; give at least one "
                       "strategy, e.g. [envvar]");
         } else {
             for (item = fy_node_sequence_iterate(v, &it); item;
@@ -491,8 +526,8 @@ static void plugin_field(struct cfg__ctx *c, int key, struct fy_node *v, const c
     }
 }
 
-static const char *const gfd_keys[] = {"oneshot", "noTimestamp", "sleepInterval", "outputFile",
-                                       "machineTypeFile", NULL};
+static const char *const gfd_keys[] = {"oneshot",    "noTimestamp",     "sleepInterval",
+                                       "outputFile", "machineTypeFile", NULL};
 
 static void gfd_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
                       struct cfg_pos pos, void *ud)
@@ -511,8 +546,10 @@ static void gfd_field(struct cfg__ctx *c, int key, struct fy_node *v, const char
         break;
     case 2:
         if (!s) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v), "expected a duration such as "
-                      "'60s', got %s", kind_name(v));
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v),
+                      "expected a duration such as "
+                      "'60s', got %s",
+                      kind_name(v));
         } else if (cfg_duration_parse_ms(s, &ms, &e) < 0) {
             cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s", e.msg);
         } else {
@@ -529,10 +566,19 @@ static void gfd_field(struct cfg__ctx *c, int key, struct fy_node *v, const char
     }
 }
 
-static const char *const flags_keys[] = {
-    "migStrategy", "failOnInitError", "mpsRoot", "nvidiaDriverRoot", "nvidiaDevRoot",
-    "gdrcopyEnabled", "gdsEnabled", "mofedEnabled", "useNodeFeatureAPI",
-    "deviceDiscoveryStrategy", "plugin", "gfd", NULL};
+static const char *const flags_keys[] = {"migStrategy",
+                                         "failOnInitError",
+                                         "mpsRoot",
+                                         "nvidiaDriverRoot",
+                                         "nvidiaDevRoot",
+                                         "gdrcopyEnabled",
+                                         "gdsEnabled",
+                                         "mofedEnabled",
+                                         "useNodeFeatureAPI",
+                                         "deviceDiscoveryStrategy",
+                                         "plugin",
+                                         "gfd",
+                                         NULL};
 
 static void flags_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
                         struct cfg_pos pos, void *ud)
@@ -602,7 +648,8 @@ static void pattern_field(struct cfg__ctx *c, int key, struct fy_node *v, const 
         if (!want_string(c, v, path, pos, &s))
             return;
         if (!*s)
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "empty pattern; use '*' to match every "
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
+                      "empty pattern; use '*' to match every "
                       "device");
         else if (!cfg__set_str(&p->pattern, s))
             c->oom = true;
@@ -639,10 +686,12 @@ static void pattern_list(struct cfg__ctx *c, struct fy_node *v, const char *path
         *ret_n = ++i;
         walk_map(c, item, ipath, p->pos, pattern_keys, pattern_field, &ud);
         if (c->n_errors == before && !p->pattern)
-            cfg__diag(c, CFG_SEV_ERROR, p->pos, ipath, NULL, "missing 'pattern'; each entry "
+            cfg__diag(c, CFG_SEV_ERROR, p->pos, ipath, NULL,
+                      "missing 'pattern'; each entry "
                       "needs a pattern (e.g. '*T4*') and a name");
         if (c->n_errors == before && !p->name)
-            cfg__diag(c, CFG_SEV_ERROR, p->pos, ipath, NULL, "missing 'name'; each entry "
+            cfg__diag(c, CFG_SEV_ERROR, p->pos, ipath, NULL,
+                      "missing 'name'; each entry "
                       "needs a pattern and a resource name (e.g. 'nvidia.com/gpu')");
     }
 }
@@ -674,8 +723,10 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
         const char *s = scalar_text(v);
         if (s && is_plain(v) && want_int(c, v, path, pos, NULL, &n) == 0) {
             if (n <= 0 || n > (int64_t)CFG_MAX_LIST_ITEMS)
-                cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s is not a valid count of devices; "
-                          "a count must be > 0 (or use 'all')", s);
+                cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
+                          "%s is not a valid count of devices; "
+                          "a count must be > 0 (or use 'all')",
+                          s);
             else {
                 r->devices_kind = CFG_DEVICES_COUNT;
                 r->devices_count = (unsigned)n;
@@ -683,7 +734,8 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
         } else if (s && strcmp(s, "all") == 0) {
             r->devices_kind = CFG_DEVICES_ALL;
         } else {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v), "devices set as '%s' but the only "
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v),
+                      "devices set as '%s' but the only "
                       "valid string is 'all'; use 'all', a count, or a list of devices",
                       shown(v));
         }
@@ -693,7 +745,8 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
     if (count < 0)
         return;
     if (count == 0) {
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL, "empty devices list; list at least one "
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
+                  "empty devices list; list at least one "
                   "device, or remove the key to share all devices");
         return;
     }
@@ -718,13 +771,17 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
 
         path_index(ipath, path, idx);
         if (!s) {
-            cfg__diag(c, CFG_SEV_ERROR, ipos, ipath, shown(item), "expected a device (index "
-                      "or UUID), got %s", kind_name(item));
+            cfg__diag(c, CFG_SEV_ERROR, ipos, ipath, shown(item),
+                      "expected a device (index "
+                      "or UUID), got %s",
+                      kind_name(item));
             continue;
         }
         if (is_plain(item) && s[0] == '-') {
-            cfg__diag(c, CFG_SEV_ERROR, ipos, ipath, s, "%s is not a device index; indices "
-                      "start at 0", s);
+            cfg__diag(c, CFG_SEV_ERROR, ipos, ipath, s,
+                      "%s is not a device index; indices "
+                      "start at 0",
+                      s);
             continue;
         }
         ret = cfg_device_ref_parse(s, d, &e);
@@ -776,17 +833,23 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
         if (ret == 0 && n >= 1 && n <= (int64_t)ud->max_replicas) {
             r->replicas = (unsigned)n;
         } else if (ret == 0 && n > (int64_t)ud->max_replicas) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s replicas is too many; at most %u "
-                      "are allowed%s", s, ud->max_replicas,
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
+                      "%s replicas is too many; at most %u "
+                      "are allowed%s",
+                      s, ud->max_replicas,
                       ud->max_replicas == CFG_MAX_MPS_REPLICAS ? " with MPS (its client "
-                      "limit per GPU)" : "");
+                                                                 "limit per GPU)"
+                                                               : "");
         } else if (s && is_plain(v) && (ret == 0 || looks_numeric(s) || ret == -ERANGE)) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s is not a valid replica count; use a "
-                      "whole number >= 1 (1 means not shared)", s);
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
+                      "%s is not a valid replica count; use a "
+                      "whole number >= 1 (1 means not shared)",
+                      s);
         } else {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v), "expected a whole number of "
-                      "replicas >= 1, got %s%s", kind_name(v),
-                      s && looks_numeric(s) ? "; remove the quotes" : "");
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v),
+                      "expected a whole number of "
+                      "replicas >= 1, got %s%s",
+                      kind_name(v), s && looks_numeric(s) ? "; remove the quotes" : "");
         }
         break;
     }
@@ -823,8 +886,7 @@ static void sharing_resources(struct cfg__ctx *c, struct fy_node *v, const char 
     for (item = fy_node_sequence_iterate(v, &it); item && !c->oom;
          item = fy_node_sequence_iterate(v, &it)) {
         struct cfg_replicated_resource *r = &sh->resources[sh->n_resources];
-        struct replicated_ud rud = {r, false, ud->is_mps ? CFG_MAX_MPS_REPLICAS
-                                                         : CFG_MAX_REPLICAS};
+        struct replicated_ud rud = {r, false, ud->is_mps ? CFG_MAX_MPS_REPLICAS : CFG_MAX_REPLICAS};
         char ipath[PATH_MAX_LEN];
         size_t before = c->n_errors;
 
@@ -834,16 +896,18 @@ static void sharing_resources(struct cfg__ctx *c, struct fy_node *v, const char 
         if (fy_node_get_type(item) != FYNT_MAPPING)
             continue;
         if (!r->name && c->n_errors == before)
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, ipath, NULL, "no resource name specified; add "
+            cfg__diag(c, CFG_SEV_ERROR, r->pos, ipath, NULL,
+                      "no resource name specified; add "
                       "'name: nvidia.com/gpu' (or the resource to share)");
         if (!rud.has_replicas)
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, ipath, NULL, "no replicas specified; add "
+            cfg__diag(c, CFG_SEV_ERROR, r->pos, ipath, NULL,
+                      "no replicas specified; add "
                       "'replicas: N' (N >= 1, 1 means not shared)");
     }
 }
 
-static void sharing_block_field(struct cfg__ctx *c, int key, struct fy_node *v,
-                                const char *path, struct cfg_pos pos, void *udp)
+static void sharing_block_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
+                                struct cfg_pos pos, void *udp)
 {
     struct sharing_ud *ud = udp;
 
@@ -881,14 +945,16 @@ static void sharing_field(struct cfg__ctx *c, int key, struct fy_node *v, const 
 
     walk_map(c, v, path, pos, sharing_block_keys, sharing_block_field, &ud);
     if (c->n_errors == before && (!ud.has_resources || parsed.n_resources == 0))
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL, "no resources specified; add a "
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
+                  "no resources specified; add a "
                   "'resources' list such as [{name: nvidia.com/gpu, replicas: 2}]");
     if (!ud.fail_set)
         parsed.fail_requests_greater_than_one = key == 1; /* MPS defaults to true */
 
     if (cfg->sharing_strategy != CFG_SHARING_NONE) {
         c->both_sharing = true;
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL, "both sharing.timeSlicing and sharing.mps "
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
+                  "both sharing.timeSlicing and sharing.mps "
                   "are set; keep only one (NVIDIA's plugin would silently use mps)");
         if (key != 1) { /* keep mps, as NVIDIA does */
             sharing_release(&parsed);
@@ -926,8 +992,7 @@ static void imex_field(struct cfg__ctx *c, int key, struct fy_node *v, const cha
         c->oom = true;
         return;
     }
-    for (item = fy_node_sequence_iterate(v, &it); item;
-         item = fy_node_sequence_iterate(v, &it)) {
+    for (item = fy_node_sequence_iterate(v, &it); item; item = fy_node_sequence_iterate(v, &it)) {
         char ipath[PATH_MAX_LEN];
         struct cfg_pos ipos = node_pos(item, pos);
         int64_t id;
@@ -956,8 +1021,10 @@ static void top_field(struct cfg__ctx *c, int key, struct fy_node *v, const char
         if (!want_string(c, v, path, pos, &s))
             break;
         if (strcmp(s, "v1") != 0)
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "unknown version '%s'; the only "
-                      "supported version is 'v1'", s);
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
+                      "unknown version '%s'; the only "
+                      "supported version is 'v1'",
+                      s);
         break;
     case 1:
         walk_map(c, v, path, pos, flags_keys, flags_field, NULL);
@@ -979,7 +1046,8 @@ void cfg__parse_document(struct cfg__ctx *c, struct fy_node *root)
     struct cfg_pos start = {1, 1};
 
     if (is_null(root)) {
-        cfg__diag(c, CFG_SEV_WARNING, start, NULL, NULL, "the config is empty; using the "
+        cfg__diag(c, CFG_SEV_WARNING, start, NULL, NULL,
+                  "the config is empty; using the "
                   "built-in defaults (write at least 'version: v1' to silence this)");
         return;
     }

@@ -20,7 +20,7 @@ struct level {
     bool dash_pending; /* a map inside a list: its first line starts with "- " */
     const char *key;   /* NULL inside a list */
     size_t count;
-    unsigned ind;      /* YAML: indentation of this level's lines */
+    unsigned ind; /* YAML: indentation of this level's lines */
 };
 
 struct emit {

@@ -13,9 +13,9 @@
 #include "config/internal.h"
 
 struct entry_ref {
-    size_t idx;            /* index in sharing.resources */
-    const char *name;      /* sort key */
-    const char *source;    /* the entry's own resource name */
+    size_t idx;         /* index in sharing.resources */
+    const char *name;   /* sort key */
+    const char *source; /* the entry's own resource name */
     const struct cfg_device_ref *dev;
 };
 
@@ -129,8 +129,8 @@ static void check_group(struct cfg__ctx *c, const struct entry_ref *group, size_
         else
             cfg__diag(c, CFG_SEV_ERROR, b->dev->pos, path, text,
                       "device %s of '%s' is also claimed by resources[%zu] (line %u); each "
-                      "device may be listed by one entry only", text, res[b->idx].name, a->idx,
-                      a->dev->pos.line);
+                      "device may be listed by one entry only",
+                      text, res[b->idx].name, a->idx, a->dev->pos.line);
     }
     free(devs);
 }
@@ -192,14 +192,17 @@ static void check_renames(struct cfg__ctx *c, const struct entry_ref *by_name, s
         if (r->rename) {
             entry_path(path, sizeof(path), cfg, by_name[k].idx, "rename");
             if (str_eq(r->rename, r->name))
-                cfg__diag(c, CFG_SEV_WARNING, r->pos, path, r->rename, "rename is the same "
+                cfg__diag(c, CFG_SEV_WARNING, r->pos, path, r->rename,
+                          "rename is the same "
                           "as name; remove it");
             else if (name_in(by_name, n, r->rename) ||
                      pattern_name_in(cfg->gpus, cfg->n_gpus, r->rename, r->name) ||
                      pattern_name_in(cfg->mig, cfg->n_mig, r->rename, r->name))
-                cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->rename, "rename '%s' collides "
+                cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->rename,
+                          "rename '%s' collides "
                           "with another resource of that name; pick a name no other resource "
-                          "uses (e.g. '%s.shared')", r->rename, r->name);
+                          "uses (e.g. '%s.shared')",
+                          r->rename, r->name);
             name = r->rename;
         } else if (cfg->sharing.rename_by_default && r->replicas > 1) {
             struct strbuf sb = STRBUF_INIT;
@@ -221,7 +224,8 @@ static void check_renames(struct cfg__ctx *c, const struct entry_ref *by_name, s
         entry_path(path, sizeof(path), cfg, b->idx, NULL);
         cfg__diag(c, CFG_SEV_ERROR, res[b->idx].pos, path, b->name,
                   "'%s' (from '%s') would be advertised under the same name as resources[%zu] "
-                  "(from '%s'); rename one of them", b->name, b->source, a->idx, a->source);
+                  "(from '%s'); rename one of them",
+                  b->name, b->source, a->idx, a->source);
     }
 out:
     for (size_t k = 0; owned && k < n; k++)
@@ -239,15 +243,18 @@ static void check_mps(struct cfg__ctx *c)
         const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
         if (r->name && str_startswith(r->name, "nvidia.com/mig-")) {
             entry_path(path, sizeof(path), cfg, i, "name");
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->name, "sharing with MPS is not "
-                      "supported for MIG devices; use sharing.timeSlicing for '%s'", r->name);
+            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->name,
+                      "sharing with MPS is not "
+                      "supported for MIG devices; use sharing.timeSlicing for '%s'",
+                      r->name);
         }
         for (size_t d = 0; d < r->n_devices; d++) {
             const struct cfg_device_ref *ref = &r->devices[d];
             if (ref->kind != CFG_DEVREF_MIG_INDEX && ref->kind != CFG_DEVREF_MIG_UUID)
                 continue;
             entry_path(path, sizeof(path), cfg, i, "devices");
-            cfg__diag(c, CFG_SEV_ERROR, ref->pos, path, NULL, "sharing with MPS is not "
+            cfg__diag(c, CFG_SEV_ERROR, ref->pos, path, NULL,
+                      "sharing with MPS is not "
                       "supported for MIG devices; list whole GPUs or use sharing.timeSlicing");
         }
     }
@@ -290,9 +297,10 @@ void cfg__validate_overlaid(struct cfg__ctx *c, const struct cfg_overrides *o)
         return;
     if (cfg->flags.mig_strategy == CFG_MIG_MIXED)
         cfg__diag(c, CFG_SEV_ERROR, mig_src ? none : c->pos_mig_strategy, "flags.migStrategy",
-                  "mixed", "migStrategy 'mixed'%s%s is not supported with MPS; use 'none' or "
-                  "'single', or share with sharing.timeSlicing", mig_src ? " set by " : "",
-                  mig_src ? o->v[CFG_OPT_MIG_STRATEGY].source : "");
+                  "mixed",
+                  "migStrategy 'mixed'%s%s is not supported with MPS; use 'none' or "
+                  "'single', or share with sharing.timeSlicing",
+                  mig_src ? " set by " : "", mig_src ? o->v[CFG_OPT_MIG_STRATEGY].source : "");
     if (!cfg->flags.mps_root || !*cfg->flags.mps_root)
         cfg__diag(c, CFG_SEV_ERROR, c->pos_sharing, "flags.mpsRoot", NULL,
                   "using MPS requires an MPS root; set flags.mpsRoot, --mps-root or MPS_ROOT "

@@ -103,10 +103,14 @@ static void test_cfg_config_name_valid_table(void **state)
         const char *name;
         bool ok;
     } cases[] = {
-        {"default", true}, {"l20", true}, {"a100-40gb", true}, {"tesla_t4.v2", true},
-        {"", false}, {".", false}, {"..", false}, {"..data", false}, {".hidden", false},
-        {"../etc/passwd", false}, {"a/b", false}, {"a..b", false}, {"a b", false},
-        {"a\nb", false}, {"naïve", false}, {"$(x)", false},
+        {"default", true},   {"l20", true},
+        {"a100-40gb", true}, {"tesla_t4.v2", true},
+        {"", false},         {".", false},
+        {"..", false},       {"..data", false},
+        {".hidden", false},  {"../etc/passwd", false},
+        {"a/b", false},      {"a..b", false},
+        {"a b", false},      {"a\nb", false},
+        {"naïve", false},    {"$(x)", false},
     };
     char long_name[300];
 
@@ -179,11 +183,25 @@ static void test_cfg_duration_parse_ms_table(void **state)
         int r;
         int64_t ms;
     } cases[] = {
-        {"60s", 0, 60000}, {"1m30s", 0, 90000}, {"500ms", 0, 500}, {"1.5s", 0, 1500},
-        {"2h", 0, 7200000}, {"1h1m1s", 0, 3661000}, {"0", 0, 0}, {"30000000000", 0, 30000},
-        {"infinite", 0, -1}, {"10us", 0, 0}, {"1000000ns", 0, 1}, {"+5s", 0, 5000},
-        {"", -EINVAL, 0}, {"s", -EINVAL, 0}, {"10", 0, 0}, {"10x", -EINVAL, 0},
-        {"-5s", -EINVAL, 0}, {"5 s", -EINVAL, 0}, {"infinity", -EINVAL, 0},
+        {"60s", 0, 60000},
+        {"1m30s", 0, 90000},
+        {"500ms", 0, 500},
+        {"1.5s", 0, 1500},
+        {"2h", 0, 7200000},
+        {"1h1m1s", 0, 3661000},
+        {"0", 0, 0},
+        {"30000000000", 0, 30000},
+        {"infinite", 0, -1},
+        {"10us", 0, 0},
+        {"1000000ns", 0, 1},
+        {"+5s", 0, 5000},
+        {"", -EINVAL, 0},
+        {"s", -EINVAL, 0},
+        {"10", 0, 0},
+        {"10x", -EINVAL, 0},
+        {"-5s", -EINVAL, 0},
+        {"5 s", -EINVAL, 0},
+        {"infinity", -EINVAL, 0},
         {"99999999999999h", -ERANGE, 0},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
@@ -202,12 +220,9 @@ static void test_cfg_duration_parse_ms_table(void **state)
 static const char *fake_env(const char *name)
 {
     static const char *const env[][2] = {
-        {"MIG_STRATEGY", "single"},
-        {"PASS_DEVICE_SPECS", "true"},
-        {"NVIDIA_CTK_PATH", "/opt/ctk"},
-        {"CONTAINER_DRIVER_ROOT", "/cdr"},
-        {"MPS_ROOT", "/run/nvidia/mps"},
-        {"DEVICE_LIST_STRATEGY", "envvar,cdi-cri"},
+        {"MIG_STRATEGY", "single"},      {"PASS_DEVICE_SPECS", "true"},
+        {"NVIDIA_CTK_PATH", "/opt/ctk"}, {"CONTAINER_DRIVER_ROOT", "/cdr"},
+        {"MPS_ROOT", "/run/nvidia/mps"}, {"DEVICE_LIST_STRATEGY", "envvar,cdi-cri"},
         {"GFD_MIG_STRATEGY", "mixed"}, /* GFD's: the plugin must ignore it */
         {"DEVICE_ID_STRATEGY", ""},    /* empty counts as unset */
     };
@@ -233,14 +248,15 @@ static void test_cfg_overrides_precedence(void **state)
     /* env beats the file */
     assert_int_equal(parse_text("version: v1\nflags:\n  passDeviceSpecs: false\n  plugin:\n"
                                 "    passDeviceSpecs: false\n    nvidiaCTKPath: /file\n"
-                                "  mpsRoot: /file-mps\n", &o, &cfg, &text), 0);
+                                "  mpsRoot: /file-mps\n",
+                                &o, &cfg, &text),
+                     0);
     assert_int_equal(cfg->flags.mig_strategy, CFG_MIG_MIXED);
     assert_true(cfg->flags.plugin.pass_device_specs);
     assert_string_equal(cfg->flags.plugin.nvidia_ctk_path, "/opt/ctk"); /* alias env */
     assert_string_equal(cfg->flags.plugin.container_driver_root, "/cdr");
     assert_string_equal(cfg->flags.mps_root, "/run/nvidia/mps");
-    assert_int_equal(cfg->flags.plugin.device_list_strategies,
-                     CFG_LIST_ENVVAR | CFG_LIST_CDI_CRI);
+    assert_int_equal(cfg->flags.plugin.device_list_strategies, CFG_LIST_ENVVAR | CFG_LIST_CDI_CRI);
     assert_int_equal(cfg->flags.plugin.device_id_strategy, CFG_DEVICE_ID_UUID);
     /* the unknown passDeviceSpecs directly under flags is a warning */
     assert_non_null(strstr(text, "it belongs at 'flags.plugin.passDeviceSpecs'"));
@@ -248,8 +264,8 @@ static void test_cfg_overrides_precedence(void **state)
     free(text);
     /* file beats default when nothing is set */
     cfg_overrides_release(&o);
-    assert_int_equal(parse_text("flags:\n  plugin:\n    nvidiaCTKPath: /file\n", &o, &cfg,
-                                &text), 0);
+    assert_int_equal(parse_text("flags:\n  plugin:\n    nvidiaCTKPath: /file\n", &o, &cfg, &text),
+                     0);
     assert_string_equal(cfg->flags.plugin.nvidia_ctk_path, "/file");
     assert_string_equal(cfg->flags.plugin.cdi_annotation_prefix, "cdi.k8s.io/");
     cfg_free(cfg);
@@ -274,7 +290,8 @@ static void test_cfg_overrides_set_names_and_values(void **state)
         {"DRIVER_ROOT_CTR_PATH", "/d", 0, NULL},
         {"NVIDIA_CDI_HOOK_PATH", "/h", 0, NULL},
         {"--fail-on-init-error", "false", 0, NULL},
-        {"--mig-strategy", "dynamic", -EINVAL, "--mig-strategy: 'dynamic' is not allowed; use one of 'none'"},
+        {"--mig-strategy", "dynamic", -EINVAL,
+         "--mig-strategy: 'dynamic' is not allowed; use one of 'none'"},
         {"MIG_STRATEGY", "x", -EINVAL, "MIG_STRATEGY: 'x' is not allowed"},
         {"--pass-device-specs", "maybe", -EINVAL, "--pass-device-specs: 'maybe' is not a boolean"},
         {"--device-list-strategy", "envvar,bogus", -EINVAL, "invalid strategy 'bogus'"},
@@ -310,17 +327,31 @@ static void test_cfg_overrides_gfd_and_apply_every_option(void **state)
     struct cfg_config *cfg = NULL;
     struct error err = {0};
     static const char *const sets[][2] = {
-        {"--mig-strategy", "single"}, {"--fail-on-init-error", "false"},
-        {"--driver-root", "/dr"}, {"--dev-root", "/dev-root"}, {"--pass-device-specs", "1"},
-        {"--device-list-strategy", "volume-mounts"}, {"--device-id-strategy", "index"},
-        {"--gdrcopy-enabled", "true"}, {"--gds-enabled", "true"}, {"--mofed-enabled", "true"},
-        {"--cdi-annotation-prefix", "p/"}, {"--nvidia-cdi-hook-path", "/hook"},
-        {"--driver-root-ctr-path", "/ctr"}, {"--mps-root", "/mps"},
+        {"--mig-strategy", "single"},
+        {"--fail-on-init-error", "false"},
+        {"--driver-root", "/dr"},
+        {"--dev-root", "/dev-root"},
+        {"--pass-device-specs", "1"},
+        {"--device-list-strategy", "volume-mounts"},
+        {"--device-id-strategy", "index"},
+        {"--gdrcopy-enabled", "true"},
+        {"--gds-enabled", "true"},
+        {"--mofed-enabled", "true"},
+        {"--cdi-annotation-prefix", "p/"},
+        {"--nvidia-cdi-hook-path", "/hook"},
+        {"--driver-root-ctr-path", "/ctr"},
+        {"--mps-root", "/mps"},
         {"--shared-devices-allocation-policy", "packed"},
-        {"--device-discovery-strategy", "tegra"}, {"--imex-channel-ids", "0"},
-        {"--imex-required", "true"}, {"--oneshot", "true"}, {"--no-timestamp", "true"},
-        {"--sleep-interval", "5s"}, {"-o", "/out"}, {"--machine-type-file", "/mt"},
-        {"USE_NODE_FEATURE_API", "false"}, {"GFD_MIG_STRATEGY", "mixed"},
+        {"--device-discovery-strategy", "tegra"},
+        {"--imex-channel-ids", "0"},
+        {"--imex-required", "true"},
+        {"--oneshot", "true"},
+        {"--no-timestamp", "true"},
+        {"--sleep-interval", "5s"},
+        {"-o", "/out"},
+        {"--machine-type-file", "/mt"},
+        {"USE_NODE_FEATURE_API", "false"},
+        {"GFD_MIG_STRATEGY", "mixed"},
     };
 
     cfg_overrides_init(&o, CFG_BIN_PLUGIN | CFG_BIN_GFD);
@@ -335,8 +366,7 @@ static void test_cfg_overrides_gfd_and_apply_every_option(void **state)
     assert_true(cfg->flags.plugin.pass_device_specs);
     assert_int_equal(cfg->flags.plugin.device_list_strategies, CFG_LIST_VOLUME_MOUNTS);
     assert_int_equal(cfg->flags.plugin.device_id_strategy, CFG_DEVICE_ID_INDEX);
-    assert_true(cfg->flags.gdrcopy_enabled && cfg->flags.gds_enabled &&
-                cfg->flags.mofed_enabled);
+    assert_true(cfg->flags.gdrcopy_enabled && cfg->flags.gds_enabled && cfg->flags.mofed_enabled);
     assert_string_equal(cfg->flags.plugin.cdi_annotation_prefix, "p/");
     assert_string_equal(cfg->flags.plugin.nvidia_ctk_path, "/hook");
     assert_string_equal(cfg->flags.plugin.container_driver_root, "/ctr");
@@ -371,8 +401,8 @@ static void test_cfg_options_table_consistent(void **state)
             assert_false(is_env);
         }
         for (size_t k = 0; k < GS_ARRAY_SIZE(opts[i].envs) && opts[i].envs[k]; k++) {
-            assert_ptr_equal(cfg_option_find(opts[i].envs[k], CFG_BIN_PLUGIN | CFG_BIN_GFD,
-                                             &is_env), &opts[i]);
+            assert_ptr_equal(
+                cfg_option_find(opts[i].envs[k], CFG_BIN_PLUGIN | CFG_BIN_GFD, &is_env), &opts[i]);
             assert_true(is_env);
         }
     }
@@ -395,10 +425,9 @@ int main(void)
 
     failed += _cmocka_run_group_tests("config_names_overrides", base_tests,
                                       GS_ARRAY_SIZE(base_tests), NULL, NULL);
-    failed += _cmocka_run_group_tests("config_fields_rules", field_tests, n_field_tests, NULL,
-                                      NULL);
-    failed += _cmocka_run_group_tests("config_corpus", corpus_tests, n_corpus_tests, NULL,
-                                      NULL);
+    failed +=
+        _cmocka_run_group_tests("config_fields_rules", field_tests, n_field_tests, NULL, NULL);
+    failed += _cmocka_run_group_tests("config_corpus", corpus_tests, n_corpus_tests, NULL, NULL);
     failed += _cmocka_run_group_tests("config_load", load_tests, n_load_tests, NULL, NULL);
     return failed ? 1 : 0;
 }

@@ -104,29 +104,29 @@ static void test_cfg_parse_buffer_every_flag(void **state)
 
 static void test_cfg_parse_buffer_sharing_fields(void **state)
 {
-    struct cfg_config *c = assert_parse_ok(
-        "version: v1\n"
-        "resources:\n"
-        "  gpus:\n"
-        "  - pattern: '*L20*'\n"
-        "    name: l20\n"
-        "  mig:\n"
-        "  - pattern: 1g.10gb\n"
-        "    name: example.com/small\n"
-        "sharing:\n"
-        "  timeSlicing:\n"
-        "    renameByDefault: true\n"
-        "    resources:\n"
-        "    - name: gpu\n"
-        "      rename: gpu-fast\n"
-        "      devices: [0, '1', '2:3', GPU-8d3f2b1a-5c6e-4f70-9a81-b2c3d4e5f601]\n"
-        "      replicas: 4\n"
-        "    - name: nvidia.com/l20\n"
-        "      devices: 3\n"
-        "      replicas: 1\n"
-        "    - name: nvidia.com/mig-1g.10gb\n"
-        "      devices: all\n"
-        "      replicas: 2\n");
+    struct cfg_config *c =
+        assert_parse_ok("version: v1\n"
+                        "resources:\n"
+                        "  gpus:\n"
+                        "  - pattern: '*L20*'\n"
+                        "    name: l20\n"
+                        "  mig:\n"
+                        "  - pattern: 1g.10gb\n"
+                        "    name: example.com/small\n"
+                        "sharing:\n"
+                        "  timeSlicing:\n"
+                        "    renameByDefault: true\n"
+                        "    resources:\n"
+                        "    - name: gpu\n"
+                        "      rename: gpu-fast\n"
+                        "      devices: [0, '1', '2:3', GPU-8d3f2b1a-5c6e-4f70-9a81-b2c3d4e5f601]\n"
+                        "      replicas: 4\n"
+                        "    - name: nvidia.com/l20\n"
+                        "      devices: 3\n"
+                        "      replicas: 1\n"
+                        "    - name: nvidia.com/mig-1g.10gb\n"
+                        "      devices: all\n"
+                        "      replicas: 2\n");
 
     assert_int_equal(c->n_gpus, 1);
     assert_string_equal(c->gpus[0].pattern, "*L20*");
@@ -166,11 +166,12 @@ static void test_cfg_parse_buffer_fail_requests_defaults(void **state)
     } cases[] = {
         {"sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}]}}", false},
         {"sharing: {timeSlicing: {failRequestsGreaterThanOne: true, resources: [{name: gpu, "
-         "replicas: 2}]}}", true},
-        {"flags: {mpsRoot: /m}\nsharing: {mps: {resources: [{name: gpu, replicas: 2}]}}",
+         "replicas: 2}]}}",
          true},
+        {"flags: {mpsRoot: /m}\nsharing: {mps: {resources: [{name: gpu, replicas: 2}]}}", true},
         {"flags: {mpsRoot: /m}\nsharing: {mps: {failRequestsGreaterThanOne: false, resources: "
-         "[{name: gpu, replicas: 2}]}}", false},
+         "[{name: gpu, replicas: 2}]}}",
+         false},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
         struct cfg_config *c = assert_parse_ok(cases[i].yaml);
@@ -213,7 +214,7 @@ static void test_cfg_parse_buffer_rules_table(void **state)
          "t.yaml:6:17: sharing.timeSlicing.resources[0].replicas: 0 is not a valid replica "
          "count; use a whole number >= 1 (1 means not shared)"},
         {TS("    - name: gpu\n      replicas: -1\n"), "6:17: sharing.timeSlicing.resources[0]."
-         "replicas: -1 is not a valid replica count"},
+                                                      "replicas: -1 is not a valid replica count"},
         {TS("    - name: gpu\n      replicas: 2.0\n"), "2.0 is not a valid replica count"},
         {TS("    - name: gpu\n      replicas: 99999999999999999999\n"),
          "is not a valid replica count"},
@@ -239,20 +240,26 @@ static void test_cfg_parse_buffer_rules_table(void **state)
          "expected a device (index or UUID), got a mapping"},
         {TS("    - name: gpu\n      devices: []\n      replicas: 2\n"), "empty devices list"},
         {TS("    - name: gpu\n      replicas: 2\n    - name: gpu\n      devices: [1]\n"
-            "      replicas: 3\n"), "'nvidia.com/gpu' is also shared by resources[0] (line 5)"},
+            "      replicas: 3\n"),
+         "'nvidia.com/gpu' is also shared by resources[0] (line 5)"},
         {TS("    - name: gpu\n      devices: [0]\n      replicas: 2\n    - name: gpu\n"
-            "      devices: 2\n      replicas: 3\n"), "the two can claim the same device"},
+            "      devices: 2\n      replicas: 3\n"),
+         "the two can claim the same device"},
         {TS("    - name: gpu\n      devices: ['0:1', 2]\n      replicas: 2\n    - name: gpu\n"
-            "      devices: ['0:1']\n      replicas: 3\n"), "device 0:1 of 'nvidia.com/gpu' is "
-            "also claimed by resources[0]"},
+            "      devices: ['0:1']\n      replicas: 3\n"),
+         "device 0:1 of 'nvidia.com/gpu' is "
+         "also claimed by resources[0]"},
         {TS("    - name: gpu\n      devices: [GPU-8d3f2b1a-5c6e-4f70-9a81-b2c3d4e5f601]\n"
             "      replicas: 2\n    - name: gpu\n      devices: [gpu-8d3f2b1a-5c6e-4f70-9a81-"
-            "b2c3d4e5f601]\n      replicas: 3\n"), "is not a device"},
+            "b2c3d4e5f601]\n      replicas: 3\n"),
+         "is not a device"},
         {TS("    - name: gpu\n      devices: [GPU-8d3f2b1a-5c6e-4f70-9a81-b2c3d4e5f601]\n"
             "      replicas: 2\n    - name: gpu\n      devices: [GPU-8D3F2B1A-5C6E-4F70-9A81-"
-            "B2C3D4E5F601]\n      replicas: 3\n"), "also claimed by resources[0]"},
+            "B2C3D4E5F601]\n      replicas: 3\n"),
+         "also claimed by resources[0]"},
         {TS("    - name: gpu\n      replicas: 2\n    - name: mig-1g.10gb\n      rename: gpu\n"
-            "      replicas: 2\n"), "rename 'nvidia.com/gpu' collides with another resource"},
+            "      replicas: 2\n"),
+         "rename 'nvidia.com/gpu' collides with another resource"},
         {"resources:\n  gpus:\n  - pattern: '*'\n    name: nvidia.com/big\n" TS(
              "    - name: mig-1g.10gb\n      rename: big\n      replicas: 2\n"),
          "rename 'nvidia.com/big' collides"},
@@ -278,15 +285,16 @@ static void test_cfg_parse_buffer_rules_table(void **state)
         {MPS("    - {name: mig-1g.10gb, replicas: 2}\n"),
          "sharing with MPS is not supported for MIG devices"},
         {MPS("    - {name: gpu, devices: [MIG-5a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9], replicas: "
-             "2}\n"), "sharing with MPS is not supported for MIG devices"},
+             "2}\n"),
+         "sharing with MPS is not supported for MIG devices"},
         {"flags:\n  migStrategy: all\n", "2:16: flags.migStrategy: 'all' is not allowed; use one "
-         "of 'none', 'single' or 'mixed'"},
+                                         "of 'none', 'single' or 'mixed'"},
         {"flags:\n  migStrategy: [none]\n", "expected one of 'none', 'single' or 'mixed', got a "
-         "list"},
+                                            "list"},
         {"flags:\n  deviceDiscoveryStrategy: vfio\n", "use one of 'auto', 'nvml' or 'tegra'"},
         {"flags:\n  plugin:\n    deviceIDStrategy: name\n", "use one of 'uuid' or 'index'"},
         {"flags:\n  plugin:\n    sharedDevicesAllocationPolicy: x\n", "'distributed' or "
-         "'packed'"},
+                                                                      "'packed'"},
         {"flags:\n  plugin:\n    deviceListStrategy: [envvar, cdi]\n",
          "deviceListStrategy[1]: invalid strategy 'cdi'; use 'envvar', 'volume-mounts', "
          "'cdi-annotations' or 'cdi-cri'"},
@@ -295,7 +303,7 @@ static void test_cfg_parse_buffer_rules_table(void **state)
         {"flags:\n  gfd:\n    sleepInterval: soon\n", "'soon' is not a duration"},
         {"flags:\n  gfd:\n    sleepInterval: {a: 1}\n", "expected a duration"},
         {"flags:\n  failOnInitError: 'true'\n", "got the quoted string \"true\"; write true "
-         "without quotes"},
+                                                "without quotes"},
         {"flags:\n  gdsEnabled: 1\n", "expected a boolean (true or false), got a number"},
         {"flags:\n  mpsRoot: true\n", "expected a string, got a boolean; put it in quotes"},
         {"flags:\n  nvidiaDriverRoot: [a]\n", "expected a string, got a list"},
@@ -320,7 +328,9 @@ static void test_cfg_parse_buffer_rules_table(void **state)
          "7:7: sharing.timeSlicing.resources[0].devices: duplicate key 'Devices'"},
         /* libfyaml loops forever on this one (found by fuzz_config): never reaches it */
         {"%\x85\x80\xbe))\n", "t.yaml:1:2: invalid UTF-8"},
-        {"version: v1\nflags:\n  mpsRoot: /a\xc0\xaf" "b\n", "t.yaml:3:14: invalid UTF-8"},
+        {"version: v1\nflags:\n  mpsRoot: /a\xc0\xaf"
+         "b\n",
+         "t.yaml:3:14: invalid UTF-8"},
         {"a: \xed\xa0\x80\n", "invalid UTF-8"},
         {"a: \xf4\x90\x80\x80\n", "invalid UTF-8"},
         {"a: \xe2\x82\n", "invalid UTF-8"},
@@ -343,12 +353,15 @@ static void test_cfg_parse_buffer_warnings_table(void **state)
         {"sharing:\n  timeslicing:\n    resources: [{name: gpu, replicas: 2}]\n",
          "key 'timeslicing' matched 'timeSlicing' ignoring case"},
         {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replica: 2\n"
-         "      replicas: 2\n", "did you mean 'replicas'?"},
+         "      replicas: 2\n",
+         "did you mean 'replicas'?"},
         {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      devices: [0, 0]\n"
-         "      replicas: 2\n", "warning: sharing.timeSlicing.resources[0].devices: device 0 is "
+         "      replicas: 2\n",
+         "warning: sharing.timeSlicing.resources[0].devices: device 0 is "
          "listed twice"},
         {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      rename: gpu\n"
-         "      replicas: 2\n", "rename is the same as name"},
+         "      replicas: 2\n",
+         "rename is the same as name"},
         {"", "warning: the config is empty"},
         {"# nothing\n\n", "warning: the config is empty"},
     };
@@ -357,8 +370,8 @@ static void test_cfg_parse_buffer_warnings_table(void **state)
         char *text;
         int r = parse_text(cases[i].yaml, NULL, &c, &text);
         if (r != 0 || !strstr(text, cases[i].expect))
-            print_error("input:\n%s\nwant: %s\ngot %d:\n%s\n", cases[i].yaml, cases[i].expect,
-                        r, text);
+            print_error("input:\n%s\nwant: %s\ngot %d:\n%s\n", cases[i].yaml, cases[i].expect, r,
+                        text);
         assert_int_equal(r, 0);
         assert_non_null(strstr(text, cases[i].expect));
         cfg_free(c);
@@ -376,8 +389,7 @@ static void test_cfg_parse_buffer_collects_all_errors(void **state)
                        "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
                        "      replicas: 0\n    - name: GPU\n      replicas: 2\n";
 
-    assert_int_equal(cfg_parse_buffer(yaml, strlen(yaml), "c.yaml", NULL, &c, &d, &err),
-                     -EINVAL);
+    assert_int_equal(cfg_parse_buffer(yaml, strlen(yaml), "c.yaml", NULL, &c, &d, &err), -EINVAL);
     assert_null(c);
     assert_int_equal(d.n_errors, 5);
     assert_int_equal(d.n_items, 5);
@@ -406,8 +418,8 @@ static void test_cfg_parse_buffer_limits(void **state)
     big = calloc(1, CFG_MAX_INPUT_BYTES + 2);
     assert_non_null(big);
     memset(big, '#', CFG_MAX_INPUT_BYTES + 1);
-    assert_int_equal(cfg_parse_buffer(big, CFG_MAX_INPUT_BYTES + 1, "big.yaml", NULL, &c, &d,
-                                      &err), -E2BIG);
+    assert_int_equal(cfg_parse_buffer(big, CFG_MAX_INPUT_BYTES + 1, "big.yaml", NULL, &c, &d, &err),
+                     -E2BIG);
     assert_non_null(strstr(err.msg, "too large"));
     free(big);
     /* list cap */
@@ -430,8 +442,7 @@ static void test_cfg_parse_buffer_limits(void **state)
     cfg_free(c);
     cfg_diags_release(&d);
     /* NUL bytes */
-    assert_int_equal(cfg_parse_buffer("version: v1\0x", 13, "n.yaml", NULL, &c, &d, &err),
-                     -EINVAL);
+    assert_int_equal(cfg_parse_buffer("version: v1\0x", 13, "n.yaml", NULL, &c, &d, &err), -EINVAL);
     assert_non_null(strstr(d.items[0].message, "NUL byte"));
     cfg_diags_release(&d);
     strbuf_release(&sb);

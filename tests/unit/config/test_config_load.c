@@ -37,8 +37,10 @@ static void put_link(const char *target, const char *rel)
 static const char *ts_config(unsigned replicas)
 {
     static char buf[160];
-    snprintf(buf, sizeof(buf), "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-             "    - name: nvidia.com/gpu\n      replicas: %u\n", replicas);
+    snprintf(buf, sizeof(buf),
+             "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+             "    - name: nvidia.com/gpu\n      replicas: %u\n",
+             replicas);
     return buf;
 }
 
@@ -47,8 +49,8 @@ static int setup_configmap(void **state)
 {
     struct strbuf p = STRBUF_INIT;
 
-    snprintf(tmpdir, sizeof(tmpdir), "%s/gs-config-XXXXXX", getenv("TMPDIR") ?
-             getenv("TMPDIR") : "/tmp");
+    snprintf(tmpdir, sizeof(tmpdir), "%s/gs-config-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     assert_non_null(mkdtemp(tmpdir));
     strbuf_printf(&p, "%s/" TS_DIR, tmpdir);
     assert_int_equal(mkdir(p.buf, 0755), 0);
@@ -81,9 +83,8 @@ static int teardown_configmap(void **state)
     return 0;
 }
 
-static int load(const char *path, const char *name, const char *def,
-                const enum cfg_fallback *fb, size_t n_fb, struct cfg_config **ret,
-                struct error *err)
+static int load(const char *path, const char *name, const char *def, const enum cfg_fallback *fb,
+                size_t n_fb, struct cfg_config **ret, struct error *err)
 {
     struct cfg_load_options lo = {path, name, def, fb, n_fb, NULL};
     struct cfg_diags d = CFG_DIAGS_INIT;
@@ -138,8 +139,8 @@ static void test_cfg_load_unknown_name_lists_available(void **state)
 
 static void test_cfg_load_rejects_traversal_names(void **state)
 {
-    static const char *const bad[] = {"../etc", "..data", "a/b", "/etc/passwd", ".hidden",
-                                      "..", ".", "x..y", "t4 ", ""};
+    static const char *const bad[] = {"../etc", "..data", "a/b",  "/etc/passwd", ".hidden",
+                                      "..",     ".",      "x..y", "t4 ",         ""};
     for (size_t i = 0; i < GS_ARRAY_SIZE(bad); i++) {
         struct cfg_config *c = NULL;
         struct error err = {0};
@@ -150,8 +151,7 @@ static void test_cfg_load_rejects_traversal_names(void **state)
         assert_null(c);
         assert_non_null(strstr(err.msg, "config name"));
         /* the default name is checked the same way */
-        assert_int_equal(load(tmpdir, NULL, bad[i][0] ? bad[i] : "..", NULL, 0, &c, &err),
-                         -EINVAL);
+        assert_int_equal(load(tmpdir, NULL, bad[i][0] ? bad[i] : "..", NULL, 0, &c, &err), -EINVAL);
     }
 }
 
@@ -171,8 +171,8 @@ static void test_cfg_load_default_name(void **state)
 static void test_cfg_load_fallbacks(void **state)
 {
     static const enum cfg_fallback named_single[] = {CFG_FALLBACK_NAMED, CFG_FALLBACK_SINGLE};
-    static const enum cfg_fallback named_single_empty[] = {
-        CFG_FALLBACK_NAMED, CFG_FALLBACK_SINGLE, CFG_FALLBACK_EMPTY};
+    static const enum cfg_fallback named_single_empty[] = {CFG_FALLBACK_NAMED, CFG_FALLBACK_SINGLE,
+                                                           CFG_FALLBACK_EMPTY};
     static const enum cfg_fallback single[] = {CFG_FALLBACK_SINGLE};
     struct cfg_config *c = NULL;
     struct error err = {0};
@@ -257,8 +257,7 @@ static void test_cfg_load_io_errors(void **state)
     struct strbuf p = STRBUF_INIT;
     char *big = calloc(1, CFG_MAX_INPUT_BYTES + 16);
 
-    assert_int_equal(load("/nonexistent-gs/config.yaml", NULL, NULL, NULL, 0, &c, &err),
-                     -ENOENT);
+    assert_int_equal(load("/nonexistent-gs/config.yaml", NULL, NULL, NULL, 0, &c, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "/nonexistent-gs/config.yaml"));
     assert_non_null(big);
     memset(big, '#', CFG_MAX_INPUT_BYTES + 15);
@@ -303,20 +302,18 @@ const struct CMUnitTest load_tests[] = {
                                     teardown_configmap),
     cmocka_unit_test_setup_teardown(test_cfg_load_explicit_name, setup_configmap,
                                     teardown_configmap),
-    cmocka_unit_test_setup_teardown(test_cfg_load_unknown_name_lists_available,
-                                    setup_configmap, teardown_configmap),
+    cmocka_unit_test_setup_teardown(test_cfg_load_unknown_name_lists_available, setup_configmap,
+                                    teardown_configmap),
     cmocka_unit_test_setup_teardown(test_cfg_load_rejects_traversal_names, setup_configmap,
                                     teardown_configmap),
     cmocka_unit_test_setup_teardown(test_cfg_load_default_name, setup_configmap,
                                     teardown_configmap),
-    cmocka_unit_test_setup_teardown(test_cfg_load_fallbacks, setup_configmap,
-                                    teardown_configmap),
+    cmocka_unit_test_setup_teardown(test_cfg_load_fallbacks, setup_configmap, teardown_configmap),
     cmocka_unit_test_setup_teardown(test_cfg_load_invalid_named_config, setup_configmap,
                                     teardown_configmap),
     cmocka_unit_test_setup_teardown(test_cfg_load_file_and_name, setup_configmap,
                                     teardown_configmap),
-    cmocka_unit_test_setup_teardown(test_cfg_load_io_errors, setup_configmap,
-                                    teardown_configmap),
+    cmocka_unit_test_setup_teardown(test_cfg_load_io_errors, setup_configmap, teardown_configmap),
     cmocka_unit_test(test_cfg_load_defaults_with_overrides),
     cmocka_unit_test(test_cfg_fallback_parse_table),
 };
