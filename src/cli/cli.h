@@ -29,5 +29,6 @@ int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_inventory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_device_plugin(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const struct cli_command commands[] = {
     {"config", "validate and show device plugin configs", cmd_config},
     {"inventory", "survey this node's GPUs (NVML)", cmd_inventory},
     {"plan", "show what this node will advertise to the kubelet", cmd_plan},
+    {"device-plugin", "serve GPUs to the kubelet (NVIDIA device plugin compatible)", cmd_device_plugin},
 };
 
 static void usage(FILE *f)

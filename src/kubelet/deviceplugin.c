@@ -62,6 +62,11 @@ const struct model *dp_snapshot_model(const struct dp_snapshot *s)
     return s->model;
 }
 
+const struct inv_inventory *dp_snapshot_inventory(const struct dp_snapshot *s)
+{
+    return s->inv;
+}
+
 void dp_snapshot_lock(struct dp_snapshot *s)
 {
     pthread_mutex_lock(&s->lock);

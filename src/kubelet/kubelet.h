@@ -40,6 +40,8 @@ int dp_snapshot_set_health(struct dp_snapshot *s, const char *uuid, unsigned gi_
 int dp_snapshot_set_all_health(struct dp_snapshot *s, bool healthy);
 /* The model, borrowed while a reference is held; read it only under dp_snapshot_lock. */
 const struct model *dp_snapshot_model(const struct dp_snapshot *s);
+/* The inventory (immutable; NULL when none), borrowed while a reference is held. */
+const struct inv_inventory *dp_snapshot_inventory(const struct dp_snapshot *s);
 void dp_snapshot_lock(struct dp_snapshot *s);
 void dp_snapshot_unlock(struct dp_snapshot *s);
 

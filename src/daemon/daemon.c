@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* daemon.c: the device plugin's main loop. Loads config + inventory into a model snapshot,
+ * serves one dp_plugin per resource, registers each with the kubelet (retrying with
+ * backoff), and waits in poll(2) on a signalfd (SIGHUP reload, SIGTERM/SIGINT/SIGQUIT
+ * stop), an inotify watch of the socket directory (kubelet restarts, deleted sockets), a
+ * timerfd (registration retries) and the health thread's pipe (XID events). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "daemon/internal.h"
+#include "kubelet/kubelet.h"
+#include "model/model.h"
+
+struct slot {
+    struct dp_plugin *p;
+    bool registered;
+    unsigned backoff_ms;
+    uint64_t retry_at_ms; /* 0 = not scheduled */
+};
+
+struct daemon {
+    const struct daemon_options *o;
+    char *kubelet_socket; /* NULL: no registration */
+    char *kubelet_dir;    /* owned */
+    const char *kubelet_name;
+    struct dp_snapshot *snap;
+    struct slot *slots;
+    size_t n_slots;
+    struct model_alloc_env env;
+    struct daemon_xid_policy xid;
+    struct daemon__health *health;
+    int sfd, ifd, tfd;
+    int wd_plugin, wd_kubelet;
+};
+
+/* ---- Allocate environment: MIG capability paths and random ids -------------------------- */
+
+static char *env_mig_cap_path(void *userdata, unsigned minor, unsigned gi, unsigned ci,
+                              bool compute_instance)
+{
+    struct strbuf path = STRBUF_INIT, out = STRBUF_INIT;
+    char *data = NULL, *p, *res = NULL;
+    unsigned n;
+
+    (void)userdata;
+    if (compute_instance)
+        strbuf_printf(&path, "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%u/access",
+                      minor, gi, ci);
+    else
+        strbuf_printf(&path, "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/access", minor,
+                      gi);
+    if (file_read_all(strbuf_str(&path), 4096, &data, NULL, NULL) < 0)
+        goto out;
+    p = strstr(data, "DeviceFileMinor:");
+    if (!p)
+        goto out;
+    p += strlen("DeviceFileMinor:");
+    while (*p == ' ' || *p == '\t')
+        p++;
+    p[strcspn(p, " \t\r\n")] = '\0';
+    if (parse_uint(p, &n) < 0 || strbuf_printf(&out, "/dev/nvidia-caps/nvidia-cap%u", n) < 0)
+        goto out;
+    res = strbuf_take(&out);
+out:
+    free(data);
+    strbuf_release(&path);
+    strbuf_release(&out);
+    return res;
+}
+
+static char *env_new_id(void *userdata)
+{
+    uint8_t b[16];
+    struct strbuf sb = STRBUF_INIT;
+
+    (void)userdata;
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+        return NULL;
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* variant 1 */
+    if (strbuf_printf(&sb,
+                      "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                      b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                      b[13], b[14], b[15]) < 0) {
+        strbuf_release(&sb);
+        return NULL;
+    }
+    return strbuf_take(&sb);
+}
+
+/* ---- loading ---------------------------------------------------------------------------- */
+
+static void log_cfg_diags(const struct cfg_diags *diags)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const char *line;
+
+    cfg_diags_format(diags, CFG_SEV_WARNING, &sb);
+    cfg_diags_format(diags, CFG_SEV_ERROR, &sb);
+    line = strbuf_str(&sb);
+    while (*line) {
+        size_t n = strcspn(line, "\n");
+        if (n > 0)
+            log_warn("config: %.*s", (int)n, line);
+        line += n + (line[n] == '\n');
+    }
+    strbuf_release(&sb);
+}
+
+/* Config + inventory + model, as a new snapshot. Logs warnings; errors go to err. */
+static int daemon_load(struct daemon *d, struct dp_snapshot **ret, struct error *err)
+{
+    static const enum cfg_fallback fallbacks[] = {CFG_FALLBACK_NAMED, CFG_FALLBACK_SINGLE};
+    struct cfg_load_options lo = {
+        .path = d->o->config_file,
+        .config_name = d->o->config_name,
+        .fallbacks = fallbacks,
+        .n_fallbacks = GS_ARRAY_SIZE(fallbacks),
+        .overrides = &d->o->overrides,
+    };
+    struct model_options mo = {.keep_valid = d->o->keep_serving_valid};
+    struct cfg_diags diags = CFG_DIAGS_INIT;
+    struct cfg_config *cfg = NULL;
+    struct inv_inventory *inv = NULL;
+    struct model *m = NULL;
+    char **warnings = NULL;
+    struct strbuf summary = STRBUF_INIT;
+    int r;
+
+    r = cfg_load(&lo, &cfg, &diags, err);
+    log_cfg_diags(&diags);
+    if (r < 0)
+        goto out;
+    if (cfg_summary(cfg, &summary) == 0)
+        log_info("%s", strbuf_str(&summary));
+    r = gpu_inventory_open_and_read(&d->o->nvml, cfg->flags.fail_on_init_error, &inv, &warnings,
+                                    err);
+    if (r < 0)
+        goto out;
+    for (size_t i = 0; warnings[i]; i++)
+        log_warn("%s", warnings[i]);
+    r = model_build(inv, cfg, &mo, &m, err);
+    if (r < 0)
+        goto out;
+    for (size_t i = 0; i < m->n_diags; i++) {
+        if (m->diags[i].level == MODEL_DIAG_ERROR)
+            log_error("config error on this node: %s, not serving it (--keep-serving-valid)",
+                      m->diags[i].message);
+        else
+            log_warn("%s", m->diags[i].message);
+    }
+    r = dp_snapshot_new(m, inv, ret, err);
+    if (r < 0)
+        goto out;
+    m = NULL;
+    inv = NULL;
+out:
+    strbuf_release(&summary);
+    model_free(m);
+    inv_free(inv);
+    strv_free(warnings);
+    cfg_free(cfg);
+    cfg_diags_release(&diags);
+    return r;
+}
+
+/* ---- plugins and registration ------------------------------------------------------------ */
+
+static void log_resource(const char *what, const struct model_resource *res,
+                         const struct dp_plugin *p)
+{
+    log_info("%s resource=%s count=%zu sharing=%s replicas=%u endpoint=%s", what, res->name,
+             res->n_devices, cfg_sharing_strategy_name(res->sharing), res->replicas,
+             dp_plugin_endpoint(p));
+}
+
+static void slot_register(struct daemon *d, struct slot *s, bool again)
+{
+    const char *name = dp_plugin_resource_name(s->p);
+    struct error err = {0};
+    const struct model_resource *res;
+    int r;
+
+    if (!d->kubelet_socket)
+        return;
+    r = dp_register(d->kubelet_socket, dp_plugin_endpoint(s->p), name,
+                    DAEMON_REGISTER_TIMEOUT_MS, &err);
+    if (r < 0) {
+        s->backoff_ms = dp_backoff_next_ms(s->backoff_ms);
+        s->retry_at_ms = time_now_ms() + s->backoff_ms;
+        s->registered = false;
+        log_warn("%s, retrying in %u ms", err.msg, s->backoff_ms);
+        return;
+    }
+    dp_snapshot_lock(d->snap);
+    res = model_find_resource(dp_snapshot_model(d->snap), name);
+    if (res)
+        log_resource(again ? "re-registered" : "registered", res, s->p);
+    dp_snapshot_unlock(d->snap);
+    s->registered = true;
+    s->backoff_ms = 0;
+    s->retry_at_ms = 0;
+}
+
+/* Creates and starts the plugin of slot s for `name`. */
+static int slot_start(struct daemon *d, struct slot *s, const char *name, struct error *err)
+{
+    int r;
+
+    r = dp_plugin_new(d->o->plugin_dir, name, d->snap, &d->env, &s->p, err);
+    if (r < 0)
+        return r;
+    r = dp_plugin_start(s->p, err);
+    if (r < 0) {
+        dp_plugin_free(s->p);
+        s->p = NULL;
+        return r;
+    }
+    s->registered = false;
+    s->backoff_ms = 0;
+    s->retry_at_ms = 0;
+    return 0;
+}
+
+static void daemon_stop_plugins(struct daemon *d)
+{
+    for (size_t i = 0; i < d->n_slots; i++)
+        dp_plugin_free(d->slots[i].p);
+    free(d->slots);
+    d->slots = NULL;
+    d->n_slots = 0;
+}
+
+/* One plugin per resource of the current snapshot, serving before registering. */
+static int daemon_start_plugins(struct daemon *d, struct error *err)
+{
+    const struct model *m = dp_snapshot_model(d->snap);
+    int r;
+
+    if (m->n_resources == 0) {
+        log_warn("no devices found on this node, nothing to serve; waiting for SIGHUP or "
+                 "a kubelet restart");
+        return 0;
+    }
+    d->slots = calloc(m->n_resources, sizeof(*d->slots));
+    if (!d->slots)
+        return error_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->n_resources; i++) {
+        r = slot_start(d, &d->slots[i], m->resources[i].name, err);
+        if (r < 0)
+            return r;
+        d->n_slots++;
+        log_debug("serving resource=%s socket=%s", m->resources[i].name,
+                  dp_plugin_socket_path(d->slots[i].p));
+    }
+    for (size_t i = 0; i < d->n_slots; i++)
+        slot_register(d, &d->slots[i], false);
+    return 0;
+}
+
+/* Arms the timerfd for the earliest pending registration retry (or disarms it). */
+static void daemon_arm_timer(struct daemon *d)
+{
+    struct itimerspec its = {0};
+    uint64_t next = 0;
+
+    for (size_t i = 0; i < d->n_slots; i++) {
+        const struct slot *s = &d->slots[i];
+        if (!s->registered && s->retry_at_ms && (!next || s->retry_at_ms < next))
+            next = s->retry_at_ms;
+    }
+    if (next) {
+        its.it_value.tv_sec = (time_t)(next / 1000);
+        its.it_value.tv_nsec = (long)(next % 1000) * 1000000L;
+    }
+    (void)timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void daemon_on_timer(struct daemon *d)
+{
+    uint64_t ticks, now = time_now_ms();
+
+    (void)!read(d->tfd, &ticks, sizeof(ticks));
+    for (size_t i = 0; i < d->n_slots; i++) {
+        struct slot *s = &d->slots[i];
+        if (!s->registered && s->retry_at_ms && s->retry_at_ms <= now)
+            slot_register(d, s, true);
+    }
+}
+
+static void daemon_reload(struct daemon *d)
+{
+    struct dp_snapshot *snap = NULL;
+    struct error err = {0};
+
+    log_info("SIGHUP: reloading config and inventory");
+    if (daemon_load(d, &snap, &err) < 0) {
+        log_error("reload failed: %s, keeping last good config", err.msg);
+        return;
+    }
+    daemon__health_stop(d->health);
+    d->health = NULL;
+    daemon_stop_plugins(d);
+    dp_snapshot_unref(d->snap);
+    d->snap = snap;
+    if (daemon_start_plugins(d, &err) < 0)
+        log_error("reload: %s, serving the resources that started", err.msg);
+    d->health = daemon__health_start(d->o, &d->xid, d->snap);
+}
+
+/* kubelet restarts delete our sockets: bring back the servers whose socket is gone. */
+static void daemon_check_sockets(struct daemon *d)
+{
+    struct error err = {0};
+
+    for (size_t i = 0; i < d->n_slots; i++) {
+        struct slot *s = &d->slots[i];
+        char *name;
+
+        if (!s->p || path_exists(dp_plugin_socket_path(s->p)))
+            continue;
+        name = str_dup(dp_plugin_resource_name(s->p));
+        log_info("socket %s was removed, serving resource=%s again",
+                 dp_plugin_socket_path(s->p), name);
+        dp_plugin_free(s->p);
+        s->p = NULL;
+        if (!name || slot_start(d, s, name, &err) < 0) {
+            log_error("restarting resource=%s: %s", name ? name : "?", err.msg);
+            s->retry_at_ms = 0;
+        } else {
+            slot_register(d, s, true);
+        }
+        free(name);
+    }
+}
+
+static void daemon_on_inotify(struct daemon *d)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool kubelet_created = false, deleted = false;
+    ssize_t n;
+
+    while ((n = read(d->ifd, buf, sizeof(buf))) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            if (ev->len > 0 && ev->wd == d->wd_kubelet && d->kubelet_name &&
+                strcmp(ev->name, d->kubelet_name) == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                kubelet_created = true;
+            if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
+                deleted = true;
+            p += sizeof(*ev) + ev->len;
+        }
+    }
+    if (deleted)
+        daemon_check_sockets(d);
+    if (kubelet_created && d->kubelet_socket) {
+        log_info("kubelet socket %s was created (kubelet restart), registering again",
+                 d->kubelet_socket);
+        for (size_t i = 0; i < d->n_slots; i++) {
+            if (!d->slots[i].p)
+                continue;
+            d->slots[i].backoff_ms = 0;
+            slot_register(d, &d->slots[i], true);
+        }
+    }
+}
+
+/* An XID event from the health thread. */
+static void daemon_on_health(struct daemon *d)
+{
+    struct daemon__health_msg msg;
+    int changed;
+
+    while (daemon__health_read(d->health, &msg) > 0) {
+        if (msg.all_devices) {
+            changed = dp_snapshot_set_all_health(d->snap, false);
+            log_error("health: %s, marking every device unhealthy (devices=%d)", msg.text,
+                      changed);
+        } else {
+            if (!daemon_xid_is_critical(&d->xid, msg.xid)) {
+                log_info("health: ignoring xid=%llu gpu=%s (not critical by policy)", msg.xid,
+                         msg.uuid);
+                continue;
+            }
+            changed = dp_snapshot_set_health(d->snap, msg.uuid, msg.gi_id, msg.ci_id, false);
+            if (changed == -ENOENT) {
+                log_info("health: xid=%llu for unknown device %s, ignoring", msg.xid, msg.uuid);
+                continue;
+            }
+            if (msg.gi_id != INV_ID_NONE)
+                log_warn("health: xid=%llu gpu=%s gi=%u ci=%u: devices=%d marked Unhealthy",
+                         msg.xid, msg.uuid, msg.gi_id, msg.ci_id, changed);
+            else
+                log_warn("health: xid=%llu gpu=%s: devices=%d marked Unhealthy", msg.xid,
+                         msg.uuid, changed);
+        }
+        if (changed > 0)
+            for (size_t i = 0; i < d->n_slots; i++)
+                if (d->slots[i].p)
+                    dp_plugin_push(d->slots[i].p);
+    }
+}
+
+/* ---- setup and loop ---------------------------------------------------------------------- */
+
+static int daemon_setup_fds(struct daemon *d, sigset_t *mask, struct error *err)
+{
+    uint32_t in_mask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM;
+
+    sigemptyset(mask);
+    sigaddset(mask, SIGHUP);
+    sigaddset(mask, SIGTERM);
+    sigaddset(mask, SIGINT);
+    sigaddset(mask, SIGQUIT);
+    if (pthread_sigmask(SIG_BLOCK, mask, NULL) != 0)
+        return error_set(err, -errno, "blocking signals: %s", strerror(errno));
+    d->sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    d->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (d->sfd < 0 || d->ifd < 0 || d->tfd < 0)
+        return error_set(err, -errno, "creating signalfd/inotify/timerfd: %s", strerror(errno));
+    d->wd_plugin = inotify_add_watch(d->ifd, d->o->plugin_dir, in_mask);
+    if (d->wd_plugin < 0)
+        return error_set(err, -errno, "watching %s: %s (does the directory exist?)",
+                         d->o->plugin_dir, strerror(errno));
+    d->wd_kubelet = d->wd_plugin;
+    if (d->kubelet_dir) {
+        d->wd_kubelet = inotify_add_watch(d->ifd, d->kubelet_dir, in_mask);
+        if (d->wd_kubelet < 0)
+            return error_set(err, -errno, "watching %s: %s", d->kubelet_dir, strerror(errno));
+    }
+    return 0;
+}
+
+static int daemon_resolve_kubelet(struct daemon *d, struct error *err)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const char *slash;
+
+    if (d->o->kubelet_socket && !*d->o->kubelet_socket) {
+        log_info("--kubelet-socket is empty: serving without registering");
+        return 0;
+    }
+    if (d->o->kubelet_socket)
+        d->kubelet_socket = str_dup(d->o->kubelet_socket);
+    else if (strbuf_printf(&sb, "%s/%s", d->o->plugin_dir, DP_KUBELET_SOCKET_NAME) == 0)
+        d->kubelet_socket = strbuf_take(&sb);
+    strbuf_release(&sb);
+    if (!d->kubelet_socket)
+        return error_set(err, -ENOMEM, "out of memory");
+    slash = strrchr(d->kubelet_socket, '/');
+    d->kubelet_name = slash ? slash + 1 : d->kubelet_socket;
+    d->kubelet_dir = slash ? strndup(d->kubelet_socket, (size_t)(slash - d->kubelet_socket))
+                           : str_dup(".");
+    if (!d->kubelet_dir)
+        return error_set(err, -ENOMEM, "out of memory");
+    if (d->kubelet_dir[0] == '\0') {
+        free(d->kubelet_dir);
+        d->kubelet_dir = str_dup("/");
+    }
+    return 0;
+}
+
+/* Returns 1 to stop. */
+static int daemon_on_signal(struct daemon *d)
+{
+    struct signalfd_siginfo si;
+
+    while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) {
+            daemon_reload(d);
+        } else {
+            log_info("signal %s: stopping, removing sockets", strsignal((int)si.ssi_signo));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int daemon_run(const struct daemon_options *o, struct error *err)
+{
+    struct daemon d = {.o = o, .sfd = -1, .ifd = -1, .tfd = -1, .wd_plugin = -1, .wd_kubelet = -1};
+    char **warnings = NULL;
+    sigset_t mask;
+    int r;
+
+    d.env.mig_cap_path = env_mig_cap_path;
+    d.env.new_id = env_new_id;
+    r = daemon_xid_policy_init(&d.xid, o->disable_healthchecks, o->enable_healthchecks,
+                               &warnings, err);
+    if (r < 0)
+        goto out;
+    for (size_t i = 0; warnings[i]; i++)
+        log_warn("%s", warnings[i]);
+    r = daemon_resolve_kubelet(&d, err);
+    if (r < 0)
+        goto out;
+    /* Signals first: a SIGTERM during startup must still stop us cleanly. */
+    r = daemon_setup_fds(&d, &mask, err);
+    if (r < 0)
+        goto out;
+    r = daemon_load(&d, &d.snap, err);
+    if (r < 0)
+        goto out;
+    r = daemon_start_plugins(&d, err);
+    if (r < 0)
+        goto out;
+    d.health = daemon__health_start(o, &d.xid, d.snap);
+
+    for (;;) {
+        struct pollfd pfd[4] = {
+            {.fd = d.sfd, .events = POLLIN},
+            {.fd = d.ifd, .events = POLLIN},
+            {.fd = d.tfd, .events = POLLIN},
+            {.fd = daemon__health_fd(d.health), .events = POLLIN},
+        };
+
+        daemon_arm_timer(&d);
+        if (poll(pfd, 4, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            r = error_set(err, -errno, "poll: %s", strerror(errno));
+            goto out;
+        }
+        if ((pfd[0].revents & POLLIN) && daemon_on_signal(&d))
+            break;
+        if (pfd[3].revents & POLLIN)
+            daemon_on_health(&d);
+        if (pfd[1].revents & POLLIN)
+            daemon_on_inotify(&d);
+        if (pfd[2].revents & POLLIN)
+            daemon_on_timer(&d);
+    }
+    r = 0;
+out:
+    daemon__health_stop(d.health);
+    daemon_stop_plugins(&d);
+    dp_snapshot_unref(d.snap);
+    strv_free(warnings);
+    free(d.kubelet_socket);
+    free(d.kubelet_dir);
+    if (d.sfd >= 0)
+        close(d.sfd);
+    if (d.ifd >= 0)
+        close(d.ifd);
+    if (d.tfd >= 0)
+        close(d.tfd);
+    return r;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* daemon: `gpuslice device-plugin` — flags (NVIDIA-compatible), the XID health policy and
+ * the event loop that loads config + inventory, builds the model, serves one dp_plugin per
+ * resource, registers with the kubelet, and reacts to signals, kubelet restarts and GPU
+ * health events. The only module besides cli/ that logs above debug. */
+#ifndef GS_DAEMON_H
+#define GS_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/base.h"
+#include "config/config.h"
+#include "gpu/gpu.h"
+
+#define DAEMON_DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
+#define DAEMON_REGISTER_TIMEOUT_MS 5000
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+/* Parsed command line + environment. Strings borrow from argv/environ. */
+struct daemon_options {
+    const char *config_file;    /* --config-file / CONFIG_FILE, NULL = built-in defaults */
+    const char *config_name;    /* --config-name / CONFIG_NAME */
+    const char *plugin_dir;     /* --device-plugin-dir, default DAEMON_DEFAULT_PLUGIN_DIR */
+    const char *kubelet_socket; /* --kubelet-socket / KUBELET_SOCKET; NULL = <dir>/kubelet.sock,
+                                 * "" = do not register */
+    const char *disable_healthchecks; /* DP_DISABLE_HEALTHCHECKS */
+    const char *enable_healthchecks;  /* DP_ENABLE_HEALTHCHECKS */
+    struct gpu_nvml_options nvml;     /* --nvml-library, --driver-root, ... */
+    bool keep_serving_valid;          /* --keep-serving-valid */
+    enum log_level log_level;
+    enum log_format log_format;
+    bool help;
+    struct cfg_overrides overrides; /* every NVIDIA flag/env that maps to the config */
+};
+
+/* Parses argv (argv[0] is the command name) and the environment through getenv_fn.
+ * Flags beat env vars. Returns 0, or -EINVAL with a usage message in err (unknown flag,
+ * missing or bad value). Call daemon_options_release() either way. */
+int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
+                         const char *(*getenv_fn)(const char *), struct error *err);
+void daemon_options_release(struct daemon_options *o);
+/* The --help text (static). */
+const char *daemon_usage(void);
+
+/* ---- XID health policy (NVIDIA facts §6) -------------------------------------------------- */
+
+#define DAEMON_XID_LIST_MAX 128
+
+struct daemon_xid_policy {
+    bool disabled;    /* DP_DISABLE_HEALTHCHECKS=all or containing "xids": no health checks */
+    bool all_enabled; /* DP_ENABLE_HEALTHCHECKS=all: every XID is critical */
+    unsigned long long ignored[DAEMON_XID_LIST_MAX]; /* defaults + DP_DISABLE_HEALTHCHECKS */
+    size_t n_ignored;
+    unsigned long long enabled[DAEMON_XID_LIST_MAX]; /* DP_ENABLE_HEALTHCHECKS */
+    size_t n_enabled;
+};
+
+/* Pure. Builds the policy from the two env values (NULL = unset). Malformed entries are
+ * skipped and described in *ret_warnings (an owned strv, possibly empty). */
+int daemon_xid_policy_init(struct daemon_xid_policy *p, const char *disable,
+                           const char *enable, char ***ret_warnings, struct error *err);
+/* Does this XID make the device unhealthy? False whenever the policy is disabled. */
+bool daemon_xid_is_critical(const struct daemon_xid_policy *p, unsigned long long xid);
+
+/* ---- the daemon -------------------------------------------------------------------------- */
+
+/* Runs until SIGTERM/SIGINT/SIGQUIT (returns 0) or a startup error (negative errno, err
+ * says what failed). Blocks those signals and SIGHUP in the calling thread. */
+int daemon_run(const struct daemon_options *o, struct error *err);
+
+#endif

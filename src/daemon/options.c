@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* options.c: the device plugin's command line and environment. Our own flags are handled
+ * here; every other --flag goes through config/'s NVIDIA option table (cfg_overrides), so
+ * existing nvidia-device-plugin manifests keep working. Pure apart from getenv_fn. */
+#include <errno.h>
+#include <string.h>
+
+#include "daemon/daemon.h"
+
+static const char usage_text[] =
+    "Usage: gpuslice device-plugin [options]\n"
+    "       nvidia-device-plugin [options]\n\n"
+    "Serve this node's GPUs to the kubelet (device plugin API v1beta1), one socket per\n"
+    "resource, as NVIDIA's k8s-device-plugin does, with its flags and env vars.\n\n"
+    "Options:\n"
+    "      --config-file PATH        config file or ConfigMap directory (env CONFIG_FILE)\n"
+    "      --config-name NAME        named config in a directory (env CONFIG_NAME)\n"
+    "      --device-plugin-dir DIR   kubelet device plugin directory\n"
+    "                                (default /var/lib/kubelet/device-plugins)\n"
+    "      --kubelet-socket PATH     registration socket, empty: do not register\n"
+    "                                (env KUBELET_SOCKET; default <dir>/kubelet.sock)\n"
+    "      --nvml-library PATH       load this libnvidia-ml.so.1 (env GPUSLICE_NVML_LIBRARY)\n"
+    "      --keep-serving-valid      serve the valid resources of a config with errors\n"
+    "      --log-format text|json    log line format (env GPUSLICE_LOG_FORMAT)\n"
+    "  -v, --log-level LEVEL         error, warn, info or debug; -v alone: debug\n"
+    "  -h, --help                    show this help\n\n"
+    "NVIDIA flags (env var in brackets; flag > env > config file > default):\n"
+    "      --mig-strategy [MIG_STRATEGY], --fail-on-init-error [FAIL_ON_INIT_ERROR],\n"
+    "      --driver-root [NVIDIA_DRIVER_ROOT], --dev-root [NVIDIA_DEV_ROOT],\n"
+    "      --pass-device-specs [PASS_DEVICE_SPECS], --device-list-strategy\n"
+    "      [DEVICE_LIST_STRATEGY], --device-id-strategy [DEVICE_ID_STRATEGY],\n"
+    "      --gdrcopy-enabled, --gds-enabled, --mofed-enabled, --cdi-annotation-prefix,\n"
+    "      --nvidia-cdi-hook-path, --driver-root-ctr-path, --mps-root,\n"
+    "      --shared-devices-allocation-policy, --device-discovery-strategy,\n"
+    "      --imex-channel-ids, --imex-required, --cdi-feature-flags, --cdi-disable-hooks\n"
+    "Health: DP_DISABLE_HEALTHCHECKS (all | xids | XID list), DP_ENABLE_HEALTHCHECKS\n"
+    "(XID list | all). See docs/device-plugin.md.\n";
+
+const char *daemon_usage(void)
+{
+    return usage_text;
+}
+
+/* Our own flags that take a value. */
+enum own_flag {
+    OWN_CONFIG_NAME = 0,
+    OWN_PLUGIN_DIR,
+    OWN_NVML_LIBRARY,
+    OWN_LOG_FORMAT,
+    OWN_LOG_LEVEL,
+    OWN_V,
+};
+
+static const struct {
+    const char *name;
+    enum own_flag id;
+} own_flags[] = {
+    {"config-name", OWN_CONFIG_NAME}, {"device-plugin-dir", OWN_PLUGIN_DIR},
+    {"nvml-library", OWN_NVML_LIBRARY}, {"log-format", OWN_LOG_FORMAT},
+    {"log-level", OWN_LOG_LEVEL},       {"v", OWN_V},
+};
+
+static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
+                   const char *v, struct error *err)
+{
+    switch (id) {
+    case OWN_CONFIG_NAME:
+        o->config_name = v;
+        break;
+    case OWN_PLUGIN_DIR:
+        if (!*v)
+            return error_set(err, -EINVAL, "--device-plugin-dir must not be empty");
+        o->plugin_dir = v;
+        break;
+    case OWN_NVML_LIBRARY:
+        o->nvml.library_path = v;
+        break;
+    case OWN_LOG_FORMAT:
+        if (log_format_parse(v, &o->log_format) < 0)
+            return error_set(err, -EINVAL, "--log-format must be text or json, not '%s'", v);
+        break;
+    case OWN_LOG_LEVEL:
+    case OWN_V:
+        if (log_level_parse(v, &o->log_level) < 0)
+            return error_set(err, -EINVAL,
+                             "%s must be error, warn, info, debug or 0..10, not '%s'", flag, v);
+        break;
+    }
+    return 0;
+}
+
+static int own_flag_find(const char *name)
+{
+    for (size_t i = 0; i < GS_ARRAY_SIZE(own_flags); i++)
+        if (strcmp(own_flags[i].name, name) == 0)
+            return (int)own_flags[i].id;
+    return -1;
+}
+
+/* One "--name[=value]" at argv[*i]; consumes the next argument as the value when needed. */
+static int parse_long(struct daemon_options *o, int argc, char **argv, int *i,
+                      struct error *err)
+{
+    const char *arg = argv[*i] + 2;
+    const char *eq = strchr(arg, '=');
+    const char *value = eq ? eq + 1 : NULL;
+    const struct cfg_option *opt;
+    char name[64];
+    bool is_env = false;
+    int own;
+
+    if ((eq ? (size_t)(eq - arg) : strlen(arg)) >= sizeof(name))
+        return error_set(err, -EINVAL, "unknown flag '%.80s'", argv[*i]);
+    str_copy(name, arg, eq ? (size_t)(eq - arg) + 1 : sizeof(name));
+    if (strcmp(name, "help") == 0) {
+        o->help = true;
+        return 0;
+    }
+    if (strcmp(name, "keep-serving-valid") == 0) {
+        if (value && parse_bool(value, &o->keep_serving_valid) < 0)
+            return error_set(err, -EINVAL, "--keep-serving-valid takes a bool, not '%s'", value);
+        if (!value)
+            o->keep_serving_valid = true;
+        return 0;
+    }
+    own = own_flag_find(name);
+    opt = own < 0 ? cfg_option_find(name, CFG_BIN_PLUGIN, &is_env) : NULL;
+    if (own < 0 && (!opt || is_env))
+        return error_set(err, -EINVAL, "unknown flag '--%s'", name);
+    if (!value && opt && opt->type == CFG_VAL_BOOL) {
+        value = "true"; /* urfave/cli: a bare bool flag means true */
+    } else if (!value) {
+        if (*i + 1 >= argc)
+            return error_set(err, -EINVAL, "flag '--%s' needs a value", name);
+        value = argv[++*i];
+    }
+    if (own >= 0)
+        return set_own(o, (enum own_flag)own, argv[*i], value, err);
+    return cfg_overrides_set(&o->overrides, name, value, err);
+}
+
+int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
+                         const char *(*getenv_fn)(const char *), struct error *err)
+{
+    int r;
+
+    memset(o, 0, sizeof(*o));
+    o->log_level = LOG_LEVEL_INFO;
+    o->log_format = LOG_FORMAT_KLOG;
+    cfg_overrides_init(&o->overrides, CFG_BIN_PLUGIN);
+    r = cfg_overrides_from_env(&o->overrides, getenv_fn, err);
+    if (r < 0)
+        return r;
+    o->config_name = getenv_fn("CONFIG_NAME");
+    o->nvml.library_path = getenv_fn("GPUSLICE_NVML_LIBRARY");
+    o->disable_healthchecks = getenv_fn("DP_DISABLE_HEALTHCHECKS");
+    o->enable_healthchecks = getenv_fn("DP_ENABLE_HEALTHCHECKS");
+    if (getenv_fn("GPUSLICE_LOG_LEVEL"))
+        (void)log_level_parse(getenv_fn("GPUSLICE_LOG_LEVEL"), &o->log_level);
+    if (getenv_fn("GPUSLICE_LOG_FORMAT"))
+        (void)log_format_parse(getenv_fn("GPUSLICE_LOG_FORMAT"), &o->log_format);
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if (strcmp(a, "-h") == 0) {
+            o->help = true;
+        } else if (strcmp(a, "-v") == 0) {
+            o->log_level = LOG_LEVEL_DEBUG;
+        } else if (str_startswith(a, "--") && a[2]) {
+            r = parse_long(o, argc, argv, &i, err);
+            if (r < 0)
+                return r;
+        } else {
+            return error_set(err, -EINVAL, "unexpected argument '%s'", a);
+        }
+    }
+    o->config_file = cfg_overrides_get(&o->overrides, CFG_OPT_CONFIG_FILE);
+    if (o->config_file && !*o->config_file)
+        o->config_file = NULL;
+    if (o->config_name && !*o->config_name)
+        o->config_name = NULL;
+    o->kubelet_socket = cfg_overrides_get(&o->overrides, CFG_OPT_KUBELET_SOCKET);
+    if (!o->plugin_dir)
+        o->plugin_dir = DAEMON_DEFAULT_PLUGIN_DIR;
+    o->nvml.driver_root = cfg_overrides_get(&o->overrides, CFG_OPT_DRIVER_ROOT);
+    o->nvml.driver_root_ctr_path = cfg_overrides_get(&o->overrides, CFG_OPT_CONTAINER_DRIVER_ROOT);
+    return 0;
+}
+
+void daemon_options_release(struct daemon_options *o)
+{
+    if (o)
+        cfg_overrides_release(&o->overrides);
+}
