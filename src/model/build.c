@@ -650,12 +650,85 @@ static int fill_resource(const struct builder *b, const char *name, struct model
     return index_by_id(res);
 }
 
-/* Groups units by final name, sorted by name; kubelet-refused names are errors. */
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 128) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t decimal_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* Upper bound of the encoded ListAndWatchResponse of a resource (all devices Unhealthy,
+ * with topology): the kubelet's gRPC client refuses messages over 4 MiB. */
+static uint64_t list_and_watch_bytes(const struct builder *b, const char *name)
+{
+    bool by_index = b->cfg->flags.plugin.device_id_strategy == CFG_DEVICE_ID_INDEX;
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < b->n_units; i++) {
+        const struct unit *u = &b->units[i];
+        size_t id_len;
+        if (u->dropped || strcmp(unit_name(u), name) != 0)
+            continue;
+        if (by_index)
+            id_len = decimal_len(u->gpu->index) + (u->mig ? 1 + decimal_len(u->mig->index) : 0);
+        else
+            id_len = strlen(u->mig ? u->mig->uuid : u->gpu->uuid);
+        for (unsigned k = 0; k < u->replicas; k++) {
+            uint64_t idk = id_len + (u->replicas > 1 ? 2 + decimal_len(k) : 0);
+            uint64_t dev = 1 + varint_len(idk) + idk + 2 + strlen(MODEL_UNHEALTHY) + 6;
+            total += 1 + varint_len(dev) + dev;
+        }
+    }
+    return total;
+}
+
+static void drop_name(struct builder *b, const char *name)
+{
+    for (size_t k = 0; k < b->n_units; k++)
+        if (!b->units[k].dropped && strcmp(unit_name(&b->units[k]), name) == 0)
+            b->units[k].dropped = true;
+}
+
+/* Problems that would make the kubelet refuse a resource: its name, or a device list too
+ * large for one ListAndWatch message. Returns 0 when fine, 1 when reported, <0 on ENOMEM. */
+static int check_resource(struct builder *b, const char *name)
+{
+    struct error nerr = {0};
+    uint64_t bytes;
+
+    if (!model_resource_name_valid(name, &nerr))
+        return model__diag(b->m, MODEL_DIAG_ERROR, "resource name \"%s\" would be refused by "
+                           "the kubelet: %s", name, nerr.msg) < 0 ? -ENOMEM : 1;
+    bytes = list_and_watch_bytes(b, name);
+    if (bytes > MODEL_LIST_AND_WATCH_MAX_BYTES)
+        return model__diag(b->m, MODEL_DIAG_ERROR, "\"%s\" has too many devices: its device "
+                           "list takes up to %llu bytes, over the %u the kubelet accepts in one "
+                           "message; lower the replicas or split it with a rename", name,
+                           (unsigned long long)bytes, MODEL_LIST_AND_WATCH_MAX_BYTES) < 0
+                   ? -ENOMEM
+                   : 1;
+    return 0;
+}
+
+/* Groups units by final name, sorted by name; resources the kubelet would refuse are
+ * errors (and left out with keep_valid). */
 static int emit_resources(struct builder *b)
 {
     const char **names = NULL;
     size_t n_names = 0;
-    struct error nerr = {0};
     int r = 0;
 
     names = calloc(b->n_units ? b->n_units : 1, sizeof(*names));
@@ -670,16 +743,12 @@ static int emit_resources(struct builder *b)
             seen = strcmp(names[k], unit_name(u)) == 0;
         if (seen)
             continue;
-        if (!model_resource_name_valid(unit_name(u), &nerr)) {
-            r = model__diag(b->m, MODEL_DIAG_ERROR, "resource name \"%s\" would be refused by "
-                            "the kubelet: %s", unit_name(u), nerr.msg);
-            if (r < 0)
-                goto out;
-            for (size_t k = i; k < b->n_units; k++)
-                if (!b->units[k].dropped && strcmp(unit_name(&b->units[k]), unit_name(u)) == 0 &&
-                    k != i)
-                    b->units[k].dropped = true;
-            b->units[i].dropped = true;
+        r = check_resource(b, unit_name(u));
+        if (r < 0)
+            goto out;
+        if (r > 0) {
+            drop_name(b, unit_name(u));
+            r = 0;
             continue;
         }
         names[n_names++] = unit_name(u);

@@ -20,6 +20,9 @@
 /* Bounds on what a config can make us build (replicas × devices). */
 #define MODEL_MAX_REPLICAS CFG_MAX_REPLICAS /* 4096, as the config allows */
 #define MODEL_MAX_DEVICES (1u << 20)
+/* The kubelet's gRPC client takes messages of at most 4 MiB (kubelet facts §2.10): a
+ * resource whose ListAndWatch would be larger is an error. */
+#define MODEL_LIST_AND_WATCH_MAX_BYTES (4u * 1024u * 1024u)
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
@@ -136,8 +139,8 @@ char *model_mig_resource_name(const char *profile);
 
 /* Picks `size` IDs among `available` that include every `must_include` ID.
  * Whole-GPU resources without replicas: the set that maximises interconnect quality over all
- * pairs (NVLink links first, then PCIe closeness), exact (branch and bound) up to 64
- * candidate GPUs. Replicas and MIG devices: the settings' policy (distributed/packed, facts
+ * pairs (NVLink links first, then PCIe closeness): exact (branch and bound; verified
+ * against brute force up to 16 GPUs), with a search budget that bounds the time beyond. Replicas and MIG devices: the settings' policy (distributed/packed, facts
  * §3.4) with NVIDIA's tie-break; distributed also prefers distinct physical devices.
  * `topology` may be NULL (then whole GPUs fall back to the distributed order).
  * On success *ret_ids is an owned NULL-terminated strv (strv_free()), must-include first.

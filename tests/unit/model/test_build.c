@@ -530,6 +530,37 @@ static void test_model_build_refused_names(void **state)
     inv_free(inv);
 }
 
+static void test_model_build_list_and_watch_too_large(void **state)
+{
+    struct inv_inventory *inv = fx_generic(17);
+    struct cfg_device_ref ref = {.kind = CFG_DEVREF_GPU_INDEX, .gpu_index = 16};
+    struct cfg_replicated_resource rules[] = {fx_rule("nvidia.com/gpu", 4096),
+                                              fx_rule("nvidia.com/gpu", 4)};
+    struct model_options opts = {.keep_valid = true};
+    struct cfg_config cfg;
+    struct error err = {0};
+    struct model *m = NULL;
+
+    (void)state;
+    rules[0].devices_kind = CFG_DEVICES_COUNT; /* GPUs 0-15: 65,536 replicas, ~4.4 MB */
+    rules[0].devices_count = 16;
+    rules[1].devices_kind = CFG_DEVICES_LIST;
+    rules[1].devices = &ref;
+    rules[1].n_devices = 1;
+    rules[1].rename = "nvidia.com/gpu-small";
+    fx_cfg_init(&cfg);
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, rules, 2, true, true);
+    assert_int_equal(build_err(inv, &cfg, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "\"nvidia.com/gpu.shared\" has too many devices"));
+    assert_non_null(strstr(err.msg, "over the 4194304 the kubelet accepts"));
+    /* keep_valid: the oversized resource goes, the rest stays */
+    assert_int_equal(model_build(inv, &cfg, &opts, &m, &err), 0);
+    assert_int_equal(fx_count(m, "nvidia.com/gpu.shared"), -1);
+    assert_int_equal(fx_count(m, "nvidia.com/gpu-small"), 4);
+    model_free(m);
+    inv_free(inv);
+}
+
 /* ---- MPS ------------------------------------------------------------------------------------- */
 
 static void mps_cfg(struct cfg_config *cfg, struct cfg_replicated_resource *rule, unsigned reps)
@@ -695,6 +726,7 @@ int main(void)
         cmocka_unit_test(test_model_build_device_in_two_rules),
         cmocka_unit_test(test_model_build_devices_missing_on_node_warns),
         cmocka_unit_test(test_model_build_refused_names),
+        cmocka_unit_test(test_model_build_list_and_watch_too_large),
         cmocka_unit_test(test_model_build_mps_limits),
         cmocka_unit_test(test_model_build_mps_errors),
         cmocka_unit_test(test_model_build_warns_memory_per_replica),
