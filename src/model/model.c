@@ -103,3 +103,43 @@ int model_set_health(struct model *m, const char *uuid, unsigned gi_id, unsigned
     }
     return matched ? changed : -ENOENT;
 }
+
+static bool device_equal(const struct model_device *a, const struct model_device *b)
+{
+    return strcmp(a->id, b->id) == 0 && a->healthy == b->healthy &&
+           a->numa_node == b->numa_node && a->replicas == b->replicas &&
+           strcmp(a->uuid, b->uuid) == 0 && a->minor == b->minor && a->gi_id == b->gi_id &&
+           a->ci_id == b->ci_id && a->memory_mib == b->memory_mib;
+}
+
+bool model_resource_equal(const struct model_resource *a, const struct model_resource *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (strcmp(a->name, b->name) != 0 || a->sharing != b->sharing ||
+        a->replicas != b->replicas ||
+        a->fail_requests_greater_than_one != b->fail_requests_greater_than_one ||
+        a->n_devices != b->n_devices || a->n_mps_limits != b->n_mps_limits)
+        return false;
+    for (size_t i = 0; i < a->n_devices; i++)
+        if (!device_equal(&a->devices[i], &b->devices[i]))
+            return false;
+    return a->n_mps_limits == 0 ||
+           memcmp(a->mps_limits, b->mps_limits, a->n_mps_limits * sizeof(*a->mps_limits)) == 0;
+}
+
+bool model_settings_equal(const struct model_settings *a, const struct model_settings *b)
+{
+    return a->mig_strategy == b->mig_strategy && a->device_id_strategy == b->device_id_strategy &&
+           a->allocation_policy == b->allocation_policy &&
+           a->device_list_strategies == b->device_list_strategies &&
+           a->pass_device_specs == b->pass_device_specs &&
+           a->gdrcopy_enabled == b->gdrcopy_enabled && a->gds_enabled == b->gds_enabled &&
+           a->mofed_enabled == b->mofed_enabled &&
+           str_eq(a->cdi_annotation_prefix, b->cdi_annotation_prefix) &&
+           str_eq(a->dev_root, b->dev_root) && str_eq(a->mps_root, b->mps_root) &&
+           a->n_imex_channel_ids == b->n_imex_channel_ids &&
+           (a->n_imex_channel_ids == 0 ||
+            memcmp(a->imex_channel_ids, b->imex_channel_ids,
+                   a->n_imex_channel_ids * sizeof(*a->imex_channel_ids)) == 0);
+}

@@ -121,6 +121,13 @@ const struct model_resource *model_find_resource(const struct model *m, const ch
 const struct model_device *model_resource_find_device(const struct model_resource *res,
                                                       const char *id);
 
+/* For the daemon's diff of an old and a new model: true when the kubelet would see the same
+ * thing (name, device IDs in order, health, NUMA) and Allocate would answer the same
+ * (sharing, replicas, failRequestsGreaterThanOne, physical devices). NULL-safe. */
+bool model_resource_equal(const struct model_resource *a, const struct model_resource *b);
+/* True when every Allocate setting (strategies, ID strategy, roots, policy, ...) matches. */
+bool model_settings_equal(const struct model_settings *a, const struct model_settings *b);
+
 /* Health from events. `uuid` is a GPU uuid (with gi_id/ci_id INV_ID_NONE: the GPU and all its
  * MIG devices; with a gi/ci: that MIG device of the GPU) or a MIG uuid. Marks the device and
  * all its replicas. Returns the number of devices whose health changed (≥0), or -ENOENT when
