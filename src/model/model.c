@@ -75,9 +75,11 @@ static bool health_matches(const struct model_device *d, const char *uuid, unsig
         return true;
     if (strcmp(d->gpu_uuid, uuid) != 0)
         return false;
-    if (gi_id == INV_ID_NONE)
-        return true; /* the whole GPU, with all its MIG devices */
-    return d->mig_index >= 0 && d->gi_id == gi_id && (ci_id == INV_ID_NONE || d->ci_id == ci_id);
+    /* an event for the whole GPU hits all its MIG devices; an event in one MIG instance
+     * hits a GPU advertised whole (migStrategy none) */
+    if (gi_id == INV_ID_NONE || d->mig_index < 0)
+        return true;
+    return d->gi_id == gi_id && (ci_id == INV_ID_NONE || d->ci_id == ci_id);
 }
 
 int model_set_health(struct model *m, const char *uuid, unsigned gi_id, unsigned ci_id,

@@ -129,7 +129,8 @@ bool model_resource_equal(const struct model_resource *a, const struct model_res
 bool model_settings_equal(const struct model_settings *a, const struct model_settings *b);
 
 /* Health from events. `uuid` is a GPU uuid (with gi_id/ci_id INV_ID_NONE: the GPU and all its
- * MIG devices; with a gi/ci: that MIG device of the GPU) or a MIG uuid. Marks the device and
+ * MIG devices; with a gi/ci: that MIG device of the GPU, or the GPU itself when it is
+ * advertised whole) or a MIG uuid. Marks the device and
  * all its replicas. Returns the number of devices whose health changed (≥0), or -ENOENT when
  * no device of the model matches. */
 int model_set_health(struct model *m, const char *uuid, unsigned gi_id, unsigned ci_id,

@@ -61,11 +61,30 @@ static void test_model_find_resource_and_device_misses(void **state)
     inv_free(inv);
 }
 
+static void test_model_set_health_mig_event_on_whole_gpu(void **state)
+{
+    struct inv_inventory *inv = fx_a100_1g10gb(2);
+    struct cfg_config cfg;
+    struct model *m;
+    const struct model_resource *res;
+
+    (void)state;
+    fx_cfg_init(&cfg); /* migStrategy none: MIG-enabled GPUs are advertised whole */
+    m = fx_build(inv, &cfg);
+    res = model_find_resource(m, "nvidia.com/gpu");
+    assert_int_equal(model_set_health(m, inv->gpus[1].uuid, 9, 0, false), 1);
+    assert_true(res->devices[0].healthy);
+    assert_false(res->devices[1].healthy);
+    model_free(m);
+    inv_free(inv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_resource_equal_diff),
         cmocka_unit_test(test_model_find_resource_and_device_misses),
+        cmocka_unit_test(test_model_set_health_mig_event_on_whole_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
