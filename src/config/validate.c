@@ -162,18 +162,32 @@ static bool name_in(const struct entry_ref *sorted, size_t n, const char *name)
     return false;
 }
 
-static bool pattern_name_in(const struct cfg_resource_pattern *p, size_t n, const char *name,
-                            const char *except)
+/* The names of resources.gpus and resources.mig, sorted, for name_in(). */
+struct pattern_names {
+    struct entry_ref *refs;
+    size_t n;
+};
+
+static bool pattern_names_build(struct pattern_names *pn, const struct cfg_config *cfg)
 {
-    for (size_t i = 0; i < n; i++)
-        if (p[i].name && str_eq(p[i].name, name) && !str_eq(p[i].name, except))
-            return true;
-    return false;
+    pn->n = 0;
+    pn->refs = calloc(cfg->n_gpus + cfg->n_mig + 1, sizeof(*pn->refs));
+    if (!pn->refs)
+        return false;
+    for (size_t i = 0; i < cfg->n_gpus; i++)
+        if (cfg->gpus[i].name)
+            pn->refs[pn->n++] = (struct entry_ref){i, cfg->gpus[i].name, NULL, NULL};
+    for (size_t i = 0; i < cfg->n_mig; i++)
+        if (cfg->mig[i].name)
+            pn->refs[pn->n++] = (struct entry_ref){i, cfg->mig[i].name, NULL, NULL};
+    qsort(pn->refs, pn->n, sizeof(*pn->refs), cmp_name);
+    return true;
 }
 
 /* Renames: an explicit rename may not take another resource's name, and two entries of
  * different resources may not end up advertised under one name. */
-static void check_renames(struct cfg__ctx *c, const struct entry_ref *by_name, size_t n)
+static void check_renames(struct cfg__ctx *c, const struct entry_ref *by_name, size_t n,
+                          const struct pattern_names *pn)
 {
     const struct cfg_config *cfg = c->cfg;
     const struct cfg_replicated_resource *res = cfg->sharing.resources;
@@ -195,9 +209,7 @@ static void check_renames(struct cfg__ctx *c, const struct entry_ref *by_name, s
                 cfg__diag(c, CFG_SEV_WARNING, r->pos, path, r->rename,
                           "rename is the same "
                           "as name; remove it");
-            else if (name_in(by_name, n, r->rename) ||
-                     pattern_name_in(cfg->gpus, cfg->n_gpus, r->rename, r->name) ||
-                     pattern_name_in(cfg->mig, cfg->n_mig, r->rename, r->name))
+            else if (name_in(by_name, n, r->rename) || name_in(pn->refs, pn->n, r->rename))
                 cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->rename,
                           "rename '%s' collides "
                           "with another resource of that name; pick a name no other resource "
@@ -260,18 +272,50 @@ static void check_mps(struct cfg__ctx *c)
     }
 }
 
+/* true when some device can be advertised under `name` by this config: a resources.gpus
+ * or resources.mig name, or a default name when those lists are left out. */
+static bool name_is_advertised(const struct cfg_config *cfg, const struct pattern_names *pn,
+                               const char *name)
+{
+    if (name_in(pn->refs, pn->n, name))
+        return true;
+    if (cfg->n_gpus == 0 && str_eq(name, "nvidia.com/gpu"))
+        return true;
+    return cfg->n_mig == 0 && str_startswith(name, "nvidia.com/mig-");
+}
+
+/* NVIDIA skips such an entry silently; a warning says why nothing gets shared. */
+static void check_names_exist(struct cfg__ctx *c, const struct pattern_names *pn)
+{
+    const struct cfg_config *cfg = c->cfg;
+    char path[256];
+
+    for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
+        const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
+        if (!r->name || name_is_advertised(cfg, pn, r->name))
+            continue;
+        entry_path(path, sizeof(path), cfg, i, "name");
+        cfg__diag(c, CFG_SEV_WARNING, r->pos, path, r->name,
+                  "no device is advertised as '%s' (it is not the default 'nvidia.com/gpu' "
+                  "or a MIG name, nor a name in resources.gpus/mig); this entry shares "
+                  "nothing",
+                  r->name);
+    }
+}
+
 void cfg__validate_sharing(struct cfg__ctx *c)
 {
     const struct cfg_config *cfg = c->cfg;
-    struct entry_ref *by_name;
+    struct pattern_names pn = {NULL, 0};
+    struct entry_ref *by_name = NULL;
     size_t n = 0;
 
     if (cfg->sharing_strategy == CFG_SHARING_NONE || cfg->sharing.n_resources == 0)
         return;
     by_name = calloc(cfg->sharing.n_resources, sizeof(*by_name));
-    if (!by_name) {
+    if (!by_name || !pattern_names_build(&pn, cfg)) {
         c->oom = true;
-        return;
+        goto out;
     }
     for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
         const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
@@ -281,9 +325,12 @@ void cfg__validate_sharing(struct cfg__ctx *c)
     qsort(by_name, n, sizeof(*by_name), cmp_name);
     check_overlaps(c, by_name, n);
     if (!c->oom)
-        check_renames(c, by_name, n);
+        check_renames(c, by_name, n, &pn);
     if (cfg->sharing_strategy == CFG_SHARING_MPS)
         check_mps(c);
+    check_names_exist(c, &pn);
+out:
+    free(pn.refs);
     free(by_name);
 }
 

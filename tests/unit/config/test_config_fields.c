@@ -362,6 +362,12 @@ static void test_cfg_parse_buffer_warnings_table(void **state)
         {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      rename: gpu\n"
          "      replicas: 2\n",
          "rename is the same as name"},
+        {"sharing:\n  timeSlicing:\n    resources:\n    - name: t4\n      replicas: 2\n",
+         "t.yaml:4:7: warning: sharing.timeSlicing.resources[0].name: no device is advertised as "
+         "'nvidia.com/t4'"},
+        {"resources:\n  gpus: [{pattern: '*', name: big}]\nsharing:\n  timeSlicing:\n"
+         "    resources:\n    - name: gpu\n      replicas: 2\n",
+         "no device is advertised as 'nvidia.com/gpu'"},
         {"", "warning: the config is empty"},
         {"# nothing\n\n", "warning: the config is empty"},
     };
