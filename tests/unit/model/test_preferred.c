@@ -180,6 +180,42 @@ static void test_model_preferred_allocation_random_16_brute_force(void **state)
     }
 }
 
+/* Beyond 16 GPUs the search is bounded: it still answers, with a valid set, quickly. */
+static void test_model_preferred_allocation_large_node_bounded(void **state)
+{
+    struct inv_inventory *inv = fx_generic(48);
+    struct cfg_config cfg;
+    struct model *m;
+    const struct model_resource *res;
+    const char *avail[48];
+    char **ids = NULL;
+    uint32_t seed = 7;
+    uint64_t t0;
+
+    (void)state;
+    for (size_t i = 0; i < 48; i++)
+        for (size_t j = i + 1; j < 48; j++) {
+            struct inv_link l = {lcg(&seed) % 3, (enum inv_pcie_level)(10 * (1 + lcg(&seed) % 5))};
+            inv->links[i * 48 + j] = inv->links[j * 48 + i] = l;
+        }
+    fx_cfg_init(&cfg);
+    m = fx_build(inv, &cfg);
+    res = model_find_resource(m, "nvidia.com/gpu");
+    for (size_t i = 0; i < 48; i++)
+        avail[i] = res->devices[i].id;
+    t0 = time_now_ns();
+    assert_int_equal(model_preferred_allocation(m, res, avail, 48, NULL, 0, 24, inv, &ids, NULL),
+                     0);
+    assert_true(time_now_ns() - t0 < 5000000000ull); /* a hang guard, not a benchmark */
+    assert_int_equal(ids_len(ids), 24);
+    for (size_t i = 0; i < 24; i++)
+        for (size_t j = i + 1; j < 24; j++)
+            assert_string_not_equal(ids[i], ids[j]);
+    strv_free(ids);
+    model_free(m);
+    inv_free(inv);
+}
+
 /* ---- replicas: distributed / packed ------------------------------------------------------------ */
 
 struct shared {
@@ -355,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_model_preferred_allocation_h100_nvswitch_brute_force),
         cmocka_unit_test(test_model_preferred_allocation_pcie_2socket_brute_force),
         cmocka_unit_test(test_model_preferred_allocation_random_16_brute_force),
+        cmocka_unit_test(test_model_preferred_allocation_large_node_bounded),
         cmocka_unit_test(test_model_preferred_allocation_policies),
         cmocka_unit_test(test_model_preferred_allocation_must_include_counts),
         cmocka_unit_test(test_model_preferred_allocation_mig_devices),
