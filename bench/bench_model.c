@@ -67,6 +67,19 @@ fail:
     return NULL;
 }
 
+/* Replaces the links by a random, unstructured topology (fixed seed): the search's hard case. */
+static void randomize_links(struct inv_inventory *inv, uint32_t seed)
+{
+    for (unsigned i = 0; i < N_GPUS; i++)
+        for (unsigned j = i + 1; j < N_GPUS; j++) {
+            struct inv_link l;
+            seed = seed * 1664525u + 1013904223u;
+            l.nvlinks = (seed >> 8) % 4 == 0 ? (seed >> 12) % 6 : 0;
+            l.pcie = (enum inv_pcie_level)(10 * (1 + (seed >> 16) % 5));
+            inv->links[i * N_GPUS + j] = inv->links[j * N_GPUS + i] = l;
+        }
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -146,8 +159,31 @@ out:
     return r;
 }
 
-static int bench_topology(const struct inv_inventory *inv, size_t n_gpus, size_t size,
-                          size_t iters)
+/* The baseline the search is compared with in the same run: every subset of the size. */
+static uint64_t brute_force_ns(const struct inv_inventory *inv, size_t n_gpus, size_t size)
+{
+    unsigned gpus[N_GPUS];
+    uint64_t best = 0, t0 = time_now_ns();
+    volatile uint64_t sink;
+
+    for (uint32_t set = 0; set < (1u << n_gpus); set++) {
+        size_t n = 0;
+        if ((size_t)__builtin_popcount(set) != size)
+            continue;
+        for (unsigned i = 0; i < n_gpus; i++)
+            if (set & (1u << i))
+                gpus[n++] = i;
+        uint64_t sc = model_topology_score(inv, gpus, n);
+        if (sc > best)
+            best = sc;
+    }
+    sink = best;
+    (void)sink;
+    return time_now_ns() - t0;
+}
+
+static int bench_topology(const struct inv_inventory *inv, const char *label, size_t n_gpus,
+                          size_t size, size_t iters)
 {
     struct cfg_config cfg = {0};
     struct model *m = NULL;
@@ -176,9 +212,18 @@ static int bench_topology(const struct inv_inventory *inv, size_t n_gpus, size_t
         if (r < 0)
             goto out;
     }
-    snprintf(what, sizeof(what), "preferred_topology_%zugpus_size%zu", n_gpus, size);
-    snprintf(cond, sizeof(cond), "\"gpus\":%zu,\"size\":%zu,\"exact\":true", n_gpus, size);
-    report(what, cond, ns, iters);
+    {
+        uint64_t brute = brute_force_ns(inv, n_gpus, size);
+        uint64_t sorted_p50;
+        qsort(ns, iters, sizeof(*ns), cmp_u64);
+        sorted_p50 = ns[iters / 2] ? ns[iters / 2] : 1;
+        snprintf(what, sizeof(what), "preferred_topology_%s_%zugpus_size%zu", label, n_gpus,
+                 size);
+        snprintf(cond, sizeof(cond), "\"gpus\":%zu,\"size\":%zu,\"exact\":true,"
+                 "\"brute_force_us\":%.1f,\"speedup_vs_brute_force\":%.0f", n_gpus, size,
+                 brute / 1000.0, (double)brute / (double)sorted_p50);
+        report(what, cond, ns, iters);
+    }
 out:
     if (r < 0)
         fprintf(stderr, "bench_model: topology: %s\n", err.msg);
@@ -253,8 +298,14 @@ int main(void)
     m->settings.allocation_policy = CFG_ALLOC_PACKED;
     if (bench_preferred(m, res, "preferred_packed_size8", 8, 200) < 0)
         goto out;
-    if (bench_topology(whole, 16, 4, 200) < 0 || bench_topology(whole, 16, 8, 200) < 0 ||
-        bench_topology(whole, 8, 4, 1000) < 0)
+    if (bench_topology(whole, "nvswitch", 16, 4, 200) < 0 ||
+        bench_topology(whole, "nvswitch", 16, 8, 200) < 0 ||
+        bench_topology(whole, "nvswitch", 8, 4, 1000) < 0)
+        goto out;
+    randomize_links(whole, 42);
+    if (bench_topology(whole, "random", 16, 4, 200) < 0 ||
+        bench_topology(whole, "random", 16, 8, 200) < 0 ||
+        bench_topology(whole, "random", 8, 4, 1000) < 0)
         goto out;
     if (bench_allocate(m, res, 2000) < 0)
         goto out;
