@@ -28,7 +28,12 @@ struct slot {
     bool registered;
     unsigned backoff_ms;
     uint64_t retry_at_ms; /* 0 = not scheduled */
+    unsigned fast_retries; /* after kubelet.sock appeared: it may not listen yet */
 };
+
+/* Right after kubelet.sock is created the kubelet may not accept yet: retry quickly. */
+#define DAEMON_FAST_RETRY_MS 50u
+#define DAEMON_FAST_RETRIES 20u
 
 struct daemon {
     const struct daemon_options *o;
@@ -198,10 +203,18 @@ static void slot_register(struct daemon *d, struct slot *s, bool again)
     r = dp_register(d->kubelet_socket, dp_plugin_endpoint(s->p), name,
                     DAEMON_REGISTER_TIMEOUT_MS, &err);
     if (r < 0) {
-        s->backoff_ms = dp_backoff_next_ms(s->backoff_ms);
-        s->retry_at_ms = time_now_ms() + s->backoff_ms;
+        unsigned wait_ms;
+
+        if (s->fast_retries > 0) {
+            s->fast_retries--;
+            wait_ms = DAEMON_FAST_RETRY_MS;
+        } else {
+            s->backoff_ms = dp_backoff_next_ms(s->backoff_ms);
+            wait_ms = s->backoff_ms;
+        }
+        s->retry_at_ms = time_now_ms() + wait_ms;
         s->registered = false;
-        log_warn("%s, retrying in %u ms", err.msg, s->backoff_ms);
+        log_warn("%s, retrying in %u ms", err.msg, wait_ms);
         return;
     }
     dp_snapshot_lock(d->snap);
@@ -212,6 +225,7 @@ static void slot_register(struct daemon *d, struct slot *s, bool again)
     s->registered = true;
     s->backoff_ms = 0;
     s->retry_at_ms = 0;
+    s->fast_retries = 0;
 }
 
 /* Creates and starts the plugin of slot s for `name`. */
@@ -372,6 +386,7 @@ static void daemon_on_inotify(struct daemon *d)
             if (!d->slots[i].p)
                 continue;
             d->slots[i].backoff_ms = 0;
+            d->slots[i].fast_retries = DAEMON_FAST_RETRIES;
             slot_register(d, &d->slots[i], true);
         }
     }

@@ -1,0 +1,491 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# test_daemon_kubelet.py: `gpuslice device-plugin` on fake NVML machines against an
+# independent gRPC peer (Debian's python3-grpcio + python3-protobuf acting as kubelet):
+# registration with dial back, exact device counts, ListAndWatch, Allocate per device-list
+# strategy, bad input, kubelet restart, XID -> Unhealthy, SIGTERM. Waits on conditions
+# with deadlines, never fixed sleeps.
+# Usage: test_daemon_kubelet.py <gpuslice> <libnvidia-ml.so.1> <source dir> [test names]
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from concurrent import futures
+
+import grpc
+
+GPUSLICE, NVML_LIB, SRC = sys.argv[1:4]
+MACHINES = os.path.join(SRC, "examples", "machines")
+
+
+def _compile_proto():
+    out = tempfile.mkdtemp(prefix="gs-pb-")
+    subprocess.run(["protoc", "--python_out=" + out, "-I", os.path.join(SRC, "proto"),
+                    "deviceplugin/v1beta1/api.proto"], check=True)
+    sys.path.insert(0, out)
+    from deviceplugin.v1beta1 import api_pb2  # noqa: E402
+    return out, api_pb2
+
+
+PB_DIR, pb = _compile_proto()
+DP = "/v1beta1.DevicePlugin/"
+
+
+def wait_until(cond, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.005)  # polling a condition, bounded by the deadline
+    raise AssertionError("timed out waiting for " + what)
+
+
+class FakeKubelet:
+    """Registration server on <dir>/kubelet.sock; dials back during Register (kubelet >= 1.25)."""
+
+    def __init__(self, dir_):
+        self.dir = dir_
+        self.sock = os.path.join(dir_, "kubelet.sock")
+        self.regs = []
+        self.cv = threading.Condition()
+        self.server = None
+
+    def _register(self, req, ctx):
+        ch = grpc.insecure_channel("unix:" + os.path.join(self.dir, req.endpoint))
+        opts = ch.unary_unary(DP + "GetDevicePluginOptions",
+                              request_serializer=pb.Empty.SerializeToString,
+                              response_deserializer=pb.DevicePluginOptions.FromString)(
+                                  pb.Empty(), timeout=5)
+        ch.close()
+        with self.cv:
+            self.regs.append((req, opts, time.monotonic()))
+            self.cv.notify_all()
+        return pb.Empty()
+
+    def start(self):
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        h = grpc.method_handlers_generic_handler("v1beta1.Registration", {
+            "Register": grpc.unary_unary_rpc_method_handler(
+                self._register, request_deserializer=pb.RegisterRequest.FromString,
+                response_serializer=pb.Empty.SerializeToString)})
+        self.server.add_generic_rpc_handlers((h,))
+        self.server.add_insecure_port("unix:" + self.sock)
+        self.server.start()
+
+    def stop(self):
+        if self.server:
+            self.server.stop(0).wait()
+            self.server = None
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
+
+    def wait_regs(self, n, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while len(self.regs) < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("only %d of %d registrations: %r" %
+                                         (len(self.regs), n, [r[0].resource_name for r in self.regs]))
+                self.cv.wait(left)
+            return list(self.regs)
+
+
+class Watch:
+    """A ListAndWatch stream read by a thread into a queue."""
+
+    def __init__(self, sock):
+        self.ch = grpc.insecure_channel("unix:" + sock)
+        self.call = self.ch.unary_stream(DP + "ListAndWatch",
+                                         request_serializer=pb.Empty.SerializeToString,
+                                         response_deserializer=pb.ListAndWatchResponse.FromString)(
+                                             pb.Empty())
+        self.q = queue.Queue()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        try:
+            for m in self.call:
+                self.q.put(m)
+        except grpc.RpcError as e:
+            self.q.put(e)
+
+    def next(self, timeout=10.0):
+        m = self.q.get(timeout=timeout)
+        if isinstance(m, Exception):
+            raise m
+        return m
+
+    def close(self):
+        self.call.cancel()
+        self.t.join(5)
+        self.ch.close()
+
+
+class Daemon:
+    def __init__(self, machine, args=(), config=None, env=None, kubelet=True):
+        self.tmp = tempfile.mkdtemp(prefix="gs-daemon-")
+        self.dir = os.path.join(self.tmp, "device-plugins")
+        os.mkdir(self.dir)
+        self.events = os.path.join(self.tmp, "events")
+        open(self.events, "w").close()
+        self.log_path = os.path.join(self.tmp, "daemon.log")
+        self.kubelet = FakeKubelet(self.dir)
+        if kubelet:
+            self.kubelet.start()
+        cmd = [GPUSLICE, "device-plugin", "--nvml-library", NVML_LIB,
+               "--device-plugin-dir", self.dir, "-v"] + list(args)
+        if config is not None:
+            cfg = os.path.join(self.tmp, "config.yaml")
+            with open(cfg, "w") as f:
+                f.write(config)
+            cmd += ["--config-file", cfg]
+        e = dict(os.environ)
+        e.update({"FAKE_NVML_MACHINE": os.path.join(MACHINES, machine),
+                  "FAKE_NVML_STATE": os.path.join(self.tmp, "state"),
+                  "FAKE_NVML_EVENTS": self.events})
+        e.update(env or {})
+        self.log = open(self.log_path, "w")
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(cmd, env=e, stderr=self.log, stdout=self.log)
+
+    def sock(self, name):
+        return os.path.join(self.dir, name)
+
+    def channel(self, name):
+        return grpc.insecure_channel("unix:" + self.sock(name))
+
+    def unary(self, name, method, req, resp_type, timeout=5):
+        ch = self.channel(name)
+        try:
+            ser = (lambda b: b) if isinstance(req, bytes) else type(req).SerializeToString
+            return ch.unary_unary(DP + method, request_serializer=ser,
+                                  response_deserializer=resp_type.FromString)(req, timeout=timeout)
+        finally:
+            ch.close()
+
+    def allocate(self, name, *containers):
+        rq = pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=list(c)) for c in containers])
+        return self.unary(name, "Allocate", rq, pb.AllocateResponse)
+
+    def logtext(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(20)
+        self.kubelet.stop()
+        self.log.close()
+        return rc
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.kubelet.stop()
+        if not self.log.closed:
+            self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+TS16 = """version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 16
+"""
+
+
+class DaemonTest(unittest.TestCase):
+    def start(self, *a, **kw):
+        d = Daemon(*a, **kw)
+        self.addCleanup(d.cleanup)
+        return d
+
+    def assertStoppedClean(self, d):
+        rc = d.stop()
+        self.assertEqual(rc, 0, d.logtext())
+        left = [f for f in os.listdir(d.dir) if f.endswith(".sock")]
+        self.assertEqual(left, [], "sockets left behind")
+        self.assertNotIn("ERROR: AddressSanitizer", d.logtext())
+        self.assertNotIn("LeakSanitizer", d.logtext())
+
+    def registered(self, d, n):
+        regs = d.kubelet.wait_regs(n)
+        out = {}
+        for req, opts, _ in regs:
+            self.assertEqual(req.version, "v1beta1")
+            self.assertTrue(req.options.get_preferred_allocation_available)
+            self.assertTrue(opts.get_preferred_allocation_available)
+            self.assertFalse(opts.pre_start_required)
+            out[req.resource_name] = req.endpoint
+        return out
+
+    def counts(self, d, regs):
+        res = {}
+        for name, ep in regs.items():
+            w = Watch(d.sock(ep))
+            res[name] = w.next()
+            w.close()
+        return {k: len(v.devices) for k, v in res.items()}, res
+
+    # ---- registration and counts -------------------------------------------------------
+
+    def test_register_counts_default_l20(self):
+        d = self.start("l20-node.yaml")
+        regs = self.registered(d, 1)
+        self.assertEqual(regs, {"nvidia.com/gpu": "nvidia-gpu.sock"})
+        counts, lists = self.counts(d, regs)
+        self.assertEqual(counts, {"nvidia.com/gpu": 1})
+        dev = lists["nvidia.com/gpu"].devices[0]
+        self.assertTrue(dev.ID.startswith("GPU-"))
+        self.assertEqual(dev.health, "Healthy")
+        self.assertEqual(len(dev.topology.nodes), 1)
+        self.assertIn("registered resource=nvidia.com/gpu count=1 sharing=none", d.logtext())
+        mode = os.stat(d.sock("nvidia-gpu.sock")).st_mode & 0o777
+        self.assertEqual(mode, 0o600)
+        self.assertStoppedClean(d)
+
+    def test_register_counts_h100_time_slicing_16(self):
+        d = self.start("h100-nvswitch-8.yaml", config=TS16)
+        regs = self.registered(d, 1)
+        counts, lists = self.counts(d, regs)
+        self.assertEqual(counts, {"nvidia.com/gpu": 128})
+        ids = [x.ID for x in lists["nvidia.com/gpu"].devices]
+        self.assertEqual(len(set(ids)), 128)
+        self.assertTrue(all("::" in i for i in ids))
+        self.assertIn("sharing=time-slicing replicas=16", d.logtext())
+        self.assertStoppedClean(d)
+
+    def test_register_counts_mig_mixed(self):
+        d = self.start("a100-80gb-all-balanced.yaml", args=["--mig-strategy", "mixed"])
+        regs = self.registered(d, 3)
+        counts, _ = self.counts(d, regs)
+        self.assertEqual(counts, {"nvidia.com/mig-1g.10gb": 8, "nvidia.com/mig-2g.20gb": 4,
+                                  "nvidia.com/mig-3g.40gb": 4})
+        self.assertEqual(regs["nvidia.com/mig-1g.10gb"], "nvidia-mig-1g.10gb.sock")
+        self.assertStoppedClean(d)
+
+    def test_register_counts_mixed_models_env_strategy(self):
+        d = self.start("mixed-models.yaml", env={"MIG_STRATEGY": "mixed"})
+        regs = self.registered(d, 3)
+        counts, _ = self.counts(d, regs)
+        self.assertEqual(counts, {"nvidia.com/gpu": 5, "nvidia.com/mig-3g.20gb": 1,
+                                  "nvidia.com/mig-4g.20gb": 1})
+        self.assertStoppedClean(d)
+
+    def test_registration_retried_until_kubelet_appears(self):
+        d = self.start("l20-node.yaml", kubelet=False)
+        wait_until(lambda: os.path.exists(d.sock("nvidia-gpu.sock")), what="plugin socket")
+        wait_until(lambda: "retrying in" in d.logtext(), what="a failed registration")
+        d.kubelet.start()  # creating kubelet.sock triggers an immediate re-registration
+        t = time.monotonic()
+        self.registered(d, 1)
+        self.assertLess(time.monotonic() - t, 1.0, d.logtext())
+        self.assertStoppedClean(d)
+
+    def test_bad_config_exits_1(self):
+        d = self.start("l20-node.yaml", config="version: v1\nflags: {migStrategy: bogus}\n")
+        rc = d.proc.wait(20)
+        self.assertEqual(rc, 1)
+        self.assertIn("bogus", d.logtext())
+
+    # ---- Allocate per device-list strategy ---------------------------------------------
+
+    def test_allocate_envvar(self):
+        d = self.start("l20-node.yaml", args=["--device-list-strategy", "envvar"])
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        uuid = w.next().devices[0].ID
+        w.close()
+        r = d.allocate("nvidia-gpu.sock", [uuid])
+        self.assertEqual(len(r.container_responses), 1)
+        self.assertEqual(r.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"], uuid)
+        self.assertStoppedClean(d)
+
+    def test_allocate_volume_mounts_and_cdi(self):
+        d = self.start("t4-node.yaml",
+                       args=["--device-list-strategy=volume-mounts,cdi-annotations"])
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        uuid = w.next().devices[0].ID
+        w.close()
+        c = d.allocate("nvidia-gpu.sock", [uuid]).container_responses[0]
+        self.assertEqual(c.envs["NVIDIA_VISIBLE_DEVICES"], "/var/run/nvidia-container-devices")
+        paths = [m.container_path for m in c.mounts]
+        self.assertIn("/var/run/nvidia-container-devices/" + uuid, paths)
+        cdi = [v for k, v in c.annotations.items() if k.startswith("cdi.k8s.io/")]
+        self.assertEqual(cdi, ["k8s.device-plugin.nvidia.com/gpu=" + uuid])
+        self.assertStoppedClean(d)
+
+    def test_allocate_replicas_index_strategy(self):
+        d = self.start("h100-nvswitch-8.yaml", config=TS16,
+                       args=["--device-id-strategy", "index"])
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        ids = [x.ID for x in w.next().devices]
+        w.close()
+        self.assertIn("3::15", ids)
+        r = d.allocate("nvidia-gpu.sock", ["3::15"], ["0::0"])
+        self.assertEqual(r.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"], "3")
+        self.assertEqual(r.container_responses[1].envs["NVIDIA_VISIBLE_DEVICES"], "0")
+        self.assertStoppedClean(d)
+
+    # ---- bad input ---------------------------------------------------------------------
+
+    def test_bad_input_keeps_serving(self):
+        d = self.start("l20-node.yaml", config=TS16)
+        self.registered(d, 1)
+        sock = "nvidia-gpu.sock"
+        # unknown IDs
+        with self.assertRaises(grpc.RpcError) as e:
+            d.allocate(sock, ["GPU-nope::0"])
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNKNOWN)
+        self.assertIn('invalid allocation request for "nvidia.com/gpu"', e.exception.details())
+        # a container request with no IDs, and a request with no containers
+        try:
+            d.allocate(sock, [])
+        except grpc.RpcError as err:
+            self.assertIn("nvidia.com/gpu", err.details())
+        self.assertEqual(len(d.allocate(sock).container_responses), 0)
+        # oversized: 5 MiB of IDs is above the 4 MiB message limit
+        with self.assertRaises(grpc.RpcError) as e:
+            d.allocate(sock, ["x" * 1000] * 5000)
+        self.assertIn(e.exception.code(), (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                           grpc.StatusCode.UNAVAILABLE,
+                                           grpc.StatusCode.INTERNAL))
+        # many unknown IDs below the limit
+        with self.assertRaises(grpc.RpcError):
+            d.allocate(sock, ["GPU-%d::0" % i for i in range(20000)])
+        # malformed protobuf
+        with self.assertRaises(grpc.RpcError) as e:
+            d.unary(sock, "Allocate", b"\x0a\xff\xff\xff\xff\x0f\x01", pb.AllocateResponse)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(grpc.RpcError):
+            d.unary(sock, "GetPreferredAllocation", b"\x0a\x03\x0a", pb.PreferredAllocationResponse)
+        # unknown method
+        with self.assertRaises(grpc.RpcError) as e:
+            d.unary(sock, "NoSuchMethod", pb.Empty(), pb.Empty)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        # preferred allocation: bigger than available
+        w = Watch(d.sock(sock))
+        ids = [x.ID for x in w.next().devices]
+        w.close()
+        with self.assertRaises(grpc.RpcError):
+            d.unary(sock, "GetPreferredAllocation", pb.PreferredAllocationRequest(
+                container_requests=[pb.ContainerPreferredAllocationRequest(
+                    available_deviceIDs=ids[:2], allocation_size=3)]),
+                pb.PreferredAllocationResponse)
+        r = d.unary(sock, "GetPreferredAllocation", pb.PreferredAllocationRequest(
+            container_requests=[pb.ContainerPreferredAllocationRequest(
+                available_deviceIDs=ids, must_include_deviceIDs=ids[5:6], allocation_size=2)]),
+            pb.PreferredAllocationResponse)
+        got = list(r.container_responses[0].deviceIDs)
+        self.assertEqual(len(got), 2)
+        self.assertIn(ids[5], got)
+        # PreStartContainer is a no-op
+        d.unary(sock, "PreStartContainer", pb.PreStartContainerRequest(devices_ids=ids[:1]),
+                pb.PreStartContainerResponse)
+        # a client that disconnects mid-stream, then 1,000 connects and disconnects
+        ch = d.channel(sock)
+        for i in range(1000):
+            call = ch.unary_stream(DP + "ListAndWatch",
+                                   request_serializer=pb.Empty.SerializeToString,
+                                   response_deserializer=pb.ListAndWatchResponse.FromString)(pb.Empty())
+            if i % 10 == 0:
+                self.assertEqual(len(next(call).devices), 16)
+            call.cancel()
+        ch.close()
+        # still serving, correctly
+        w = Watch(d.sock(sock))
+        self.assertEqual(len(w.next().devices), 16)
+        w.close()
+        self.assertEqual(len(d.allocate(sock, [ids[0]]).container_responses), 1)
+        self.assertIsNone(d.proc.poll())
+        self.assertStoppedClean(d)
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def test_kubelet_restart_reregisters(self):
+        d = self.start("a100-80gb-all-balanced.yaml", args=["--mig-strategy=mixed"])
+        regs = self.registered(d, 3)
+        d.kubelet.stop()
+        for f in os.listdir(d.dir):  # what kubelet does when it starts again
+            os.unlink(os.path.join(d.dir, f))
+        t = time.monotonic()
+        d.kubelet.start()
+        d.kubelet.wait_regs(6, timeout=5)
+        took = time.monotonic() - t
+        self.assertLess(took, 1.0, "re-registration took %.3f s" % took)
+        for ep in regs.values():
+            self.assertTrue(os.path.exists(d.sock(ep)))
+        counts, _ = self.counts(d, regs)
+        self.assertEqual(sum(counts.values()), 16)
+        self.assertIn("re-registered resource=", d.logtext())
+        self.assertStoppedClean(d)
+
+    def test_xid_marks_devices_unhealthy(self):
+        d = self.start("h100-nvswitch-8.yaml", config=TS16)
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        first = w.next()
+        self.assertTrue(all(x.health == "Healthy" for x in first.devices))
+        # wait until the health thread watches (it logs at debug)
+        wait_until(lambda: "health: watching XID events" in d.logtext(), what="health thread")
+        with open(d.events, "a") as f:  # an ignored XID first, then a critical one
+            f.write("xid 2 43\n")
+            f.flush()
+            f.write("xid 2 79\n")
+        t = time.monotonic()
+        m = w.next()
+        took = time.monotonic() - t
+        bad = [x.ID for x in m.devices if x.health == "Unhealthy"]
+        self.assertEqual(len(bad), 16)
+        self.assertLess(took, 1.0)
+        w.close()
+        log = d.logtext()
+        self.assertIn("xid=43", log)
+        self.assertIn("xid=79", log)
+        self.assertIn("devices=16 marked Unhealthy", log)
+        self.assertStoppedClean(d)
+
+    def test_health_disabled_by_env(self):
+        d = self.start("l20-node.yaml", env={"DP_DISABLE_HEALTHCHECKS": "all"})
+        self.registered(d, 1)
+        wait_until(lambda: "health checks disabled by DP_DISABLE_HEALTHCHECKS" in d.logtext(),
+                   what="the health log line")
+        self.assertStoppedClean(d)
+
+    def test_sighup_reload_and_sigint(self):
+        d = self.start("l20-node.yaml")
+        self.registered(d, 1)
+        d.proc.send_signal(signal.SIGHUP)
+        d.kubelet.wait_regs(2)
+        self.assertIn("SIGHUP", d.logtext())
+        d.proc.send_signal(signal.SIGINT)
+        self.assertEqual(d.proc.wait(20), 0)
+        self.assertFalse(os.path.exists(d.sock("nvidia-gpu.sock")))
+
+    def test_no_kubelet_socket_serves_without_registering(self):
+        d = self.start("l20-node.yaml", args=["--kubelet-socket="], kubelet=False)
+        wait_until(lambda: os.path.exists(d.sock("nvidia-gpu.sock")), what="socket")
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        self.assertEqual(len(w.next().devices), 1)
+        w.close()
+        self.assertStoppedClean(d)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + sys.argv[4:], verbosity=2)
