@@ -214,6 +214,9 @@ class DaemonTest(unittest.TestCase):
         self.addCleanup(d.cleanup)
         return d
 
+    def waitLog(self, d, text):
+        wait_until(lambda: text in d.logtext(), what="log line '%s'" % text)
+
     def assertStoppedClean(self, d):
         rc = d.stop()
         self.assertEqual(rc, 0, d.logtext())
@@ -253,7 +256,7 @@ class DaemonTest(unittest.TestCase):
         self.assertTrue(dev.ID.startswith("GPU-"))
         self.assertEqual(dev.health, "Healthy")
         self.assertEqual(len(dev.topology.nodes), 1)
-        self.assertIn("registered resource=nvidia.com/gpu count=1 sharing=none", d.logtext())
+        self.waitLog(d, "registered resource=nvidia.com/gpu count=1 sharing=none")
         mode = os.stat(d.sock("nvidia-gpu.sock")).st_mode & 0o777
         self.assertEqual(mode, 0o600)
         self.assertStoppedClean(d)
@@ -266,7 +269,7 @@ class DaemonTest(unittest.TestCase):
         ids = [x.ID for x in lists["nvidia.com/gpu"].devices]
         self.assertEqual(len(set(ids)), 128)
         self.assertTrue(all("::" in i for i in ids))
-        self.assertIn("sharing=time-slicing replicas=16", d.logtext())
+        self.waitLog(d, "sharing=time-slicing replicas=16")
         self.assertStoppedClean(d)
 
     def test_register_counts_mig_mixed(self):
@@ -433,7 +436,7 @@ class DaemonTest(unittest.TestCase):
             self.assertTrue(os.path.exists(d.sock(ep)))
         counts, _ = self.counts(d, regs)
         self.assertEqual(sum(counts.values()), 16)
-        self.assertIn("re-registered resource=", d.logtext())
+        self.waitLog(d, "re-registered resource=")
         self.assertStoppedClean(d)
 
     def test_xid_marks_devices_unhealthy(self):
