@@ -33,9 +33,15 @@ class DaemonWithSim(unittest.TestCase):
         self.nodes = []
 
     def tearDown(self):
+        problems = []
         for n in self.nodes:
-            n.stop()
+            problems += n.stop()  # both exit 0: no failed command, no sanitizer report
+        if problems:
+            for n in self.nodes:
+                with open(n.log.name) as f:
+                    sys.stderr.write("--- %s log ---\n%s" % (n.name, f.read()[-4000:]))
         shutil.rmtree(self.root, ignore_errors=True)
+        self.assertEqual(problems, [])
 
     def node(self, machine, config_name=None, args=(), env=None):
         n = demo.Node("n%d" % len(self.nodes), os.path.join(MACHINES, machine + ".yaml"),
@@ -122,10 +128,17 @@ class DaemonWithSim(unittest.TestCase):
         open(events, "w").close()
         n = self.node("h100-nvswitch-8", env={"FAKE_NVML_EVENTS": events})
         n.wait_allocatable(8)
-        t0 = time.monotonic()
-        with open(events, "a") as f:
-            f.write("xid 0 79\n")  # GPU has fallen off the bus: critical
-        n.wait_allocatable(7)
+        # The daemon's NVML event set only sees lines appended after it was created, and
+        # registration does not wait for the health thread: append until the XID is seen.
+        deadline = time.monotonic() + 10
+        n.sim_may_fail = True  # the waits that time out make kubelet-sim exit 1
+        while True:
+            t0 = time.monotonic()
+            with open(events, "a") as f:
+                f.write("xid 0 79\n")  # GPU has fallen off the bus: critical
+            if n.sim.cmd("wait %s =7 300" % GPU)["ok"]:
+                break
+            self.assertLess(time.monotonic(), deadline, "XID never turned GPU 0 Unhealthy")
         print("XID -> Unhealthy seen by kubelet-sim in %.1f ms" % ((time.monotonic() - t0) * 1e3),
               file=sys.stderr)
         self.assertEqual(self.capacity(n), {GPU: (8, 7)})
