@@ -486,6 +486,20 @@ static int alloc_msg_fill(struct alloc_msg *m, const struct model_alloc_response
     return 0;
 }
 
+/* Debug: the container's device IDs (bounded, as a request can hold many). */
+static void log_allocate(const char *resource, const V1beta1__ContainerAllocateRequest *c)
+{
+    struct strbuf ids = STRBUF_INIT;
+
+    ids.max_len = 1024;
+    for (size_t i = 0; i < c->n_devices_ids; i++)
+        if (strbuf_printf(&ids, "%s%s", i ? "," : "", c->devices_ids[i]) < 0)
+            break;
+    log_debug("allocate resource=%s count=%zu devices=%s", resource, c->n_devices_ids,
+              strbuf_str(&ids));
+    strbuf_release(&ids);
+}
+
 static int h_allocate(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
                       struct rpc_status *st)
 {
@@ -534,6 +548,8 @@ static int h_allocate(void *ctx, const uint8_t *req, size_t req_len, struct strb
         if (r < 0)
             break;
         ptrs[i] = &msgs[i].c;
+        if (log_enabled(LOG_LEVEL_DEBUG))
+            log_allocate(p->resource_name, c);
     }
     dp_snapshot_unlock(s);
     if (r == 0 && st->code == RPC_OK) {

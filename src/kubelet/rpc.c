@@ -26,6 +26,7 @@
 #include <grpc/support/time.h>
 
 #define RPC_STOP_GRACE_MS 1000
+#define RPC_CONNECT_SETTLE_MS 1000
 
 /* ---- shared helpers ------------------------------------------------------------------------ */
 
@@ -479,6 +480,8 @@ static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_
     grpc_op op;
     int r;
 
+    /* The handler's reference exists before it runs: it may hand it on or drop it inside. */
+    rpc_stream_ref(s);
     r = s->m->open(s->m->ctx, req, len, s, &st);
     status_from_errno(&st, r);
     if (st.code != RPC_OK) {
@@ -486,12 +489,12 @@ static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_
         queue_drop_locked(s);
         pthread_mutex_unlock(&s->lock);
         call_send_status(s, st.code, st.message, NULL);
+        rpc_stream_unref(s); /* refused: the handler keeps none */
         return;
     }
 
     pthread_mutex_lock(&srv->lock);
     pthread_mutex_lock(&s->lock);
-    s->refs++; /* the handler's reference */
     s->accepted = true;
     memset(&op, 0, sizeof(op));
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
@@ -933,6 +936,8 @@ void rpc_server_free(struct rpc_server *srv) {
 
 /* ---- client -------------------------------------------------------------------------------- */
 
+static void cq_drain_destroy(grpc_completion_queue *cq);
+
 struct rpc_client {
     char *socket_path;
     grpc_channel *channel;
@@ -944,7 +949,7 @@ int rpc_client_new(const char *socket_path, const struct rpc_client_opts *opts,
     grpc_channel_credentials *creds = NULL;
     struct strbuf target = STRBUF_INIT;
     size_t max_recv = opts && opts->max_recv_bytes ? opts->max_recv_bytes : RPC_MAX_MESSAGE_BYTES;
-    grpc_arg args[5];
+    grpc_arg args[6];
     grpc_channel_args chargs = {GS_ARRAY_SIZE(args), args};
     int r;
 
@@ -980,6 +985,10 @@ int rpc_client_new(const char *socket_path, const struct rpc_client_opts *opts,
     args[4].type = GRPC_ARG_INTEGER;
     args[4].key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
     args[4].value.integer = 1000;
+    /* The connection belongs to this client and goes with it. */
+    args[5].type = GRPC_ARG_INTEGER;
+    args[5].key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
+    args[5].value.integer = 1;
     creds = grpc_insecure_credentials_create();
     c->channel = grpc_channel_create(strbuf_str(&target), creds, &chargs);
     grpc_channel_credentials_release(creds);
@@ -997,10 +1006,28 @@ out:
     return r;
 }
 
+/* gRPC 1.51 leaks the socket of a connection attempt still in progress when its channel is
+ * destroyed (a client that cancels a call at once and goes away): let the attempt settle
+ * first, for at most RPC_CONNECT_SETTLE_MS. */
+static void channel_settle(grpc_channel *ch) {
+    grpc_connectivity_state state = grpc_channel_check_connectivity_state(ch, 0);
+    grpc_completion_queue *cq;
+    struct rpc_tag tag = {TAG_STATUS, NULL};
+
+    if (state != GRPC_CHANNEL_CONNECTING)
+        return;
+    cq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_channel_watch_connectivity_state(ch, state, deadline_after_ms(RPC_CONNECT_SETTLE_MS), cq,
+                                          &tag);
+    grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    cq_drain_destroy(cq);
+}
+
 void rpc_client_free(struct rpc_client *c) {
     if (!c)
         return;
     if (c->channel) {
+        channel_settle(c->channel);
         grpc_channel_destroy(c->channel);
         grpc_shutdown();
     }
