@@ -20,6 +20,10 @@ struct cfg__ctx {
     struct cfg_pos pos_mig_strategy;
     struct cfg_pos pos_mps_root;
     struct cfg_pos pos_sharing; /* the sharing.<strategy> key */
+    const char *src;            /* the text being parsed (marks index into it) */
+    size_t src_len;
+    char **owned; /* strings made while parsing, freed with the parse */
+    size_t n_owned, alloc_owned;
 };
 
 /* Records a diagnostic; the message is formatted from fmt. `value` may be NULL. */

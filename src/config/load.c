@@ -124,6 +124,8 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
     if (r < 0)
         return r;
     c.cfg = cfg;
+    c.src = data;
+    c.src_len = len;
 
     if (memchr(data, '\0', len)) {
         cfg__diag(&c, CFG_SEV_ERROR, (struct cfg_pos){0, 0}, NULL, NULL,
@@ -179,6 +181,9 @@ out:
         fy_document_destroy(doc);
     if (diag)
         fy_diag_destroy(diag);
+    for (size_t i = 0; i < c.n_owned; i++)
+        free(c.owned[i]);
+    free(c.owned);
     cfg_free(cfg);
     return r;
 }

@@ -46,22 +46,87 @@ static bool is_plain(struct fy_node *n)
     return fy_node_get_style(n) == FYNS_PLAIN;
 }
 
-/* The scalar's text (NUL-terminated, owned by the document), or NULL for a non-scalar or
- * a scalar holding a NUL byte. */
-static const char *scalar_text(struct fy_node *n)
+/* Keeps a string the parser made until the parse ends; NULL when out of memory. */
+static const char *arena_keep(struct cfg__ctx *c, char *s)
+{
+    if (!s) {
+        c->oom = true;
+        return NULL;
+    }
+    if (c->n_owned == c->alloc_owned) {
+        size_t na = c->alloc_owned ? 2 * c->alloc_owned : 16;
+        char **p = realloc(c->owned, na * sizeof(*p));
+        if (!p) {
+            free(s);
+            c->oom = true;
+            return NULL;
+        }
+        c->owned = p;
+        c->alloc_owned = na;
+    }
+    c->owned[c->n_owned++] = s;
+    return s;
+}
+
+/* A single-quoted scalar decoded from the source text: '' is a quote, and line breaks
+ * fold (one break is a space, n breaks are n-1 newlines; blanks around them go). We do
+ * this ourselves because libfyaml 0.7.12 leaks the buffer it allocates to unescape such
+ * scalars (found by fuzz_config). */
+static const char *single_quoted_text(struct cfg__ctx *c, struct fy_node *n)
+{
+    struct fy_token *t = fy_node_get_scalar_token(n);
+    const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL;
+    const struct fy_mark *b = t ? fy_token_end_mark(t) : NULL;
+    struct strbuf sb = STRBUF_INIT;
+
+    if (!a || !b || a->input_pos > b->input_pos || b->input_pos > c->src_len)
+        return NULL;
+    for (size_t i = a->input_pos; i < b->input_pos; i++) {
+        char ch = c->src[i];
+        if (ch == '\'' && i + 1 < b->input_pos && c->src[i + 1] == '\'') {
+            strbuf_putc(&sb, '\'');
+            i++;
+        } else if (ch == '\n' || ch == '\r') {
+            unsigned breaks = 0;
+            while (sb.len > 0 && (sb.buf[sb.len - 1] == ' ' || sb.buf[sb.len - 1] == '\t'))
+                sb.buf[--sb.len] = '\0';
+            for (; i < b->input_pos; i++) {
+                char w = c->src[i];
+                if (w == '\n')
+                    breaks++;
+                else if (w != ' ' && w != '\t' && w != '\r')
+                    break;
+            }
+            i--; /* the loop's i++ moves to the first character of the next line */
+            if (breaks <= 1)
+                strbuf_putc(&sb, ' ');
+            for (unsigned k = 1; k < breaks; k++)
+                strbuf_putc(&sb, '\n');
+        } else {
+            strbuf_putc(&sb, ch);
+        }
+    }
+    return arena_keep(c, strbuf_take(&sb));
+}
+
+/* The scalar's text (NUL-terminated, owned by the document or the parse), or NULL for a
+ * non-scalar or a scalar holding a NUL byte. */
+static const char *scalar_text(struct cfg__ctx *c, struct fy_node *n)
 {
     size_t len;
     const char *s;
 
     if (!n || fy_node_get_type(n) != FYNT_SCALAR || fy_node_is_alias(n))
         return NULL;
+    if (fy_node_get_style(n) == FYNS_SINGLE_QUOTED && c->src)
+        return single_quoted_text(c, n);
     s = fy_node_get_scalar0(n);
     if (!s || (fy_node_get_scalar(n, &len) && strlen(s) != len))
         return NULL;
     return s;
 }
 
-static bool is_null(struct fy_node *n)
+static bool is_null(struct cfg__ctx *c, struct fy_node *n)
 {
     const char *s;
 
@@ -69,7 +134,7 @@ static bool is_null(struct fy_node *n)
         return true;
     if (fy_node_get_type(n) != FYNT_SCALAR || !is_plain(n))
         return false;
-    s = scalar_text(n);
+    s = scalar_text(c, n);
     return s && (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
                  !strcmp(s, "NULL"));
 }
@@ -103,7 +168,7 @@ static bool looks_numeric(const char *s)
 }
 
 /* Describes what was found, for "expected X, got Y" messages. */
-static const char *kind_name(struct fy_node *n)
+static const char *kind_name(struct cfg__ctx *c, struct fy_node *n)
 {
     const char *s;
     bool b;
@@ -118,7 +183,7 @@ static const char *kind_name(struct fy_node *n)
     default:
         break;
     }
-    s = scalar_text(n);
+    s = scalar_text(c, n);
     if (!s)
         return "a string with a NUL byte";
     if (!is_plain(n))
@@ -131,10 +196,10 @@ static const char *kind_name(struct fy_node *n)
 }
 
 /* The value as the user wrote it, for the diagnostics' value field. */
-static const char *shown(struct fy_node *n)
+static const char *shown(struct cfg__ctx *c, struct fy_node *n)
 {
-    const char *s = scalar_text(n);
-    return s ? s : kind_name(n);
+    const char *s = scalar_text(c, n);
+    return s ? s : kind_name(c, n);
 }
 
 static void path_join(char *dst, const char *parent, const char *key)
@@ -155,12 +220,12 @@ static void path_index(char *dst, const char *parent, size_t i)
 static bool want_string(struct cfg__ctx *c, struct fy_node *n, const char *path, struct cfg_pos pos,
                         const char **ret)
 {
-    const char *s = scalar_text(n);
+    const char *s = scalar_text(c, n);
     bool b;
 
     if (!s || (is_plain(n) && (plain_bool(s, &b) == 0 || looks_numeric(s)))) {
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n), "expected a string, got %s%s",
-                  kind_name(n), s ? "; put it in quotes if you mean the text" : "");
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, n), "expected a string, got %s%s",
+                  kind_name(c, n), s ? "; put it in quotes if you mean the text" : "");
         return false;
     }
     *ret = s;
@@ -184,7 +249,7 @@ static bool want_string_into(struct cfg__ctx *c, struct fy_node *n, const char *
 static bool want_bool(struct cfg__ctx *c, struct fy_node *n, const char *path, struct cfg_pos pos,
                       bool *dst)
 {
-    const char *s = scalar_text(n);
+    const char *s = scalar_text(c, n);
     bool b;
 
     if (s && is_plain(n) && plain_bool(s, &b) == 0) {
@@ -196,8 +261,8 @@ static bool want_bool(struct cfg__ctx *c, struct fy_node *n, const char *path, s
                   "expected a boolean, got the quoted string \"%s\"; write %s without quotes", s,
                   b ? "true" : "false");
     else
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n),
-                  "expected a boolean (true or false), got %s", kind_name(n));
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, n),
+                  "expected a boolean (true or false), got %s", kind_name(c, n));
     return false;
 }
 
@@ -205,7 +270,7 @@ static bool want_enum(struct cfg__ctx *c, struct fy_node *n, const char *path, s
                       const char *const *table, int *dst)
 {
     struct strbuf allowed = STRBUF_INIT;
-    const char *s = scalar_text(n);
+    const char *s = scalar_text(c, n);
     int idx = s ? cfg__lookup(table, s) : -1;
 
     if (idx >= 0) {
@@ -217,8 +282,8 @@ static bool want_enum(struct cfg__ctx *c, struct fy_node *n, const char *path, s
         cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "'%s' is not allowed; use one of %s", s,
                   strbuf_str(&allowed));
     else
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n), "expected one of %s, got %s",
-                  strbuf_str(&allowed), kind_name(n));
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, n), "expected one of %s, got %s",
+                  strbuf_str(&allowed), kind_name(c, n));
     strbuf_release(&allowed);
     return false;
 }
@@ -228,13 +293,13 @@ static bool want_enum(struct cfg__ctx *c, struct fy_node *n, const char *path, s
 static int want_int(struct cfg__ctx *c, struct fy_node *n, const char *path, struct cfg_pos pos,
                     const char *what, int64_t *ret)
 {
-    const char *s = scalar_text(n);
+    const char *s = scalar_text(c, n);
     int r;
 
     if (!s || !is_plain(n)) {
         if (what)
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n), "expected %s, got %s%s", what,
-                      kind_name(n), s && looks_numeric(s) ? "; remove the quotes" : "");
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, n), "expected %s, got %s%s", what,
+                      kind_name(c, n), s && looks_numeric(s) ? "; remove the quotes" : "");
         return -EINVAL;
     }
     r = parse_int64(s, ret);
@@ -242,7 +307,7 @@ static int want_int(struct cfg__ctx *c, struct fy_node *n, const char *path, str
         cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s is out of range", s);
     else if (r < 0 && what)
         cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "expected %s, got %s '%s'", what,
-                  looks_numeric(s) ? "the fractional number" : kind_name(n), s);
+                  looks_numeric(s) ? "the fractional number" : kind_name(c, n), s);
     return r;
 }
 
@@ -336,21 +401,21 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path, 
     uint32_t seen = 0; /* keys tables are short: one bit per known key */
 
     if (fy_node_get_type(map) != FYNT_MAPPING || fy_node_is_alias(map)) {
-        cfg__diag(c, CFG_SEV_ERROR, pos, path && *path ? path : NULL, shown(map),
-                  "expected a mapping (key: value lines), got %s", kind_name(map));
+        cfg__diag(c, CFG_SEV_ERROR, pos, path && *path ? path : NULL, shown(c, map),
+                  "expected a mapping (key: value lines), got %s", kind_name(c, map));
         return;
     }
     for (p = fy_node_mapping_iterate(map, &it); p && !c->oom;
          p = fy_node_mapping_iterate(map, &it)) {
         struct fy_node *k = fy_node_pair_key(p), *v = fy_node_pair_value(p);
         struct cfg_pos kpos = node_pos(k, pos);
-        const char *key = scalar_text(k);
+        const char *key = scalar_text(c, k);
         char child[PATH_MAX_LEN];
         int idx = key ? cfg__lookup(keys, key) : -1;
 
         if (!key) {
             cfg__diag(c, CFG_SEV_ERROR, kpos, path && *path ? path : NULL, NULL,
-                      "a key must be a plain string, got %s", k ? kind_name(k) : "nothing");
+                      "a key must be a plain string, got %s", k ? kind_name(c, k) : "nothing");
             continue;
         }
         for (int i = 0; idx < 0 && keys[i]; i++)
@@ -380,7 +445,7 @@ static void walk_map(struct cfg__ctx *c, struct fy_node *map, const char *path, 
                       "YAML aliases (*name) are not supported; write the value out");
             continue;
         }
-        if (is_null(v))
+        if (is_null(c, v))
             continue; /* like NVIDIA: an empty value is the same as a missing key */
         fn(c, idx, v, child, node_pos(v, kpos), ud);
     }
@@ -393,8 +458,8 @@ static long want_list(struct cfg__ctx *c, struct fy_node *n, const char *path, s
     int count;
 
     if (fy_node_get_type(n) != FYNT_SEQUENCE || fy_node_is_alias(n)) {
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(n), "expected a list of %s, got %s", what,
-                  kind_name(n));
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, n), "expected a list of %s, got %s", what,
+                  kind_name(c, n));
         return -1;
     }
     count = fy_node_sequence_item_count(n);
@@ -534,7 +599,7 @@ static void gfd_field(struct cfg__ctx *c, int key, struct fy_node *v, const char
 {
     struct cfg_gfd_flags *g = &c->cfg->flags.gfd;
     struct error e = {0};
-    const char *s = scalar_text(v);
+    const char *s = scalar_text(c, v);
     int64_t ms;
 
     switch (key) {
@@ -546,10 +611,10 @@ static void gfd_field(struct cfg__ctx *c, int key, struct fy_node *v, const char
         break;
     case 2:
         if (!s) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v),
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, v),
                       "expected a duration such as "
                       "'60s', got %s",
-                      kind_name(v));
+                      kind_name(c, v));
         } else if (cfg_duration_parse_ms(s, &ms, &e) < 0) {
             cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s", e.msg);
         } else {
@@ -720,7 +785,7 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
     int64_t n;
 
     if (fy_node_get_type(v) == FYNT_SCALAR) {
-        const char *s = scalar_text(v);
+        const char *s = scalar_text(c, v);
         if (s && is_plain(v) && want_int(c, v, path, pos, NULL, &n) == 0) {
             if (n <= 0 || n > (int64_t)CFG_MAX_LIST_ITEMS)
                 cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
@@ -734,10 +799,10 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
         } else if (s && strcmp(s, "all") == 0) {
             r->devices_kind = CFG_DEVICES_ALL;
         } else {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v),
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, v),
                       "devices set as '%s' but the only "
                       "valid string is 'all'; use 'all', a count, or a list of devices",
-                      shown(v));
+                      shown(c, v));
         }
         return;
     }
@@ -765,16 +830,16 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
         struct cfg_device_ref *d = &r->devices[r->n_devices];
         struct cfg_pos ipos = node_pos(item, pos);
         char ipath[PATH_MAX_LEN];
-        const char *s = scalar_text(item);
+        const char *s = scalar_text(c, item);
         struct error e = {0};
         int ret;
 
         path_index(ipath, path, idx);
         if (!s) {
-            cfg__diag(c, CFG_SEV_ERROR, ipos, ipath, shown(item),
+            cfg__diag(c, CFG_SEV_ERROR, ipos, ipath, shown(c, item),
                       "expected a device (index "
                       "or UUID), got %s",
-                      kind_name(item));
+                      kind_name(c, item));
             continue;
         }
         if (is_plain(item) && s[0] == '-') {
@@ -811,7 +876,7 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
 {
     struct replicated_ud *ud = udp;
     struct cfg_replicated_resource *r = ud->r;
-    const char *s = scalar_text(v);
+    const char *s = scalar_text(c, v);
     int64_t n;
     int ret;
 
@@ -846,10 +911,10 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
                       "whole number >= 1 (1 means not shared)",
                       s);
         } else {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(v),
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, v),
                       "expected a whole number of "
                       "replicas >= 1, got %s%s",
-                      kind_name(v), s && looks_numeric(s) ? "; remove the quotes" : "");
+                      kind_name(c, v), s && looks_numeric(s) ? "; remove the quotes" : "");
         }
         break;
     }
@@ -1001,7 +1066,7 @@ static void imex_field(struct cfg__ctx *c, int key, struct fy_node *v, const cha
         if (want_int(c, item, ipath, ipos, "a channel ID (0)", &id) < 0)
             continue;
         if (id != 0 || count > 1) {
-            cfg__diag(c, CFG_SEV_ERROR, ipos, path, scalar_text(item),
+            cfg__diag(c, CFG_SEV_ERROR, ipos, path, scalar_text(c, item),
                       "channelIDs must be [] or [0]");
             break;
         }
@@ -1045,7 +1110,7 @@ void cfg__parse_document(struct cfg__ctx *c, struct fy_node *root)
 {
     struct cfg_pos start = {1, 1};
 
-    if (is_null(root)) {
+    if (is_null(c, root)) {
         cfg__diag(c, CFG_SEV_WARNING, start, NULL, NULL,
                   "the config is empty; using the "
                   "built-in defaults (write at least 'version: v1' to silence this)");

@@ -158,6 +158,37 @@ static void test_cfg_parse_buffer_sharing_fields(void **state)
     cfg_free(c);
 }
 
+/* Single-quoted scalars are decoded by us (libfyaml 0.7.12 leaks on '' escapes). */
+static void test_cfg_parse_buffer_single_quoted_strings(void **state)
+{
+    static const struct {
+        const char *yaml, *want;
+    } cases[] = {
+        {"flags: {mpsRoot: '/run/nvidia/mps'}", "/run/nvidia/mps"},
+        {"flags: {mpsRoot: 'it''s'}", "it's"},
+        {"flags: {mpsRoot: ''''''}", "''"},
+        {"flags: {mpsRoot: ''}", ""},
+        {"flags:\n  mpsRoot: 'a\n    b'\n", "a b"},
+        {"flags:\n  mpsRoot: 'a  \n\n    b'\n", "a\nb"},
+        {"flags:\n  mpsRoot: 'a\n\n\n    b '\n", "a\n\nb "},
+        {"flags:\n  mpsRoot: '"
+         "''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''''"
+         "'\n",
+         "''''''''''''''''''''''''''''''''''''''''"},
+    };
+    struct cfg_config *c;
+
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
+        c = assert_parse_ok(cases[i].yaml);
+        assert_string_equal(c->flags.mps_root, cases[i].want);
+        cfg_free(c);
+    }
+    /* keys and enums, too */
+    c = assert_parse_ok("'flags': {'migStrategy': 'mixed'}\n");
+    assert_int_equal(c->flags.mig_strategy, CFG_MIG_MIXED);
+    cfg_free(c);
+}
+
 static void test_cfg_parse_buffer_fail_requests_defaults(void **state)
 {
     static const struct {
@@ -546,6 +577,7 @@ const struct CMUnitTest field_tests[] = {
     cmocka_unit_test(test_cfg_new_default_values),
     cmocka_unit_test(test_cfg_parse_buffer_every_flag),
     cmocka_unit_test(test_cfg_parse_buffer_sharing_fields),
+    cmocka_unit_test(test_cfg_parse_buffer_single_quoted_strings),
     cmocka_unit_test(test_cfg_parse_buffer_fail_requests_defaults),
     cmocka_unit_test(test_cfg_parse_buffer_device_list_strategy_forms),
     cmocka_unit_test(test_cfg_parse_buffer_rules_table),
