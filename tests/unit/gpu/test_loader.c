@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gpu/gpu.h"
+#include "gpu/internal.h"
 #include "tests.h"
 
 #define LIB "libnvidia-ml.so.1"
@@ -325,6 +326,46 @@ static void test_gpu_nvml_open_old_driver_degrades(void **state)
     free(sysfs);
 }
 
+static void test_gpu__nvml_errno_maps_codes(void **state)
+{
+    static const struct {
+        nvmlReturn_t rc;
+        int want;
+    } cases[] = {
+        {NVML_ERROR_NOT_SUPPORTED, -EOPNOTSUPP},
+        {NVML_ERROR_NO_PERMISSION, -EPERM},
+        {NVML_ERROR_NOT_FOUND, -ENOENT},
+        {NVML_ERROR_DRIVER_NOT_LOADED, -ENODEV},
+        {NVML_ERROR_LIBRARY_NOT_FOUND, -ENODEV},
+        {NVML_ERROR_MEMORY, -ENOMEM},
+        {NVML_ERROR_INVALID_ARGUMENT, -EINVAL},
+        {NVML_ERROR_GPU_IS_LOST, -EIO},
+        {NVML_ERROR_UNKNOWN, -EIO},
+        {(nvmlReturn_t)12345, -EIO},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++)
+        if (gpu__nvml_errno(cases[i].rc) != cases[i].want)
+            fail_msg("rc %d: %d, want %d", cases[i].rc, gpu__nvml_errno(cases[i].rc),
+                     cases[i].want);
+    /* Without a library, the text still says something. */
+    assert_string_equal(gpu__nvml_strerror(NULL, NVML_ERROR_UNKNOWN), "Unknown Error");
+    assert_string_equal(gpu__nvml_strerror(NULL, NVML_ERROR_IN_USE), "unknown NVML error");
+}
+
+static void test_gpu__warn_is_bounded(void **state)
+{
+    char **w = strv_new();
+
+    (void)state;
+    for (int i = 0; i < 3 * GPU__MAX_WARNINGS; i++)
+        assert_int_equal(gpu__warn(&w, "warning %d", i), 0);
+    assert_int_equal(strv_length(w), GPU__MAX_WARNINGS);
+    assert_string_equal(w[0], "warning 0");
+    strv_free(w);
+}
+
 static void test_gpu_nvml_close_accepts_null(void **state)
 {
     (void)state;
@@ -344,6 +385,8 @@ int run_loader_tests(void)
         cmocka_unit_test(test_gpu_nvml_open_not_a_library),
         cmocka_unit_test(test_gpu_nvml_open_missing_required_symbol),
         cmocka_unit_test(test_gpu_nvml_open_old_driver_degrades),
+        cmocka_unit_test(test_gpu__nvml_errno_maps_codes),
+        cmocka_unit_test(test_gpu__warn_is_bounded),
         cmocka_unit_test(test_gpu_nvml_close_accepts_null),
     };
     return cmocka_run_group_tests_name("gpu_loader", tests, NULL, NULL);
