@@ -15,6 +15,7 @@
 #include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -430,6 +431,31 @@ static void daemon_on_health(struct daemon *d)
 
 /* ---- setup and loop ---------------------------------------------------------------------- */
 
+/* mkdir -p: the kubelet makes the directory, but the plugin may start first. */
+static int mkdir_parents(const char *path, struct error *err)
+{
+    char *p = str_dup(path);
+    int r = 0;
+
+    if (!p)
+        return error_set(err, -ENOMEM, "out of memory");
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0750) < 0 && errno != EEXIST) {
+                r = error_set(err, -errno, "creating %s: %s", p, strerror(errno));
+                break;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    return r;
+}
+
 static int daemon_setup_fds(struct daemon *d, sigset_t *mask, struct error *err)
 {
     uint32_t in_mask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM;
@@ -446,6 +472,11 @@ static int daemon_setup_fds(struct daemon *d, sigset_t *mask, struct error *err)
     d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     if (d->sfd < 0 || d->ifd < 0 || d->tfd < 0)
         return error_set(err, -errno, "creating signalfd/inotify/timerfd: %s", strerror(errno));
+    if (!path_is_dir(d->o->plugin_dir)) {
+        int r = mkdir_parents(d->o->plugin_dir, err);
+        if (r < 0)
+            return r;
+    }
     d->wd_plugin = inotify_add_watch(d->ifd, d->o->plugin_dir, in_mask);
     if (d->wd_plugin < 0)
         return error_set(err, -errno, "watching %s: %s (does the directory exist?)",

@@ -48,7 +48,7 @@ class Sim:
 
 def main():
     tmp = tempfile.mkdtemp(prefix="gs-daemon-sim-")
-    plugin_dir = os.path.join(tmp, "device-plugins")
+    plugin_dir = os.path.join(tmp, "device-plugins")  # the daemon creates it if needed
     events = os.path.join(tmp, "events")
     open(events, "w").close()
     cfg = os.path.join(tmp, "config.yaml")
@@ -112,6 +112,11 @@ def main():
         check("Sanitizer" not in text, "no sanitizer report")
         if FAILED:
             sys.stdout.write(text)
+    except Exception:
+        log.flush()
+        with open(os.path.join(tmp, "log")) as f:
+            sys.stdout.write(f.read())
+        raise
     finally:
         if daemon.poll() is None:
             daemon.kill()
