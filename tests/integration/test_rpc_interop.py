@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from concurrent import futures
 
@@ -132,7 +133,11 @@ class DevicePluginServedByC(unittest.TestCase):
                          bytes.fromhex("1001"))
         ch.close()
 
+    def peer_fds(self):
+        return len(os.listdir("/proc/%d/fd" % self.peer.pid))
+
     def test_many_watch_connects_and_cancels(self):
+        fds_before = self.peer_fds()
         for i in range(300):
             ch = grpc.insecure_channel("unix:" + self.sock)
             stream = ch.unary_stream(DP + "ListAndWatch")(b"")
@@ -141,6 +146,11 @@ class DevicePluginServedByC(unittest.TestCase):
             stream.cancel()
             ch.close()
         self.test_get_device_plugin_options()
+        # The server closes every connection the clients dropped (it may take a moment).
+        deadline = time.monotonic() + WAIT_S
+        while self.peer_fds() > fds_before + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertLessEqual(self.peer_fds(), fds_before + 2)
 
     def test_sigterm_ends_streams_and_removes_socket(self):
         stream = self.channel.unary_stream(DP + "ListAndWatch")(b"")
