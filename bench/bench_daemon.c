@@ -241,7 +241,8 @@ int main(void)
         rpc_client_stream_next(s, 5000, &msg, &mlen, NULL, NULL) != 1)
         goto out;
     {
-        V1beta1__ListAndWatchResponse *l = v1beta1__list_and_watch_response__unpack(NULL, mlen, msg);
+        V1beta1__ListAndWatchResponse *l =
+            v1beta1__list_and_watch_response__unpack(NULL, mlen, msg);
         if (!l || l->n_devices != 128)
             goto out;
         str_copy(first_id, l->devices[5]->id, sizeof(first_id));
@@ -274,8 +275,8 @@ int main(void)
         uint8_t *r = NULL;
         size_t rl;
         uint64_t a = time_now_ns();
-        if (rpc_client_unary(c, DP "GetDevicePluginOptions", NULL, 0, 5000, &r, &rl, NULL,
-                             NULL) < 0)
+        if (rpc_client_unary(c, DP "GetDevicePluginOptions", NULL, 0, 5000, &r, &rl, NULL, NULL) <
+            0)
             goto out;
         free(r);
         r = NULL;

@@ -28,7 +28,7 @@ struct slot {
     struct dp_plugin *p;
     bool registered;
     unsigned backoff_ms;
-    uint64_t retry_at_ms; /* 0 = not scheduled */
+    uint64_t retry_at_ms;  /* 0 = not scheduled */
     unsigned fast_retries; /* after kubelet.sock appeared: it may not listen yet */
 };
 
@@ -62,11 +62,10 @@ static char *env_mig_cap_path(void *userdata, unsigned minor, unsigned gi, unsig
 
     (void)userdata;
     if (compute_instance)
-        strbuf_printf(&path, "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%u/access",
-                      minor, gi, ci);
+        strbuf_printf(&path, "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%u/access", minor,
+                      gi, ci);
     else
-        strbuf_printf(&path, "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/access", minor,
-                      gi);
+        strbuf_printf(&path, "/proc/driver/nvidia/capabilities/gpu%u/mig/gi%u/access", minor, gi);
     if (file_read_all(strbuf_str(&path), 4096, &data, NULL, NULL) < 0)
         goto out;
     p = strstr(data, "DeviceFileMinor:");
@@ -96,10 +95,9 @@ static char *env_new_id(void *userdata)
         return NULL;
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* variant 1 */
-    if (strbuf_printf(&sb,
-                      "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                      b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-                      b[13], b[14], b[15]) < 0) {
+    if (strbuf_printf(&sb, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                      b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                      b[12], b[13], b[14], b[15]) < 0) {
         strbuf_release(&sb);
         return NULL;
     }
@@ -201,8 +199,8 @@ static void slot_register(struct daemon *d, struct slot *s, bool again)
 
     if (!d->kubelet_socket)
         return;
-    r = dp_register(d->kubelet_socket, dp_plugin_endpoint(s->p), name,
-                    DAEMON_REGISTER_TIMEOUT_MS, &err);
+    r = dp_register(d->kubelet_socket, dp_plugin_endpoint(s->p), name, DAEMON_REGISTER_TIMEOUT_MS,
+                    &err);
     if (r < 0) {
         unsigned wait_ms;
 
@@ -347,8 +345,8 @@ static void daemon_check_sockets(struct daemon *d)
         if (!s->p || path_exists(dp_plugin_socket_path(s->p)))
             continue;
         name = str_dup(dp_plugin_resource_name(s->p));
-        log_info("socket %s was removed, serving resource=%s again",
-                 dp_plugin_socket_path(s->p), name);
+        log_info("socket %s was removed, serving resource=%s again", dp_plugin_socket_path(s->p),
+                 name);
         dp_plugin_free(s->p);
         s->p = NULL;
         if (!name || slot_start(d, s, name, &err) < 0) {
@@ -402,8 +400,7 @@ static void daemon_on_health(struct daemon *d)
     while (daemon__health_read(d->health, &msg) > 0) {
         if (msg.all_devices) {
             changed = dp_snapshot_set_all_health(d->snap, false);
-            log_error("health: %s, marking every device unhealthy (devices=%d)", msg.text,
-                      changed);
+            log_error("health: %s, marking every device unhealthy (devices=%d)", msg.text, changed);
         } else {
             if (!daemon_xid_is_critical(&d->xid, msg.xid)) {
                 log_info("health: ignoring xid=%llu gpu=%s (not critical by policy)", msg.xid,
@@ -419,8 +416,8 @@ static void daemon_on_health(struct daemon *d)
                 log_warn("health: xid=%llu gpu=%s gi=%u ci=%u: devices=%d marked Unhealthy",
                          msg.xid, msg.uuid, msg.gi_id, msg.ci_id, changed);
             else
-                log_warn("health: xid=%llu gpu=%s: devices=%d marked Unhealthy", msg.xid,
-                         msg.uuid, changed);
+                log_warn("health: xid=%llu gpu=%s: devices=%d marked Unhealthy", msg.xid, msg.uuid,
+                         changed);
         }
         if (changed > 0)
             for (size_t i = 0; i < d->n_slots; i++)
@@ -508,8 +505,8 @@ static int daemon_resolve_kubelet(struct daemon *d, struct error *err)
         return error_set(err, -ENOMEM, "out of memory");
     slash = strrchr(d->kubelet_socket, '/');
     d->kubelet_name = slash ? slash + 1 : d->kubelet_socket;
-    d->kubelet_dir = slash ? strndup(d->kubelet_socket, (size_t)(slash - d->kubelet_socket))
-                           : str_dup(".");
+    d->kubelet_dir =
+        slash ? strndup(d->kubelet_socket, (size_t)(slash - d->kubelet_socket)) : str_dup(".");
     if (!d->kubelet_dir)
         return error_set(err, -ENOMEM, "out of memory");
     if (d->kubelet_dir[0] == '\0') {
@@ -544,8 +541,8 @@ int daemon_run(const struct daemon_options *o, struct error *err)
 
     d.env.mig_cap_path = env_mig_cap_path;
     d.env.new_id = env_new_id;
-    r = daemon_xid_policy_init(&d.xid, o->disable_healthchecks, o->enable_healthchecks,
-                               &warnings, err);
+    r = daemon_xid_policy_init(&d.xid, o->disable_healthchecks, o->enable_healthchecks, &warnings,
+                               err);
     if (r < 0)
         goto out;
     for (size_t i = 0; warnings[i]; i++)

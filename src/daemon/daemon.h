@@ -59,8 +59,8 @@ struct daemon_xid_policy {
 
 /* Pure. Builds the policy from the two env values (NULL = unset). Malformed entries are
  * skipped and described in *ret_warnings (an owned strv, possibly empty). */
-int daemon_xid_policy_init(struct daemon_xid_policy *p, const char *disable,
-                           const char *enable, char ***ret_warnings, struct error *err);
+int daemon_xid_policy_init(struct daemon_xid_policy *p, const char *disable, const char *enable,
+                           char ***ret_warnings, struct error *err);
 /* Does this XID make the device unhealthy? False whenever the policy is disabled. */
 bool daemon_xid_is_critical(const struct daemon_xid_policy *p, unsigned long long xid);
 

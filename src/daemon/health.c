@@ -76,8 +76,8 @@ out:
     return r < 0 ? r : 0;
 }
 
-int daemon_xid_policy_init(struct daemon_xid_policy *p, const char *disable,
-                           const char *enable, char ***ret_warnings, struct error *err)
+int daemon_xid_policy_init(struct daemon_xid_policy *p, const char *disable, const char *enable,
+                           char ***ret_warnings, struct error *err)
 {
     struct daemon_xid_policy np = {0};
     char **warnings = strv_new();

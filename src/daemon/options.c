@@ -55,13 +55,13 @@ static const struct {
     const char *name;
     enum own_flag id;
 } own_flags[] = {
-    {"config-name", OWN_CONFIG_NAME}, {"device-plugin-dir", OWN_PLUGIN_DIR},
+    {"config-name", OWN_CONFIG_NAME},   {"device-plugin-dir", OWN_PLUGIN_DIR},
     {"nvml-library", OWN_NVML_LIBRARY}, {"log-format", OWN_LOG_FORMAT},
     {"log-level", OWN_LOG_LEVEL},       {"v", OWN_V},
 };
 
-static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
-                   const char *v, struct error *err)
+static int set_own(struct daemon_options *o, enum own_flag id, const char *flag, const char *v,
+                   struct error *err)
 {
     switch (id) {
     case OWN_CONFIG_NAME:
@@ -82,8 +82,8 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_LOG_LEVEL:
     case OWN_V:
         if (log_level_parse(v, &o->log_level) < 0)
-            return error_set(err, -EINVAL,
-                             "%s must be error, warn, info, debug or 0..10, not '%s'", flag, v);
+            return error_set(err, -EINVAL, "%s must be error, warn, info, debug or 0..10, not '%s'",
+                             flag, v);
         break;
     }
     return 0;
@@ -98,8 +98,7 @@ static int own_flag_find(const char *name)
 }
 
 /* One "--name[=value]" at argv[*i]; consumes the next argument as the value when needed. */
-static int parse_long(struct daemon_options *o, int argc, char **argv, int *i,
-                      struct error *err)
+static int parse_long(struct daemon_options *o, int argc, char **argv, int *i, struct error *err)
 {
     const char *arg = argv[*i] + 2;
     const char *eq = strchr(arg, '=');

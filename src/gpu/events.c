@@ -22,8 +22,8 @@ void gpu_events_close(struct gpu_events *ev)
     free(ev);
 }
 
-int gpu_events_open(struct gpu_nvml *nvml, const struct inv_inventory *inv,
-                    struct gpu_events **ret, char ***ret_warnings, struct error *err)
+int gpu_events_open(struct gpu_nvml *nvml, const struct inv_inventory *inv, struct gpu_events **ret,
+                    char ***ret_warnings, struct error *err)
 {
     struct gpu_events *ev = NULL;
     char **warnings = strv_new();
@@ -33,8 +33,7 @@ int gpu_events_open(struct gpu_nvml *nvml, const struct inv_inventory *inv,
     if (!warnings)
         return error_set(err, -ENOMEM, "out of memory");
     if (!nvml->nvmlEventSetCreate || !nvml->nvmlDeviceRegisterEvents ||
-        !nvml->nvmlEventSetWait_v2 || !nvml->nvmlEventSetFree ||
-        !nvml->nvmlDeviceGetHandleByUUID) {
+        !nvml->nvmlEventSetWait_v2 || !nvml->nvmlEventSetFree || !nvml->nvmlDeviceGetHandleByUUID) {
         r = error_set(err, -EOPNOTSUPP, "NVML library '%s' has no event API",
                       gpu_nvml_library_path(nvml));
         goto out;
@@ -65,16 +64,18 @@ int gpu_events_open(struct gpu_nvml *nvml, const struct inv_inventory *inv,
             nvml->nvmlDeviceGetSupportedEventTypes(dev, &supported) == NVML_SUCCESS)
             types &= supported;
         if (!types) {
-            r = gpu__warn(&warnings, "GPU %u (%s) does not report XID events, no health "
-                          "checks for it", g->index, g->uuid);
+            r = gpu__warn(&warnings,
+                          "GPU %u (%s) does not report XID events, no health "
+                          "checks for it",
+                          g->index, g->uuid);
             if (r < 0)
                 goto out;
             continue;
         }
         rc = nvml->nvmlDeviceRegisterEvents(dev, types, ev->set);
         if (rc == NVML_ERROR_NOT_SUPPORTED) {
-            r = gpu__warn(&warnings, "GPU %u (%s) is too old to support health checking",
-                          g->index, g->uuid);
+            r = gpu__warn(&warnings, "GPU %u (%s) is too old to support health checking", g->index,
+                          g->uuid);
             if (r < 0)
                 goto out;
         } else if (rc != NVML_SUCCESS) {
@@ -92,8 +93,7 @@ out:
     return r < 0 ? r : 0;
 }
 
-int gpu_events_wait(struct gpu_events *ev, int timeout_ms, struct gpu_event *ret,
-                    struct error *err)
+int gpu_events_wait(struct gpu_events *ev, int timeout_ms, struct gpu_event *ret, struct error *err)
 {
     struct gpu_nvml *nvml = ev->nvml;
     nvmlEventData_t data;

@@ -77,8 +77,8 @@ void dp_snapshot_unlock(struct dp_snapshot *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-int dp_snapshot_set_health(struct dp_snapshot *s, const char *uuid, unsigned gi_id,
-                           unsigned ci_id, bool healthy)
+int dp_snapshot_set_health(struct dp_snapshot *s, const char *uuid, unsigned gi_id, unsigned ci_id,
+                           bool healthy)
 {
     int r;
 
@@ -270,8 +270,8 @@ static int h_prestart(void *ctx, const uint8_t *req, size_t req_len, struct strb
     return pack_to(&out.base, resp);
 }
 
-static int h_watch_open(void *ctx, const uint8_t *req, size_t req_len,
-                        struct rpc_stream *stream, struct rpc_status *st)
+static int h_watch_open(void *ctx, const uint8_t *req, size_t req_len, struct rpc_stream *stream,
+                        struct rpc_status *st)
 {
     struct dp_plugin *p = ctx;
     uint8_t *msg = NULL;
@@ -360,11 +360,10 @@ static int h_preferred(void *ctx, const uint8_t *req, size_t req_len, struct str
                            (int)c->allocation_size);
             break;
         }
-        r = model_preferred_allocation(s->model, res, (const char *const *)c->available_deviceids,
-                                       c->n_available_deviceids,
-                                       (const char *const *)c->must_include_deviceids,
-                                       c->n_must_include_deviceids, (size_t)c->allocation_size,
-                                       s->inv, &picked[i], &err);
+        r = model_preferred_allocation(
+            s->model, res, (const char *const *)c->available_deviceids, c->n_available_deviceids,
+            (const char *const *)c->must_include_deviceids, c->n_must_include_deviceids,
+            (size_t)c->allocation_size, s->inv, &picked[i], &err);
         if (r < 0) {
             rpc_status_set(st, RPC_UNKNOWN, "%s", err.msg);
             r = 0;
@@ -420,9 +419,9 @@ static void alloc_msg_release(struct alloc_msg *m)
     free(m->cdip);
 }
 
-#define ALLOC_ARRAYS(obj, ptrs, n) \
-    ((obj) = calloc((n) ? (n) : 1, sizeof(*(obj))), (ptrs) = calloc((n) ? (n) : 1, sizeof(*(ptrs))), \
-     (obj) && (ptrs))
+#define ALLOC_ARRAYS(obj, ptrs, n)                                                                 \
+    ((obj) = calloc((n) ? (n) : 1, sizeof(*(obj))),                                                \
+     (ptrs) = calloc((n) ? (n) : 1, sizeof(*(ptrs))), (obj) && (ptrs))
 
 static int alloc_msg_fill(struct alloc_msg *m, const struct model_alloc_response *a)
 {
@@ -610,15 +609,14 @@ int dp_plugin_new(const char *dir, const char *resource_name, struct dp_snapshot
     r = rpc_server_new(p->socket_path, &p->srv, err);
     if (r < 0)
         goto out;
-    if ((r = rpc_server_add_unary(p->srv, DP_METHOD("GetDevicePluginOptions"), h_options, p,
-                                  err)) < 0 ||
-        (r = rpc_server_add_stream(p->srv, DP_METHOD("ListAndWatch"), h_watch_open,
-                                   h_watch_closed, p, err)) < 0 ||
+    if ((r = rpc_server_add_unary(p->srv, DP_METHOD("GetDevicePluginOptions"), h_options, p, err)) <
+            0 ||
+        (r = rpc_server_add_stream(p->srv, DP_METHOD("ListAndWatch"), h_watch_open, h_watch_closed,
+                                   p, err)) < 0 ||
         (r = rpc_server_add_unary(p->srv, DP_METHOD("GetPreferredAllocation"), h_preferred, p,
                                   err)) < 0 ||
         (r = rpc_server_add_unary(p->srv, DP_METHOD("Allocate"), h_allocate, p, err)) < 0 ||
-        (r = rpc_server_add_unary(p->srv, DP_METHOD("PreStartContainer"), h_prestart, p,
-                                  err)) < 0)
+        (r = rpc_server_add_unary(p->srv, DP_METHOD("PreStartContainer"), h_prestart, p, err)) < 0)
         goto out;
     p->snap = dp_snapshot_ref(snap);
     *ret = p;

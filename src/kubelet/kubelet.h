@@ -34,8 +34,8 @@ struct dp_snapshot *dp_snapshot_ref(struct dp_snapshot *s);
 void dp_snapshot_unref(struct dp_snapshot *s);
 /* model_set_health under the snapshot's lock (thread-safe against the handlers). Returns
  * the number of devices changed or a negative errno (-ENOENT: no such device). */
-int dp_snapshot_set_health(struct dp_snapshot *s, const char *uuid, unsigned gi_id,
-                           unsigned ci_id, bool healthy);
+int dp_snapshot_set_health(struct dp_snapshot *s, const char *uuid, unsigned gi_id, unsigned ci_id,
+                           bool healthy);
 /* Marks every device of the model (un)healthy; returns the number changed. */
 int dp_snapshot_set_all_health(struct dp_snapshot *s, bool healthy);
 /* The model, borrowed while a reference is held; read it only under dp_snapshot_lock. */

@@ -481,6 +481,25 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(d.proc.wait(20), 0)
         self.assertFalse(os.path.exists(d.sock("nvidia-gpu.sock")))
 
+    def test_sighup_bad_config_keeps_last_good(self):
+        d = self.start("l20-node.yaml", config=TS16)
+        self.registered(d, 1)
+        with open(os.path.join(d.tmp, "config.yaml"), "w") as f:
+            f.write("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 0}]}}\n")
+        d.proc.send_signal(signal.SIGHUP)
+        self.waitLog(d, "keeping last good config")
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        self.assertEqual(len(w.next().devices), 16)
+        w.close()
+        with open(os.path.join(d.tmp, "config.yaml"), "w") as f:
+            f.write(TS16.replace("16", "4"))
+        d.proc.send_signal(signal.SIGHUP)
+        d.kubelet.wait_regs(2)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        self.assertEqual(len(w.next().devices), 4)
+        w.close()
+        self.assertStoppedClean(d)
+
     def test_no_kubelet_socket_serves_without_registering(self):
         d = self.start("l20-node.yaml", args=["--kubelet-socket="], kubelet=False)
         wait_until(lambda: os.path.exists(d.sock("nvidia-gpu.sock")), what="socket")

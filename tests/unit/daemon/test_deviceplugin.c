@@ -124,8 +124,7 @@ static void test_dp_list_and_watch_connect_and_health_push(void **state)
     }
     v1beta1__list_and_watch_response__free_unpacked(l, NULL);
 
-    assert_int_equal(dp_snapshot_set_health(f->snap, gpu_uuid, INV_ID_NONE, INV_ID_NONE, false),
-                     4);
+    assert_int_equal(dp_snapshot_set_health(f->snap, gpu_uuid, INV_ID_NONE, INV_ID_NONE, false), 4);
     assert_int_equal(dp_plugin_push(f->p), 1);
     l = next_list(s);
     assert_int_equal(l->n_devices, 4);
@@ -160,8 +159,8 @@ static void test_dp_list_and_watch_many_connects(void **state)
     test_dp_options(state); /* still serving */
 }
 
-static int allocate(struct fx *f, const char *const *ids, size_t n,
-                    V1beta1__AllocateResponse **ret, struct rpc_status *st)
+static int allocate(struct fx *f, const char *const *ids, size_t n, V1beta1__AllocateResponse **ret,
+                    struct rpc_status *st)
 {
     V1beta1__AllocateRequest rq = V1BETA1__ALLOCATE_REQUEST__INIT;
     V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
@@ -211,9 +210,9 @@ static void test_dp_allocate_replica_and_errors(void **state)
         static const uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
         uint8_t *resp = NULL;
         size_t len;
-        assert_int_equal(rpc_client_unary(f->c, M("Allocate"), junk, sizeof(junk), 5000, &resp,
-                                          &len, &st, NULL),
-                         -EREMOTEIO);
+        assert_int_equal(
+            rpc_client_unary(f->c, M("Allocate"), junk, sizeof(junk), 5000, &resp, &len, &st, NULL),
+            -EREMOTEIO);
         assert_int_equal(st.code, RPC_INVALID_ARGUMENT);
         free(resp);
     }
@@ -256,8 +255,7 @@ static void test_dp_preferred_allocation(void **state)
     resp = NULL;
 
     c.allocation_size = 5; /* more than available */
-    assert_int_equal(call(f, M("GetPreferredAllocation"), &rq.base, &resp, &len, &st),
-                     -EREMOTEIO);
+    assert_int_equal(call(f, M("GetPreferredAllocation"), &rq.base, &resp, &len, &st), -EREMOTEIO);
     free(resp);
 }
 
@@ -302,18 +300,16 @@ static void test_dp_register(void **state)
 
     assert_int_equal(strbuf_printf(&path, "%s/kubelet.sock", f->dir), 0);
     /* nobody serving yet */
-    assert_int_equal(dp_register(strbuf_str(&path), dp_plugin_endpoint(f->p), "nvidia.com/gpu",
-                                 2000, &err),
-                     -ECONNREFUSED);
+    assert_int_equal(
+        dp_register(strbuf_str(&path), dp_plugin_endpoint(f->p), "nvidia.com/gpu", 2000, &err),
+        -ECONNREFUSED);
     assert_non_null(strstr(err.msg, "registering nvidia.com/gpu"));
     assert_int_equal(rpc_server_new(strbuf_str(&path), &srv, NULL), 0);
-    assert_int_equal(rpc_server_add_unary(srv, "/v1beta1.Registration/Register", h_register, &k,
-                                          NULL),
-                     0);
+    assert_int_equal(
+        rpc_server_add_unary(srv, "/v1beta1.Registration/Register", h_register, &k, NULL), 0);
     assert_int_equal(rpc_server_start(srv, NULL), 0);
-    assert_int_equal(dp_register(strbuf_str(&path), dp_plugin_endpoint(f->p), "nvidia.com/gpu",
-                                 2000, NULL),
-                     0);
+    assert_int_equal(
+        dp_register(strbuf_str(&path), dp_plugin_endpoint(f->p), "nvidia.com/gpu", 2000, NULL), 0);
     assert_int_equal(k.calls, 1);
     assert_string_equal(k.endpoint, "nvidia-gpu.sock");
     assert_string_equal(k.resource, "nvidia.com/gpu");
@@ -326,8 +322,8 @@ static void test_dp_register(void **state)
 static void test_dp_backoff_next_ms(void **state)
 {
     static const unsigned cases[][2] = {
-        {0, 1000}, {1, 1000}, {1000, 2000}, {2000, 4000}, {8000, 16000},
-        {16000, 30000}, {30000, 30000}, {4000000000u, 30000},
+        {0, 1000},     {1, 1000},      {1000, 2000},   {2000, 4000},
+        {8000, 16000}, {16000, 30000}, {30000, 30000}, {4000000000u, 30000},
     };
 
     (void)state;

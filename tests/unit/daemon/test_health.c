@@ -60,8 +60,8 @@ static void test_daemon_xid_is_critical_table(void **state)
         assert_int_equal(daemon_xid_policy_init(&p, c->disable, c->enable, &warnings, NULL), 0);
         if (daemon_xid_is_critical(&p, c->xid) != c->critical)
             fail_msg("case %zu: disable=%s enable=%s xid=%llu: expected %s", i,
-                     c->disable ? c->disable : "(unset)", c->enable ? c->enable : "(unset)",
-                     c->xid, c->critical ? "critical" : "ignored");
+                     c->disable ? c->disable : "(unset)", c->enable ? c->enable : "(unset)", c->xid,
+                     c->critical ? "critical" : "ignored");
         if (strv_length(warnings) != c->n_warnings)
             fail_msg("case %zu: %zu warnings, expected %zu", i, strv_length(warnings),
                      c->n_warnings);

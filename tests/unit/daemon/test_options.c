@@ -53,10 +53,20 @@ static void test_daemon_options_parse_defaults(void **state)
 
 static void test_daemon_options_parse_own_flags(void **state)
 {
-    static const char *const args[] = {
-        "--config-file", "/etc/c.yaml", "--config-name=l20", "--device-plugin-dir", "/tmp/dp",
-        "--kubelet-socket", "", "--nvml-library", "/x/libnvidia-ml.so.1",
-        "--keep-serving-valid", "--log-format", "json", "-v", NULL};
+    static const char *const args[] = {"--config-file",
+                                       "/etc/c.yaml",
+                                       "--config-name=l20",
+                                       "--device-plugin-dir",
+                                       "/tmp/dp",
+                                       "--kubelet-socket",
+                                       "",
+                                       "--nvml-library",
+                                       "/x/libnvidia-ml.so.1",
+                                       "--keep-serving-valid",
+                                       "--log-format",
+                                       "json",
+                                       "-v",
+                                       NULL};
     struct daemon_options o;
 
     (void)state;
@@ -74,12 +84,24 @@ static void test_daemon_options_parse_own_flags(void **state)
 
 static void test_daemon_options_parse_nvidia_flags(void **state)
 {
-    static const char *const env[] = {"MIG_STRATEGY", "single", "CONFIG_FILE", "/env.yaml",
-                                      "KUBELET_SOCKET", "/k/kubelet.sock", "CONFIG_NAME", "t4",
-                                      "DP_DISABLE_HEALTHCHECKS", "48", NULL};
-    static const char *const args[] = {"--mig-strategy=mixed", "--fail-on-init-error=false",
-                                       "--pass-device-specs", "--device-list-strategy",
-                                       "envvar,cdi-annotations", "--driver-root", "/run/nvidia",
+    static const char *const env[] = {"MIG_STRATEGY",
+                                      "single",
+                                      "CONFIG_FILE",
+                                      "/env.yaml",
+                                      "KUBELET_SOCKET",
+                                      "/k/kubelet.sock",
+                                      "CONFIG_NAME",
+                                      "t4",
+                                      "DP_DISABLE_HEALTHCHECKS",
+                                      "48",
+                                      NULL};
+    static const char *const args[] = {"--mig-strategy=mixed",
+                                       "--fail-on-init-error=false",
+                                       "--pass-device-specs",
+                                       "--device-list-strategy",
+                                       "envvar,cdi-annotations",
+                                       "--driver-root",
+                                       "/run/nvidia",
                                        NULL};
     struct daemon_options o;
 
