@@ -457,7 +457,7 @@ static void remove_sockets(const char *dir)
 
     if (!d)
         return;
-    while ((de = readdir(d))) {
+    for (de = readdir(d); de; de = readdir(d)) {
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
             (void)unlinkat(dirfd(d), de->d_name, 0);

@@ -75,7 +75,8 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->sim.rpc_timeout_ms = 10000;
     o->timeout_ms = 10000;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    for (c = getopt_long(argc, argv, "o:h", longopts, NULL); c != -1;
+         c = getopt_long(argc, argv, "o:h", longopts, NULL)) {
         switch (c) {
         case O_DIR:
             o->sim.dir = optarg;

@@ -305,14 +305,14 @@ out:
 
 /* ---- answers ---- */
 
+/* One JSON line; o is consumed. Every command must answer, so a failed encoding (only out
+ * of memory or a NULL from json_pack) still gives a line. */
 static void emit_json(json_t *o, struct strbuf *out)
 {
-    char *s = json_dumps(o, JSON_COMPACT);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
-    if (s) {
-        strbuf_puts(out, s);
-        strbuf_putc(out, '\n');
-    }
+    strbuf_puts(out, s ? s : "{\"ok\":false,\"error\":\"cannot encode the answer\"}");
+    strbuf_putc(out, '\n');
     free(s);
     json_decref(o);
 }

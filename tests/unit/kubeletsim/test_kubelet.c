@@ -48,6 +48,7 @@ struct fake {
 
     pthread_t watcher; /* re-registers when kubelet.sock is created */
     bool watching;
+    int inotify_fd;    /* watching dir, set up before the watcher starts */
     int stop_pipe[2];
 };
 
@@ -226,11 +227,19 @@ static int do_register(struct fake *f, const char *version, const char *resource
     return r;
 }
 
+/* inotify reports kubelet.sock at bind(), a moment before listen(): like the daemon, retry
+ * a refused connection (for up to 5 s) instead of failing. */
 static void fake_register(struct fake *f)
 {
+    uint64_t deadline = time_now_ms() + 5000;
     struct error err = {0};
+    int r;
 
-    if (do_register(f, "v1beta1", RES, "fake.sock", NULL, &err) < 0)
+    for (r = do_register(f, "v1beta1", RES, "fake.sock", NULL, &err);
+         r == -ECONNREFUSED && time_now_ms() < deadline;
+         r = do_register(f, "v1beta1", RES, "fake.sock", NULL, &err))
+        poll(NULL, 0, 5);
+    if (r < 0)
         fail_msg("Register: %s", err.msg);
 }
 
@@ -238,11 +247,9 @@ static void fake_register(struct fake *f)
 static void *watcher_main(void *arg)
 {
     struct fake *f = arg;
-    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    int fd = f->inotify_fd;
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
-    assert_true(fd >= 0);
-    assert_true(inotify_add_watch(fd, f->dir, IN_CREATE) >= 0);
     for (;;) {
         struct pollfd p[2] = {{fd, POLLIN, 0}, {f->stop_pipe[0], POLLIN, 0}};
         ssize_t n;
@@ -262,7 +269,6 @@ static void *watcher_main(void *arg)
             fake_register(f);
         }
     }
-    close(fd);
     return NULL;
 }
 
@@ -300,6 +306,7 @@ static int teardown(void **state)
     if (f->watching) {
         assert_int_equal(write(f->stop_pipe[1], "x", 1), 1);
         pthread_join(f->watcher, NULL);
+        close(f->inotify_fd);
     }
     close(f->stop_pipe[0]);
     close(f->stop_pipe[1]);
@@ -554,6 +561,9 @@ static void test_restart_reregisters(void **state)
 
     start_plugin(f);
     run_ok(f, "admit p1 " RES "=1");
+    f->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    assert_true(f->inotify_fd >= 0);
+    assert_true(inotify_add_watch(f->inotify_fd, f->dir, IN_CREATE) >= 0);
     assert_int_equal(pthread_create(&f->watcher, NULL, watcher_main, f), 0);
     f->watching = true;
     j = run(f, "restart " WAIT_MS);
@@ -605,6 +615,26 @@ static void test_pod_resources_list(void **state)
     assert_string_equal(m->pod_resources[0]->containers[0]->devices[0]->resource_name, RES);
     assert_int_equal(m->pod_resources[0]->containers[0]->devices[0]->n_device_ids, 2);
     v1__list_pod_resources_response__free_unpacked(m, NULL);
+    free(resp);
+    resp = NULL;
+
+    /* GetAllocatableResources: the healthy devices, held or not */
+    f->healthy[0] = false;
+    fake_send_list(f);
+    run_ok(f, "wait " RES " =3 " WAIT_MS);
+    if (rpc_client_call(f->podres_sock, "/v1.PodResourcesLister/GetAllocatableResources", NULL,
+                        0, 5000, &resp, &len, NULL, &err) < 0)
+        fail_msg("GetAllocatableResources: %s", err.msg);
+    {
+        V1__AllocatableResourcesResponse *a =
+            v1__allocatable_resources_response__unpack(NULL, len, resp);
+        assert_non_null(a);
+        assert_int_equal(a->n_devices, 1);
+        assert_string_equal(a->devices[0]->resource_name, RES);
+        assert_int_equal(a->devices[0]->n_device_ids, 3);
+        assert_string_equal(a->devices[0]->device_ids[0], "dev-1");
+        v1__allocatable_resources_response__free_unpacked(a, NULL);
+    }
     free(resp);
 }
 
