@@ -111,7 +111,8 @@ void sim_out_devices_text(const struct sim_state *s, const struct sim_resource *
             strbuf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(numa));
         else
             strbuf_puts(out, "none");
-        strbuf_printf(out, "%s%s\n", pod ? "  pod=" : "", pod ? json_string_value(pod) : "");
+        strbuf_printf(out, "%s%s\n", json_is_string(pod) ? "  pod=" : "",
+                      json_is_string(pod) ? json_string_value(pod) : "");
     }
     json_decref(a);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for tools/kubelet-sim state.c and cmd.c (pure): the control-language parser, kubelet's
+/* Tests for tools/kubelet-sim state.c, cmd.c and output.c (pure): the control-language parser,
+ * the text views, kubelet's
  * registration checks (kubelet's texts), device choice with a preferred answer,
  * capacity/allocatable/allocated bookkeeping and pod deletion freeing devices. */
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "output.h"
 #include "sim.h"
 
 /* ---- cmd.c ---- */
@@ -323,6 +325,30 @@ static void test_sim_resource_set_devices_replaces(void **state)
     sim_state_release(&s);
 }
 
+static void test_sim_out_text_views(void **state)
+{
+    struct sim_state s = {0};
+    struct sim_resource *r = add_resource(&s, "nvidia.com/gpu", 3, 1);
+    struct strbuf out = STRBUF_INIT;
+
+    running_pod(&s, "p1", "nvidia.com/gpu", "dev-1");
+    sim_out_capacity_text(&s, &out);
+    assert_string_equal(strbuf_str(&out),
+                        "RESOURCE        CAPACITY  ALLOCATABLE  ALLOCATED  PLUGIN\n"
+                        "nvidia.com/gpu         3            2          1  disconnected\n");
+    strbuf_reset(&out);
+    sim_out_devices_text(&s, r, &out);
+    assert_string_equal(strbuf_str(&out), "nvidia.com/gpu: 3 devices\n"
+                                          "  dev-0  Unhealthy  numa=none\n"
+                                          "  dev-1  Healthy  numa=none  pod=p1\n"
+                                          "  dev-2  Healthy  numa=none\n");
+    strbuf_reset(&out);
+    sim_out_pod_text(sim_state_find_pod(&s, "p1"), false, &out);
+    assert_string_equal(strbuf_str(&out), "pod/p1  Running  nvidia.com/gpu=dev-1\n");
+    strbuf_release(&out);
+    sim_state_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_sim_state_delete_pod_frees_devices),
         cmocka_unit_test(test_sim_state_pending_pod_holds_nothing),
         cmocka_unit_test(test_sim_resource_set_devices_replaces),
+        cmocka_unit_test(test_sim_out_text_views),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
