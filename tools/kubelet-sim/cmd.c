@@ -165,9 +165,9 @@ static int parse_args(const struct cmd_def *d, char **argv, size_t argc, struct 
         for (size_t i = 0; i < argc; i++) {
             for (size_t j = 0; j < c->n_requests; j++)
                 if (strncmp(c->requests[j].resource, argv[i], strlen(c->requests[j].resource)) ==
-                        0 && argv[i][strlen(c->requests[j].resource)] == '=')
-                    return error_set(err, -EINVAL, "resource in \"%s\" requested twice",
-                                     argv[i]);
+                        0 &&
+                    argv[i][strlen(c->requests[j].resource)] == '=')
+                    return error_set(err, -EINVAL, "resource in \"%s\" requested twice", argv[i]);
             r = parse_request(argv[i], &c->requests[c->n_requests], err);
             if (r < 0)
                 return r;

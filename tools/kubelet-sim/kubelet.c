@@ -184,15 +184,16 @@ static int endpoint_connect(struct sim *sim, const char *resource, const char *s
     r = rpc_client_new(socket_path, NULL, &ep->client, err);
     if (r < 0)
         goto out;
-    r = rpc_client_unary(ep->client, SIM_M_OPTIONS, NULL, 0, sim->rpc_timeout_ms, &resp, &len,
-                         NULL, err);
+    r = rpc_client_unary(ep->client, SIM_M_OPTIONS, NULL, 0, sim->rpc_timeout_ms, &resp, &len, NULL,
+                         err);
     if (r < 0) {
         error_prefix(err, "failed to dial device plugin");
         goto out;
     }
     *ret_opts = v1beta1__device_plugin_options__unpack(NULL, len, resp);
     if (!*ret_opts) {
-        r = error_set(err, -EBADMSG, "failed to dial device plugin: GetDevicePluginOptions "
+        r = error_set(err, -EBADMSG,
+                      "failed to dial device plugin: GetDevicePluginOptions "
                       "answer is not a DevicePluginOptions message");
         goto out;
     }
@@ -255,8 +256,8 @@ static int on_register(void *ctx, const uint8_t *req, size_t req_len, struct str
     }
     pthread_mutex_unlock(&sim->lock);
     if (r >= 0)
-        log_debug("registered resource=%s endpoint=%s preferred=%d", m->resource_name,
-                  m->endpoint, opts->get_preferred_allocation_available);
+        log_debug("registered resource=%s endpoint=%s preferred=%d", m->resource_name, m->endpoint,
+                  opts->get_preferred_allocation_available);
 out:
     if (r < 0)
         rpc_status_set(st, RPC_UNKNOWN, "%s", e.msg);
@@ -342,8 +343,8 @@ out:
     return r;
 }
 
-static int on_pod_allocatable(void *ctx, const uint8_t *req, size_t req_len,
-                              struct strbuf *resp, struct rpc_status *st)
+static int on_pod_allocatable(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
+                              struct rpc_status *st)
 {
     struct sim *sim = ctx;
     V1__AllocatableResourcesResponse out = V1__ALLOCATABLE_RESOURCES_RESPONSE__INIT;
@@ -506,7 +507,8 @@ int sim__restart(struct sim *sim, int timeout_ms, uint64_t *ret_ms, struct error
             break;
     }
     if (missing)
-        r = error_set(err, -ETIMEDOUT, "restart: %zu resource(s) did not register again within "
+        r = error_set(err, -ETIMEDOUT,
+                      "restart: %zu resource(s) did not register again within "
                       "%d ms (first: \"%s\"); is the plugin watching for kubelet.sock?",
                       missing, timeout_ms, first_missing);
     pthread_mutex_unlock(&sim->lock);
@@ -523,8 +525,8 @@ int sim_new(const struct sim_opts *opts, struct sim **ret, struct error *err)
     int r;
 
     if (mkdir(opts->dir, 0750) < 0 && errno != EEXIST)
-        return error_set(err, -errno, "cannot create device plugin directory '%s': %s",
-                         opts->dir, strerror(errno));
+        return error_set(err, -errno, "cannot create device plugin directory '%s': %s", opts->dir,
+                         strerror(errno));
     sim = calloc(1, sizeof(*sim));
     if (!sim)
         return error_set(err, -ENOMEM, "out of memory");

@@ -97,7 +97,8 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->sim.pod_resources_socket = optarg;
             break;
         case O_WAIT:
-            if (parse_uint(optarg, &o->wait_resources) < 0 || o->wait_resources > SIM_MAX_RESOURCES) {
+            if (parse_uint(optarg, &o->wait_resources) < 0 ||
+                o->wait_resources > SIM_MAX_RESOURCES) {
                 fprintf(stderr, "kubelet-sim: invalid --wait-resources \"%s\": want 0..%d\n",
                         optarg, SIM_MAX_RESOURCES);
                 return 2;
@@ -223,8 +224,8 @@ static int control_loop(struct sim *sim, bool json, int sfd)
 
 static int one_shot(struct sim *sim, const struct options *o)
 {
-    struct sim_cmd c = {.kind = SIM_CMD_WAIT_RESOURCES, .count = o->wait_resources,
-                        .timeout_ms = o->timeout_ms};
+    struct sim_cmd c = {
+        .kind = SIM_CMD_WAIT_RESOURCES, .count = o->wait_resources, .timeout_ms = o->timeout_ms};
     struct strbuf out = STRBUF_INIT;
     int r = 0;
 

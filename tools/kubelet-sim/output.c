@@ -45,9 +45,8 @@ json_t *sim_out_capacity_json(const struct sim_state *s)
                          "capacity", (json_int_t)sim_resource_capacity(r), "allocatable",
                          (json_int_t)sim_resource_allocatable(r), "allocated",
                          (json_int_t)sim_state_allocated(s, r), "connected", r->is_connected,
-                         "endpoint", r->endpoint, "registrations",
-                         (json_int_t)r->n_registrations, "preferred_allocation",
-                         r->preferred_available));
+                         "endpoint", r->endpoint, "registrations", (json_int_t)r->n_registrations,
+                         "preferred_allocation", r->preferred_available));
     }
     return a;
 }
@@ -59,8 +58,8 @@ void sim_out_capacity_text(const struct sim_state *s, struct strbuf *out)
     for (size_t i = 0; i < s->n_resources; i++)
         if (strlen(s->resources[i].name) > w)
             w = strlen(s->resources[i].name);
-    strbuf_printf(out, "%-*s  %8s  %11s  %9s  %s\n", (int)w, "RESOURCE", "CAPACITY",
-                  "ALLOCATABLE", "ALLOCATED", "PLUGIN");
+    strbuf_printf(out, "%-*s  %8s  %11s  %9s  %s\n", (int)w, "RESOURCE", "CAPACITY", "ALLOCATABLE",
+                  "ALLOCATED", "PLUGIN");
     if (s->n_resources == 0)
         strbuf_puts(out, "(no device plugin registered)\n");
     for (size_t i = 0; i < s->n_resources; i++) {
@@ -84,11 +83,11 @@ json_t *sim_out_devices_json(const struct sim_state *s, const struct sim_resourc
                     str_eq(s->pods[p]->allocs[j].resource, r->name) &&
                     strv_contains(s->pods[p]->allocs[j].device_ids, d->id))
                     holder = s->pods[p]->name;
-        json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:s?}", "id", d->id, "health",
-                                           d->is_healthy ? "Healthy" : "Unhealthy", "numa",
-                                           d->numa_node < 0 ? json_null()
-                                                            : json_integer(d->numa_node),
-                                           "pod", holder));
+        json_array_append_new(a,
+                              json_pack("{s:s, s:s, s:o, s:s?}", "id", d->id, "health",
+                                        d->is_healthy ? "Healthy" : "Unhealthy", "numa",
+                                        d->numa_node < 0 ? json_null() : json_integer(d->numa_node),
+                                        "pod", holder));
     }
     return a;
 }
@@ -120,13 +119,11 @@ void sim_out_devices_text(const struct sim_state *s, const struct sim_resource *
 json_t *sim_out_pod_json(const struct sim_pod *p, bool details)
 {
     json_t *o = json_pack("{s:s, s:s, s:s?, s:s?}", "name", p->name, "phase",
-                          sim_pod_phase_name(p->phase), "reason", p->reason, "message",
-                          p->message);
+                          sim_pod_phase_name(p->phase), "reason", p->reason, "message", p->message);
     json_t *reqs = json_object();
 
     for (size_t i = 0; i < p->n_requests; i++)
-        json_object_set_new(reqs, p->requests[i].resource,
-                            json_integer(p->requests[i].count));
+        json_object_set_new(reqs, p->requests[i].resource, json_integer(p->requests[i].count));
     json_object_set_new(o, "requests", reqs);
     if (p->phase == SIM_POD_RUNNING) {
         json_t *devs = json_object();
@@ -140,11 +137,10 @@ json_t *sim_out_pod_json(const struct sim_pod *p, bool details)
             const struct sim_alloc *a = &p->allocs[i];
             json_array_append_new(
                 allocs, json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "resource", a->resource,
-                                  "device_ids", strv_json(a->device_ids), "envs",
-                                  kv_json(a->envs), "annotations", kv_json(a->annotations),
-                                  "mounts", strv_json(a->mounts), "devices",
-                                  strv_json(a->devices), "cdi_devices",
-                                  strv_json(a->cdi_devices)));
+                                  "device_ids", strv_json(a->device_ids), "envs", kv_json(a->envs),
+                                  "annotations", kv_json(a->annotations), "mounts",
+                                  strv_json(a->mounts), "devices", strv_json(a->devices),
+                                  "cdi_devices", strv_json(a->cdi_devices)));
         }
         json_object_set_new(o, "allocate_responses", allocs);
     }

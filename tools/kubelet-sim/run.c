@@ -89,8 +89,9 @@ static int preferred(struct sim *sim, struct admit_item *it, char ***ret, struct
         r = -EBADMSG;
         goto out;
     }
-    for (size_t i = 0; resp->n_container_responses > 0 &&
-                       i < resp->container_responses[0]->n_deviceids && r >= 0; i++)
+    for (size_t i = 0;
+         resp->n_container_responses > 0 && i < resp->container_responses[0]->n_deviceids && r >= 0;
+         i++)
         r = strv_push(&v, resp->container_responses[0]->deviceids[i]);
     if (r < 0)
         goto out;
@@ -140,8 +141,8 @@ static int alloc_from_response(const V1beta1__ContainerAllocateResponse *c, stru
     }
     for (size_t i = 0; i < c->n_devices && r >= 0; i++) {
         strbuf_reset(&sb);
-        r = strbuf_printf(&sb, "%s:%s:%s", c->devices[i]->host_path,
-                          c->devices[i]->container_path, c->devices[i]->permissions);
+        r = strbuf_printf(&sb, "%s:%s:%s", c->devices[i]->host_path, c->devices[i]->container_path,
+                          c->devices[i]->permissions);
         if (r >= 0)
             r = strv_push(&a->devices, strbuf_str(&sb));
     }
@@ -185,8 +186,9 @@ static int allocate_one(struct sim *sim, struct admit_item *it, struct sim_alloc
         goto out;
     resp = v1beta1__allocate_response__unpack(NULL, len, data);
     if (!resp || resp->n_container_responses == 0) {
-        strbuf_printf(why, "%s", resp ? "no containers return in allocation response"
-                                      : "malformed AllocateResponse");
+        strbuf_printf(why, "%s",
+                      resp ? "no containers return in allocation response"
+                           : "malformed AllocateResponse");
         r = -EBADMSG;
         goto out;
     }
@@ -319,9 +321,9 @@ static void emit_json(json_t *o, struct strbuf *out)
 
 static const char *cmd_name(enum sim_cmd_kind k)
 {
-    static const char *const names[] = {"wait",   "wait-resources", "capacity", "devices",
-                                        "admit",  "delete",         "pods",     "pod",
-                                        "schedule", "restart",      "help",     "quit"};
+    static const char *const names[] = {"wait",     "wait-resources", "capacity", "devices",
+                                        "admit",    "delete",         "pods",     "pod",
+                                        "schedule", "restart",        "help",     "quit"};
     return (size_t)k < GS_ARRAY_SIZE(names) ? names[k] : "?";
 }
 
@@ -359,12 +361,15 @@ static int run_wait(struct sim *sim, const struct sim_cmd *c, bool json, struct 
     }
     pthread_mutex_unlock(&sim->lock);
     if (!ok && c->kind == SIM_CMD_WAIT)
-        return error_set(err, -ETIMEDOUT, "timed out after %d ms waiting for \"%s\" allocatable "
-                         "%s %u (now %zu)", timeout_ms, c->name, sim_cmp_str(c->cmp), c->count,
-                         have);
+        return error_set(err, -ETIMEDOUT,
+                         "timed out after %d ms waiting for \"%s\" allocatable "
+                         "%s %u (now %zu)",
+                         timeout_ms, c->name, sim_cmp_str(c->cmp), c->count, have);
     if (!ok)
-        return error_set(err, -ETIMEDOUT, "timed out after %d ms waiting for %u resources to "
-                         "register and list devices (now %zu)", timeout_ms, c->count, have);
+        return error_set(err, -ETIMEDOUT,
+                         "timed out after %d ms waiting for %u resources to "
+                         "register and list devices (now %zu)",
+                         timeout_ms, c->count, have);
     if (json)
         emit_json(json_pack("{s:b, s:s, s:s?, s:I, s:I}", "ok", true, "cmd", cmd_name(c->kind),
                             "resource", c->name, "value", (json_int_t)have, "waited_ms",
@@ -398,8 +403,8 @@ static void pods_answer(struct sim *sim, const char *cmd, const char *only, bool
                             json_array_get(a, 0), "took_ms", (json_int_t)took_ms),
                   out);
     else if (json)
-        emit_json(json_pack("{s:b, s:s, s:O, s:I}", "ok", true, "cmd", cmd, "pods", a,
-                            "took_ms", (json_int_t)took_ms),
+        emit_json(json_pack("{s:b, s:s, s:O, s:I}", "ok", true, "cmd", cmd, "pods", a, "took_ms",
+                            (json_int_t)took_ms),
                   out);
     else if (!only && a && json_array_size(a) == 0 && out->len == 0)
         strbuf_puts(out, "(no pods)\n");
@@ -458,12 +463,10 @@ static int run_capacity(struct sim *sim, const struct sim_cmd *c, bool json, str
     if (c->kind == SIM_CMD_DEVICES) {
         res = sim_state_find_resource(&sim->state, c->name);
         if (!res)
-            r = error_set(err, -ENOENT, "no resource \"%s\" registered; see \"capacity\"",
-                          c->name);
+            r = error_set(err, -ENOENT, "no resource \"%s\" registered; see \"capacity\"", c->name);
         else if (json)
-            emit_json(json_pack("{s:b, s:s, s:s, s:o}", "ok", true, "cmd", "devices",
-                                "resource", c->name, "devices",
-                                sim_out_devices_json(&sim->state, res)),
+            emit_json(json_pack("{s:b, s:s, s:s, s:o}", "ok", true, "cmd", "devices", "resource",
+                                c->name, "devices", sim_out_devices_json(&sim->state, res)),
                       out);
         else
             sim_out_devices_text(&sim->state, res, out);
@@ -514,8 +517,8 @@ static int run_simple(struct sim *sim, const struct sim_cmd *c, bool json, struc
     else if (c->kind == SIM_CMD_DELETE)
         strbuf_printf(out, "pod/%s deleted\n", c->name);
     else if (c->kind == SIM_CMD_RESTART)
-        strbuf_printf(out, "ok: kubelet restarted, every plugin registered again in %" PRIu64
-                      " ms\n", ms);
+        strbuf_printf(
+            out, "ok: kubelet restarted, every plugin registered again in %" PRIu64 " ms\n", ms);
     else if (c->kind == SIM_CMD_QUIT)
         strbuf_puts(out, "bye\n");
     return 0;

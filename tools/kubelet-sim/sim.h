@@ -14,10 +14,10 @@
 #include "base/base.h"
 
 #define SIM_MAX_RESOURCES 64
-#define SIM_MAX_DEVICES 4096   /* per resource; a bigger ListAndWatch list is cut */
+#define SIM_MAX_DEVICES 4096 /* per resource; a bigger ListAndWatch list is cut */
 #define SIM_MAX_PODS 4096
-#define SIM_MAX_REQUESTS 16    /* resource requests per pod */
-#define SIM_MAX_LINE 4096      /* control line length */
+#define SIM_MAX_REQUESTS 16 /* resource requests per pod */
+#define SIM_MAX_LINE 4096   /* control line length */
 #define SIM_MAX_ARGS 32
 
 enum sim_pod_phase { SIM_POD_RUNNING = 0, SIM_POD_PENDING, SIM_POD_FAILED };
@@ -31,13 +31,13 @@ struct sim_device {
 /* One advertised resource as kubelet's device manager sees it. */
 struct sim_resource {
     char *name;
-    char *endpoint;              /* socket file name from RegisterRequest */
-    bool preferred_available;    /* GetDevicePluginOptions */
+    char *endpoint;           /* socket file name from RegisterRequest */
+    bool preferred_available; /* GetDevicePluginOptions */
     bool pre_start_required;
-    bool is_connected;           /* ListAndWatch stream open */
-    unsigned n_registrations;    /* successful Register calls so far */
-    unsigned n_updates;          /* ListAndWatch messages received */
-    struct sim_device *devices;  /* the last list received, in its order */
+    bool is_connected;          /* ListAndWatch stream open */
+    unsigned n_registrations;   /* successful Register calls so far */
+    unsigned n_updates;         /* ListAndWatch messages received */
+    struct sim_device *devices; /* the last list received, in its order */
     size_t n_devices;
 };
 
@@ -87,9 +87,8 @@ int sim_state_add_resource(struct sim_state *s, const char *name, struct sim_res
                            struct error *err);
 /* Replaces the device list (a ListAndWatch message). ids/health arrays of n entries; numa may
  * be NULL. Lists longer than SIM_MAX_DEVICES fail with -E2BIG and keep the old list. */
-int sim_resource_set_devices(struct sim_resource *r, const char *const *ids,
-                             const bool *healthy, const int64_t *numa, size_t n,
-                             struct error *err);
+int sim_resource_set_devices(struct sim_resource *r, const char *const *ids, const bool *healthy,
+                             const int64_t *numa, size_t n, struct error *err);
 /* Marks every device unhealthy (stream lost), as kubelet's PluginDisconnected does. */
 void sim_resource_mark_all_unhealthy(struct sim_resource *r);
 
@@ -97,8 +96,7 @@ size_t sim_resource_capacity(const struct sim_resource *r);
 size_t sim_resource_allocatable(const struct sim_resource *r);
 /* Devices of r held by Running pods (only those still in r's list count). */
 size_t sim_state_allocated(const struct sim_state *s, const struct sim_resource *r);
-bool sim_state_device_is_allocated(const struct sim_state *s, const char *resource,
-                                   const char *id);
+bool sim_state_device_is_allocated(const struct sim_state *s, const char *resource, const char *id);
 /* The devices that can be given to a new pod: healthy and not held by a Running pod, in list
  * order. *ret is an owned strv (possibly empty). */
 int sim_state_available(const struct sim_state *s, const struct sim_resource *r, char ***ret);
@@ -107,8 +105,8 @@ int sim_state_available(const struct sim_state *s, const struct sim_resource *r,
  * (in preferred's order, no duplicates), then the rest of `available` in order, like
  * kubelet does with a GetPreferredAllocation answer. preferred may be NULL. -ENOSPC when
  * available is too small. *ret: owned strv. */
-int sim_choose_devices(char *const *available, char *const *preferred, unsigned count,
-                       char ***ret, struct error *err);
+int sim_choose_devices(char *const *available, char *const *preferred, unsigned count, char ***ret,
+                       struct error *err);
 
 /* Pod bookkeeping. sim_state_add_pod takes ownership of pod (NULL-ed on success); -EEXIST
  * when the name is taken, -ENOSPC past SIM_MAX_PODS. */
@@ -150,10 +148,10 @@ enum sim_cmp { SIM_CMP_GE = 0, SIM_CMP_LE, SIM_CMP_EQ };
 
 struct sim_cmd {
     enum sim_cmd_kind kind;
-    char *name;             /* resource (wait, devices) or pod (admit, delete, pod); owned */
+    char *name; /* resource (wait, devices) or pod (admit, delete, pod); owned */
     enum sim_cmp cmp;
     unsigned count;
-    int timeout_ms;         /* -1 when not given */
+    int timeout_ms; /* -1 when not given */
     struct sim_request requests[SIM_MAX_REQUESTS];
     size_t n_requests;
 };

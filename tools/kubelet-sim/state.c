@@ -57,9 +57,8 @@ int sim_state_add_resource(struct sim_state *s, const char *name, struct sim_res
     return 0;
 }
 
-int sim_resource_set_devices(struct sim_resource *r, const char *const *ids,
-                             const bool *healthy, const int64_t *numa, size_t n,
-                             struct error *err)
+int sim_resource_set_devices(struct sim_resource *r, const char *const *ids, const bool *healthy,
+                             const int64_t *numa, size_t n, struct error *err)
 {
     struct sim_device *devs = NULL;
     int r_ = 0;
@@ -117,8 +116,7 @@ size_t sim_resource_allocatable(const struct sim_resource *r)
     return n;
 }
 
-bool sim_state_device_is_allocated(const struct sim_state *s, const char *resource,
-                                   const char *id)
+bool sim_state_device_is_allocated(const struct sim_state *s, const char *resource, const char *id)
 {
     for (size_t i = 0; i < s->n_pods; i++) {
         const struct sim_pod *p = s->pods[i];
@@ -161,15 +159,17 @@ int sim_state_available(const struct sim_state *s, const struct sim_resource *r,
     return 0;
 }
 
-int sim_choose_devices(char *const *available, char *const *preferred, unsigned count,
-                       char ***ret, struct error *err)
+int sim_choose_devices(char *const *available, char *const *preferred, unsigned count, char ***ret,
+                       struct error *err)
 {
     char **v = NULL;
     int r = 0;
 
     if (strv_length(available) < count)
-        return error_set(err, -ENOSPC, "requested number of devices unavailable: requested %u, "
-                         "available %zu", count, strv_length(available));
+        return error_set(err, -ENOSPC,
+                         "requested number of devices unavailable: requested %u, "
+                         "available %zu",
+                         count, strv_length(available));
     v = strv_new();
     if (!v)
         return error_set(err, -ENOMEM, "out of memory");
@@ -299,8 +299,7 @@ struct sim_pod *sim_state_find_pod(struct sim_state *s, const char *name)
 int sim_state_add_pod(struct sim_state *s, struct sim_pod **pod, struct error *err)
 {
     if (sim_state_find_pod(s, (*pod)->name))
-        return error_set(err, -EEXIST, "pod \"%s\" already exists; delete it first",
-                         (*pod)->name);
+        return error_set(err, -EEXIST, "pod \"%s\" already exists; delete it first", (*pod)->name);
     if (s->n_pods >= SIM_MAX_PODS)
         return error_set(err, -ENOSPC, "too many pods (at most %d)", SIM_MAX_PODS);
     (*pod)->seq = s->next_seq++;
@@ -328,14 +327,18 @@ int sim_validate_registration(const char *version, const char *resource, const c
                               struct error *err)
 {
     if (!str_eq(version, "v1beta1"))
-        return error_set(err, -EINVAL, "requested API version \"%s\" is not supported by "
-                         "kubelet. Supported version is \"v1beta1\"", version ? version : "");
+        return error_set(err, -EINVAL,
+                         "requested API version \"%s\" is not supported by "
+                         "kubelet. Supported version is \"v1beta1\"",
+                         version ? version : "");
     if (!resource || !model_resource_name_valid(resource, NULL))
         return error_set(err, -EINVAL, "the ResourceName \"%s\" is invalid",
                          resource ? resource : "");
     if (!endpoint || !*endpoint || strchr(endpoint, '/') || str_eq(endpoint, "..") ||
         str_eq(endpoint, "."))
-        return error_set(err, -EINVAL, "invalid endpoint \"%s\": want a socket file name in "
-                         "the device plugin directory", endpoint ? endpoint : "");
+        return error_set(err, -EINVAL,
+                         "invalid endpoint \"%s\": want a socket file name in "
+                         "the device plugin directory",
+                         endpoint ? endpoint : "");
     return 0;
 }

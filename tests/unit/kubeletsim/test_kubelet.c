@@ -48,7 +48,7 @@ struct fake {
 
     pthread_t watcher; /* re-registers when kubelet.sock is created */
     bool watching;
-    int inotify_fd;    /* watching dir, set up before the watcher starts */
+    int inotify_fd; /* watching dir, set up before the watcher starts */
     int stop_pipe[2];
 };
 
@@ -123,8 +123,9 @@ static int h_preferred(void *ctx, const uint8_t *req, size_t len, struct strbuf 
     V1beta1__PreferredAllocationRequest *m =
         v1beta1__preferred_allocation_request__unpack(NULL, len, req);
     V1beta1__PreferredAllocationResponse out = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
-    V1beta1__ContainerPreferredAllocationResponse c =
-        V1BETA1__CONTAINER_PREFERRED_ALLOCATION_RESPONSE__INIT, *cp = &c;
+    V1beta1__ContainerPreferredAllocationResponse
+        c = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_RESPONSE__INIT,
+        *cp = &c;
     char *rev[N_DEVS];
     uint8_t buf[512];
     int r;
@@ -153,8 +154,9 @@ static int h_allocate(void *ctx, const uint8_t *req, size_t len, struct strbuf *
     V1beta1__AllocateRequest *m = v1beta1__allocate_request__unpack(NULL, len, req);
     V1beta1__AllocateResponse out = V1BETA1__ALLOCATE_RESPONSE__INIT;
     V1beta1__ContainerAllocateResponse c = V1BETA1__CONTAINER_ALLOCATE_RESPONSE__INIT, *cp = &c;
-    V1beta1__ContainerAllocateResponse__EnvsEntry env =
-        V1BETA1__CONTAINER_ALLOCATE_RESPONSE__ENVS_ENTRY__INIT, *envp = &env;
+    V1beta1__ContainerAllocateResponse__EnvsEntry
+        env = V1BETA1__CONTAINER_ALLOCATE_RESPONSE__ENVS_ENTRY__INIT,
+        *envp = &env;
     struct strbuf ids = STRBUF_INIT;
     uint8_t buf[512];
     int r = 0;
@@ -162,7 +164,8 @@ static int h_allocate(void *ctx, const uint8_t *req, size_t len, struct strbuf *
     assert_non_null(m);
     assert_int_equal(m->n_container_requests, 1);
     if (f->fail_allocate_gt1 && m->container_requests[0]->n_devices_ids > 1) {
-        rpc_status_set(st, RPC_UNKNOWN, "invalid allocation request for \"%s\": invalid "
+        rpc_status_set(st, RPC_UNKNOWN,
+                       "invalid allocation request for \"%s\": invalid "
                        "request: maximum request size for shared resources is 1; found %zu",
                        RES, m->container_requests[0]->n_devices_ids);
         r = -EINVAL;
@@ -189,13 +192,16 @@ static void fake_serve(struct fake *f)
 
     assert_int_equal(rpc_server_new(f->sock, &f->srv, &err), 0);
     assert_int_equal(rpc_server_add_unary(f->srv, "/v1beta1.DevicePlugin/GetDevicePluginOptions",
-                                          h_options, f, &err), 0);
-    assert_int_equal(rpc_server_add_stream(f->srv, "/v1beta1.DevicePlugin/ListAndWatch",
-                                           h_law_open, NULL, f, &err), 0);
+                                          h_options, f, &err),
+                     0);
+    assert_int_equal(rpc_server_add_stream(f->srv, "/v1beta1.DevicePlugin/ListAndWatch", h_law_open,
+                                           NULL, f, &err),
+                     0);
     assert_int_equal(rpc_server_add_unary(f->srv, "/v1beta1.DevicePlugin/GetPreferredAllocation",
-                                          h_preferred, f, &err), 0);
-    assert_int_equal(rpc_server_add_unary(f->srv, "/v1beta1.DevicePlugin/Allocate", h_allocate,
-                                          f, &err), 0);
+                                          h_preferred, f, &err),
+                     0);
+    assert_int_equal(
+        rpc_server_add_unary(f->srv, "/v1beta1.DevicePlugin/Allocate", h_allocate, f, &err), 0);
     if (rpc_server_start(f->srv, &err) < 0)
         fail_msg("fake plugin: %s", err.msg);
 }
@@ -374,7 +380,8 @@ static void start_plugin(struct fake *f)
 {
     fake_serve(f);
     fake_register(f);
-    run_ok(f, "wait " RES " " "4 " WAIT_MS);
+    run_ok(f, "wait " RES " "
+              "4 " WAIT_MS);
 }
 
 /* Pod phase/reason/message of an admit/pod answer. */
@@ -442,17 +449,18 @@ static void test_admit_outcomes(void **state)
     /* GetPreferredAllocation is asked and its order honoured: the fake prefers the last */
     j = run(f, "admit p1 " RES "=1");
     assert_pod(j, "Running", NULL, NULL);
-    assert_string_equal(json_string_value(json_array_get(
-                            json_object_get(json_object_get(json_object_get(j, "pod"), "devices"),
-                                            RES), 0)), "dev-3");
+    assert_string_equal(
+        json_string_value(json_array_get(
+            json_object_get(json_object_get(json_object_get(j, "pod"), "devices"), RES), 0)),
+        "dev-3");
     json_decref(j);
     assert_int_equal(f->n_preferred_calls, 1);
 
     j = run(f, "pod p1");
-    envs = json_object_get(json_array_get(json_object_get(json_object_get(j, "pod"),
-                                                          "allocate_responses"), 0), "envs");
-    assert_string_equal(json_string_value(json_object_get(envs, "FAKE_VISIBLE_DEVICES")),
-                        "dev-3");
+    envs = json_object_get(
+        json_array_get(json_object_get(json_object_get(j, "pod"), "allocate_responses"), 0),
+        "envs");
+    assert_string_equal(json_string_value(json_object_get(envs, "FAKE_VISIBLE_DEVICES")), "dev-3");
     json_decref(j);
 
     j = run(f, "admit p2 " RES "=3");
@@ -477,8 +485,9 @@ static void test_admit_outcomes(void **state)
     run_ok(f, "delete p1");
     assert_capacity(f, 4, 4, 3);
     j = run(f, "schedule");
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(j, "pods"), 1), "phase")), "Running");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "pods"), 1), "phase")),
+        "Running");
     json_decref(j);
     assert_capacity(f, 4, 4, 4);
 }
@@ -523,8 +532,9 @@ static void test_health_change_lowers_allocatable(void **state)
     fake_send_list(f);
     run_ok(f, "wait " RES " 3 " WAIT_MS);
     j = run(f, "schedule");
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(j, "pods"), 0), "phase")), "Running");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "pods"), 0), "phase")),
+        "Running");
     json_decref(j);
 }
 
@@ -603,8 +613,8 @@ static void test_pod_resources_list(void **state)
     start_plugin(f);
     run_ok(f, "admit p1 " RES "=2");
     run_ok(f, "admit p2 other.com/x=1"); /* Pending: not listed */
-    if (rpc_client_call(f->podres_sock, "/v1.PodResourcesLister/List", NULL, 0, 5000, &resp,
-                        &len, NULL, &err) < 0)
+    if (rpc_client_call(f->podres_sock, "/v1.PodResourcesLister/List", NULL, 0, 5000, &resp, &len,
+                        NULL, &err) < 0)
         fail_msg("List: %s", err.msg);
     m = v1__list_pod_resources_response__unpack(NULL, len, resp);
     assert_non_null(m);
@@ -622,8 +632,8 @@ static void test_pod_resources_list(void **state)
     f->healthy[0] = false;
     fake_send_list(f);
     run_ok(f, "wait " RES " =3 " WAIT_MS);
-    if (rpc_client_call(f->podres_sock, "/v1.PodResourcesLister/GetAllocatableResources", NULL,
-                        0, 5000, &resp, &len, NULL, &err) < 0)
+    if (rpc_client_call(f->podres_sock, "/v1.PodResourcesLister/GetAllocatableResources", NULL, 0,
+                        5000, &resp, &len, NULL, &err) < 0)
         fail_msg("GetAllocatableResources: %s", err.msg);
     {
         V1__AllocatableResourcesResponse *a =

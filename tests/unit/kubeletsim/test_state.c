@@ -72,8 +72,7 @@ static void test_sim_cmd_parse_requests(void **state)
 {
     struct sim_cmd c;
 
-    assert_int_equal(sim_cmd_parse("admit web-1 nvidia.com/gpu=2 example.com/fpga=1", &c, NULL),
-                     0);
+    assert_int_equal(sim_cmd_parse("admit web-1 nvidia.com/gpu=2 example.com/fpga=1", &c, NULL), 0);
     assert_string_equal(c.requests[0].resource, "nvidia.com/gpu");
     assert_int_equal(c.requests[0].count, 2);
     assert_string_equal(c.requests[1].resource, "example.com/fpga");
@@ -154,8 +153,8 @@ static void test_sim_validate_registration_messages(void **state)
 {
     struct error err = {0};
 
-    assert_int_equal(sim_validate_registration("v1beta1", "nvidia.com/gpu", "nvidia-gpu.sock",
-                                               &err), 0);
+    assert_int_equal(
+        sim_validate_registration("v1beta1", "nvidia.com/gpu", "nvidia-gpu.sock", &err), 0);
     assert_int_equal(sim_validate_registration("v1alpha", "nvidia.com/gpu", "x.sock", &err),
                      -EINVAL);
     assert_string_equal(err.msg, "requested API version \"v1alpha\" is not supported by kubelet. "
@@ -165,8 +164,7 @@ static void test_sim_validate_registration_messages(void **state)
     assert_int_equal(sim_validate_registration("v1beta1", "kubernetes.io/gpu", "x.sock", &err),
                      -EINVAL);
     assert_int_equal(sim_validate_registration("v1beta1", NULL, "x.sock", &err), -EINVAL);
-    assert_int_equal(sim_validate_registration("v1beta1", "a.com/b", "../x.sock", &err),
-                     -EINVAL);
+    assert_int_equal(sim_validate_registration("v1beta1", "a.com/b", "../x.sock", &err), -EINVAL);
     assert_int_equal(sim_validate_registration("v1beta1", "a.com/b", "", &err), -EINVAL);
 }
 
