@@ -14,7 +14,8 @@
 #include "kubelet/rpc.h"
 
 static int h_echo(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                  struct rpc_status *st) {
+                  struct rpc_status *st)
+{
     return strbuf_append(resp, (const char *)req, len);
 }
 
@@ -25,7 +26,8 @@ struct watch {
 };
 
 static int h_watch(void *ctx, const uint8_t *req, size_t len, struct rpc_stream *stream,
-                   struct rpc_status *st) {
+                   struct rpc_status *st)
+{
     struct watch *w = ctx;
 
     pthread_mutex_lock(&w->lock);
@@ -35,12 +37,14 @@ static int h_watch(void *ctx, const uint8_t *req, size_t len, struct rpc_stream 
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b) {
+static int cmp_u64(const void *a, const void *b)
+{
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-static void report(const char *name, uint64_t *ns, size_t n, size_t req_bytes) {
+static void report(const char *name, uint64_t *ns, size_t n, size_t req_bytes)
+{
     uint64_t sum = 0;
 
     qsort(ns, n, sizeof(*ns), cmp_u64);
@@ -54,8 +58,8 @@ static void report(const char *name, uint64_t *ns, size_t n, size_t req_bytes) {
     fflush(stdout);
 }
 
-static int bench_unary(struct rpc_client *c, const char *name, size_t bytes, size_t n,
-                       uint64_t *ns) {
+static int bench_unary(struct rpc_client *c, const char *name, size_t bytes, size_t n, uint64_t *ns)
+{
     uint8_t *req = calloc(1, bytes ? bytes : 1);
     struct error err = {0};
     int r = 0;
@@ -81,7 +85,8 @@ static int bench_unary(struct rpc_client *c, const char *name, size_t bytes, siz
     return 0;
 }
 
-static int bench_one_shot(const char *sock, size_t n, uint64_t *ns) {
+static int bench_one_shot(const char *sock, size_t n, uint64_t *ns)
+{
     struct error err = {0};
 
     for (size_t i = 0; i < n; i++) {
@@ -101,7 +106,8 @@ static int bench_one_shot(const char *sock, size_t n, uint64_t *ns) {
     return 0;
 }
 
-static int bench_stream(struct rpc_client *c, struct watch *w, size_t n, uint64_t *ns) {
+static int bench_stream(struct rpc_client *c, struct watch *w, size_t n, uint64_t *ns)
+{
     struct rpc_client_stream *s = NULL;
     struct error err = {0};
     int r;
@@ -135,7 +141,8 @@ out:
     return r;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     struct watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL};
     struct rpc_server *srv = NULL;
     struct rpc_client *c = NULL;

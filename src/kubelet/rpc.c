@@ -31,20 +31,21 @@
 /* ---- shared helpers ------------------------------------------------------------------------ */
 
 static const char *const code_names[] = {
-    "OK",           "Canceled",          "Unknown",          "InvalidArgument",
-    "DeadlineExceeded", "NotFound",      "AlreadyExists",    "PermissionDenied",
-    "ResourceExhausted", "FailedPrecondition", "Aborted",    "OutOfRange",
-    "Unimplemented", "Internal",         "Unavailable",      "DataLoss",
-    "Unauthenticated",
+    "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",      "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated",
 };
 
-const char *rpc_code_name(int code) {
+const char *rpc_code_name(int code)
+{
     if (code < 0 || (size_t)code >= GS_ARRAY_SIZE(code_names))
         return "Unknown";
     return code_names[code];
 }
 
-void rpc_status_set(struct rpc_status *st, int code, const char *fmt, ...) {
+void rpc_status_set(struct rpc_status *st, int code, const char *fmt, ...)
+{
     va_list ap;
 
     if (!st)
@@ -55,7 +56,8 @@ void rpc_status_set(struct rpc_status *st, int code, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void status_from_slice(struct rpc_status *st, grpc_status_code code, grpc_slice details) {
+static void status_from_slice(struct rpc_status *st, grpc_status_code code, grpc_slice details)
+{
     size_t n = GRPC_SLICE_LENGTH(details);
 
     if (!st)
@@ -68,22 +70,26 @@ static void status_from_slice(struct rpc_status *st, grpc_status_code code, grpc
 }
 
 /* gRPC's own diagnostics are debug lines for us: library code does not log above debug. */
-static void grpc_log_to_debug(gpr_log_func_args *args) {
+static void grpc_log_to_debug(gpr_log_func_args *args)
+{
     log_debug("grpc: %s (%s:%d)", args->message, args->file, args->line);
 }
 
-static void grpc_log_setup(void) {
+static void grpc_log_setup(void)
+{
     gpr_set_log_function(grpc_log_to_debug);
 }
 
-static void rpc_grpc_init(void) {
+static void rpc_grpc_init(void)
+{
     static pthread_once_t once = PTHREAD_ONCE_INIT;
 
     pthread_once(&once, grpc_log_setup);
     grpc_init();
 }
 
-static grpc_byte_buffer *bytes_to_bb(const uint8_t *data, size_t len) {
+static grpc_byte_buffer *bytes_to_bb(const uint8_t *data, size_t len)
+{
     grpc_slice s = grpc_slice_from_copied_buffer(data ? (const char *)data : "", data ? len : 0);
     grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
 
@@ -92,7 +98,8 @@ static grpc_byte_buffer *bytes_to_bb(const uint8_t *data, size_t len) {
 }
 
 /* Flattens a received message into one slice (unref it when done). */
-static int bb_to_slice(grpc_byte_buffer *bb, grpc_slice *ret) {
+static int bb_to_slice(grpc_byte_buffer *bb, grpc_slice *ret)
+{
     grpc_byte_buffer_reader r;
 
     if (!grpc_byte_buffer_reader_init(&r, bb))
@@ -102,7 +109,8 @@ static int bb_to_slice(grpc_byte_buffer *bb, grpc_slice *ret) {
     return 0;
 }
 
-static int bb_to_bytes(grpc_byte_buffer *bb, uint8_t **ret, size_t *ret_len) {
+static int bb_to_bytes(grpc_byte_buffer *bb, uint8_t **ret, size_t *ret_len)
+{
     grpc_slice s;
     uint8_t *data;
     size_t n;
@@ -124,14 +132,16 @@ static int bb_to_bytes(grpc_byte_buffer *bb, uint8_t **ret, size_t *ret_len) {
     return 0;
 }
 
-static gpr_timespec deadline_after_ms(int timeout_ms) {
+static gpr_timespec deadline_after_ms(int timeout_ms)
+{
     if (timeout_ms <= 0)
         return gpr_inf_future(GPR_CLOCK_MONOTONIC);
     return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                         gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
 }
 
-static int check_socket_path(const char *path, struct error *err) {
+static int check_socket_path(const char *path, struct error *err)
+{
     if (!path || !*path)
         return error_set(err, -EINVAL, "socket path is empty");
     if (strlen(path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
@@ -189,7 +199,7 @@ struct rpc_server {
     bool stopping;
     bool stopped;
     bool shutdown_done;
-    size_t n_live_calls;      /* calls whose grpc_call is not yet released */
+    size_t n_live_calls;             /* calls whose grpc_call is not yet released */
     struct rpc_stream *open_streams; /* accepted, not yet closed */
     size_t n_streams;
 };
@@ -227,7 +237,8 @@ struct rpc_stream {
 };
 
 static struct rpc_stream *stream_new(struct rpc_server *srv, grpc_call *call,
-                                     const struct rpc_method *m) {
+                                     const struct rpc_method *m)
+{
     struct rpc_stream *s = calloc(1, sizeof(*s));
 
     if (!s)
@@ -245,7 +256,8 @@ static struct rpc_stream *stream_new(struct rpc_server *srv, grpc_call *call,
     return s;
 }
 
-static void queue_drop_locked(struct rpc_stream *s) {
+static void queue_drop_locked(struct rpc_stream *s)
+{
     while (s->n_queued > 0) {
         grpc_byte_buffer_destroy(s->queue[s->q_head]);
         s->q_head = (s->q_head + 1) % RPC_STREAM_MAX_QUEUED;
@@ -253,14 +265,16 @@ static void queue_drop_locked(struct rpc_stream *s) {
     }
 }
 
-struct rpc_stream *rpc_stream_ref(struct rpc_stream *stream) {
+struct rpc_stream *rpc_stream_ref(struct rpc_stream *stream)
+{
     pthread_mutex_lock(&stream->lock);
     stream->refs++;
     pthread_mutex_unlock(&stream->lock);
     return stream;
 }
 
-void rpc_stream_unref(struct rpc_stream *stream) {
+void rpc_stream_unref(struct rpc_stream *stream)
+{
     int refs;
 
     if (!stream)
@@ -279,7 +293,8 @@ void rpc_stream_unref(struct rpc_stream *stream) {
 /* Starts the next batch of a stream if none is running: a queued message, or the final
  * status once the queue is empty. Called with s->lock held; grpc_call_start_batch is not
  * to be entered by two threads at once for one call, which the lock also guarantees. */
-static void stream_kick_locked(struct rpc_stream *s) {
+static void stream_kick_locked(struct rpc_stream *s)
+{
     grpc_op ops[2];
     size_t n = 0;
     grpc_slice details;
@@ -326,7 +341,8 @@ static void stream_kick_locked(struct rpc_stream *s) {
     grpc_slice_unref(details);
 }
 
-int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len) {
+int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+{
     grpc_byte_buffer *bb;
     int r = 0;
 
@@ -354,7 +370,8 @@ out:
     return r;
 }
 
-static int stream_finish_locked(struct rpc_stream *s, int code, const char *msg) {
+static int stream_finish_locked(struct rpc_stream *s, int code, const char *msg)
+{
     if (s->state != ST_OPENING && s->state != ST_OPEN)
         return -EPIPE;
     free(s->fin_msg);
@@ -374,7 +391,8 @@ static int stream_finish_locked(struct rpc_stream *s, int code, const char *msg)
     return 0;
 }
 
-int rpc_stream_finish(struct rpc_stream *stream, const struct rpc_status *st) {
+int rpc_stream_finish(struct rpc_stream *stream, const struct rpc_status *st)
+{
     int r;
 
     pthread_mutex_lock(&stream->lock);
@@ -383,7 +401,8 @@ int rpc_stream_finish(struct rpc_stream *stream, const struct rpc_status *st) {
     return r;
 }
 
-bool rpc_stream_is_open(struct rpc_stream *stream) {
+bool rpc_stream_is_open(struct rpc_stream *stream)
+{
     bool open;
 
     pthread_mutex_lock(&stream->lock);
@@ -394,7 +413,8 @@ bool rpc_stream_is_open(struct rpc_stream *stream) {
 
 /* Releases the grpc_call once the call is over and no batch is in flight; the call's own
  * reference goes with it. cq thread only; s->lock must not be held. */
-static void call_maybe_release(struct rpc_stream *s) {
+static void call_maybe_release(struct rpc_stream *s)
+{
     struct rpc_server *srv = s->srv;
     grpc_call *call = NULL;
 
@@ -420,7 +440,8 @@ static void call_maybe_release(struct rpc_stream *s) {
 
 /* Ends a call that is not (or no longer) an open stream with a status and RECV_CLOSE. */
 static void call_send_status(struct rpc_stream *s, int code, const char *msg,
-                             const struct strbuf *resp) {
+                             const struct strbuf *resp)
+{
     grpc_op ops[4];
     size_t n = 0;
     grpc_slice details = grpc_slice_from_copied_string(msg ? msg : "");
@@ -452,7 +473,8 @@ static void call_send_status(struct rpc_stream *s, int code, const char *msg,
 }
 
 /* Handler returned < 0 without a status: report it as UNKNOWN (grpc-go's default). */
-static void status_from_errno(struct rpc_status *st, int r) {
+static void status_from_errno(struct rpc_status *st, int r)
+{
     if (r >= 0 || st->code != RPC_OK)
         return;
     if (r == -E2BIG)
@@ -462,7 +484,8 @@ static void status_from_errno(struct rpc_status *st, int r) {
         rpc_status_set(st, RPC_UNKNOWN, "%s", strerror(-r));
 }
 
-static void call_run_unary(struct rpc_stream *s, const uint8_t *req, size_t len) {
+static void call_run_unary(struct rpc_stream *s, const uint8_t *req, size_t len)
+{
     struct strbuf resp = STRBUF_INIT;
     struct rpc_status st = {RPC_OK, ""};
     int r;
@@ -474,7 +497,8 @@ static void call_run_unary(struct rpc_stream *s, const uint8_t *req, size_t len)
     strbuf_release(&resp);
 }
 
-static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_t len) {
+static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_t len)
+{
     struct rpc_server *srv = s->srv;
     struct rpc_status st = {RPC_OK, ""};
     grpc_op op;
@@ -515,7 +539,8 @@ static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_
     pthread_mutex_unlock(&srv->lock);
 }
 
-static void on_recv(struct rpc_stream *s, bool ok) {
+static void on_recv(struct rpc_stream *s, bool ok)
+{
     grpc_slice req;
 
     if (!ok || !s->recv_buf) {
@@ -534,7 +559,8 @@ static void on_recv(struct rpc_stream *s, bool ok) {
     grpc_slice_unref(req);
 }
 
-static void on_send(struct rpc_stream *s, bool ok) {
+static void on_send(struct rpc_stream *s, bool ok)
+{
     pthread_mutex_lock(&s->lock);
     grpc_byte_buffer_destroy(s->inflight);
     s->inflight = NULL;
@@ -547,7 +573,8 @@ static void on_send(struct rpc_stream *s, bool ok) {
     pthread_mutex_unlock(&s->lock);
 }
 
-static void on_close(struct rpc_stream *s) {
+static void on_close(struct rpc_stream *s)
+{
     struct rpc_server *srv = s->srv;
     bool notify;
 
@@ -573,7 +600,8 @@ static void on_close(struct rpc_stream *s) {
         s->m->closed(s->m->ctx, s, s->cancelled != 0);
 }
 
-static void server_on_new_call(struct rpc_server *srv) {
+static void server_on_new_call(struct rpc_server *srv)
+{
     const struct rpc_method *m = NULL;
     struct rpc_stream *s;
     grpc_call *call = srv->new_call;
@@ -585,8 +613,7 @@ static void server_on_new_call(struct rpc_server *srv) {
             m = &srv->methods[i];
     s = stream_new(srv, call, m);
     if (!s) {
-        grpc_call_cancel_with_status(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory",
-                                     NULL);
+        grpc_call_cancel_with_status(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory", NULL);
         grpc_call_unref(call);
         return;
     }
@@ -616,7 +643,8 @@ static void server_on_new_call(struct rpc_server *srv) {
 }
 
 /* Asks for the next incoming call, unless stopping. cq thread (or start, before it). */
-static void server_request_next(struct rpc_server *srv) {
+static void server_request_next(struct rpc_server *srv)
+{
     bool stopping;
 
     pthread_mutex_lock(&srv->lock);
@@ -628,11 +656,12 @@ static void server_request_next(struct rpc_server *srv) {
     grpc_metadata_array_destroy(&srv->new_md);
     grpc_call_details_init(&srv->new_details);
     grpc_metadata_array_init(&srv->new_md);
-    grpc_server_request_call(srv->server, &srv->new_call, &srv->new_details, &srv->new_md,
-                             srv->cq, srv->cq, &srv->request_tag);
+    grpc_server_request_call(srv->server, &srv->new_call, &srv->new_details, &srv->new_md, srv->cq,
+                             srv->cq, &srv->request_tag);
 }
 
-static void server_dispatch(struct rpc_server *srv, struct rpc_tag *tag, bool ok) {
+static void server_dispatch(struct rpc_server *srv, struct rpc_tag *tag, bool ok)
+{
     struct rpc_stream *s = tag->call;
 
     switch (tag->kind) {
@@ -671,12 +700,13 @@ static void server_dispatch(struct rpc_server *srv, struct rpc_tag *tag, bool ok
     call_maybe_release(s);
 }
 
-static void *server_thread(void *arg) {
+static void *server_thread(void *arg)
+{
     struct rpc_server *srv = arg;
 
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                                   NULL);
+        grpc_event ev =
+            grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
         if (ev.type == GRPC_OP_COMPLETE)
@@ -685,7 +715,8 @@ static void *server_thread(void *arg) {
     return NULL;
 }
 
-int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct error *err) {
+int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct error *err)
+{
     struct rpc_server *srv = NULL;
     int r;
 
@@ -714,12 +745,12 @@ out:
     return r;
 }
 
-static int server_add(struct rpc_server *srv, const struct rpc_method *m, struct error *err) {
+static int server_add(struct rpc_server *srv, const struct rpc_method *m, struct error *err)
+{
     struct rpc_method *methods;
 
     if (srv->started)
-        return error_set(err, -EBUSY, "cannot add method '%s': server already started",
-                         m->path);
+        return error_set(err, -EBUSY, "cannot add method '%s': server already started", m->path);
     if (!m->path || m->path[0] != '/')
         return error_set(err, -EINVAL, "method path '%s' must start with '/'",
                          m->path ? m->path : "");
@@ -739,7 +770,8 @@ static int server_add(struct rpc_server *srv, const struct rpc_method *m, struct
 }
 
 int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_fn fn, void *ctx,
-                         struct error *err) {
+                         struct error *err)
+{
     struct rpc_method m = {.path = (char *)method, .unary = fn, .ctx = ctx};
 
     if (!fn)
@@ -748,7 +780,8 @@ int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_f
 }
 
 int rpc_server_add_stream(struct rpc_server *srv, const char *method, rpc_stream_open_fn open,
-                          rpc_stream_closed_fn closed, void *ctx, struct error *err) {
+                          rpc_stream_closed_fn closed, void *ctx, struct error *err)
+{
     struct rpc_method m = {
         .path = (char *)method, .streaming = true, .open = open, .closed = closed, .ctx = ctx};
 
@@ -759,7 +792,8 @@ int rpc_server_add_stream(struct rpc_server *srv, const char *method, rpc_stream
 
 /* Removes a leftover socket (a previous run, or a kubelet that deleted ours); refuses to
  * remove anything that is not a socket. */
-static int remove_stale_socket(const char *path, struct error *err) {
+static int remove_stale_socket(const char *path, struct error *err)
+{
     struct stat st;
 
     if (lstat(path, &st) < 0) {
@@ -768,15 +802,14 @@ static int remove_stale_socket(const char *path, struct error *err) {
         return error_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
     }
     if (!S_ISSOCK(st.st_mode))
-        return error_set(err, -EEXIST, "'%s' exists and is not a socket; not removing it",
-                         path);
+        return error_set(err, -EEXIST, "'%s' exists and is not a socket; not removing it", path);
     if (unlink(path) < 0 && errno != ENOENT)
-        return error_set(err, -errno, "cannot remove stale socket '%s': %s", path,
-                         strerror(errno));
+        return error_set(err, -errno, "cannot remove stale socket '%s': %s", path, strerror(errno));
     return 0;
 }
 
-int rpc_server_start(struct rpc_server *srv, struct error *err) {
+int rpc_server_start(struct rpc_server *srv, struct error *err)
+{
     grpc_server_credentials *creds = NULL;
     grpc_arg args[1];
     grpc_channel_args chargs = {GS_ARRAY_SIZE(args), args};
@@ -812,17 +845,20 @@ int rpc_server_start(struct rpc_server *srv, struct error *err) {
     if (chmod(srv->socket_path, 0600) < 0) {
         r = error_set(err, -errno, "cannot set mode 0600 on '%s': %s", srv->socket_path,
                       strerror(errno));
+        unlink(srv->socket_path);
         goto out;
     }
-    grpc_server_start(srv->server);
-    srv->started = true;
-    server_request_next(srv);
+    /* The thread first: after it nothing can fail, so a started server always has one. */
     r = pthread_create(&srv->thread, NULL, server_thread, srv);
     if (r != 0) {
         r = error_set(err, -r, "cannot start server thread: %s", strerror(r));
+        unlink(srv->socket_path);
         goto out;
     }
     srv->thread_started = true;
+    grpc_server_start(srv->server);
+    srv->started = true;
+    server_request_next(srv);
     r = 0;
 out:
     if (creds)
@@ -833,7 +869,8 @@ out:
 
 /* Waits on srv->cond until *flag (a field under srv->lock) or the deadline. */
 static bool server_wait(struct rpc_server *srv, const bool *flag, const size_t *count,
-                        int timeout_ms) {
+                        int timeout_ms)
+{
     struct timespec ts;
     bool done;
 
@@ -855,7 +892,8 @@ static bool server_wait(struct rpc_server *srv, const bool *flag, const size_t *
     return done;
 }
 
-void rpc_server_stop(struct rpc_server *srv) {
+void rpc_server_stop(struct rpc_server *srv)
+{
     if (!srv)
         return;
     pthread_mutex_lock(&srv->lock);
@@ -896,7 +934,8 @@ void rpc_server_stop(struct rpc_server *srv) {
     pthread_mutex_unlock(&srv->lock);
 }
 
-size_t rpc_server_n_streams(struct rpc_server *srv) {
+size_t rpc_server_n_streams(struct rpc_server *srv)
+{
     size_t n;
 
     pthread_mutex_lock(&srv->lock);
@@ -905,7 +944,8 @@ size_t rpc_server_n_streams(struct rpc_server *srv) {
     return n;
 }
 
-void rpc_server_free(struct rpc_server *srv) {
+void rpc_server_free(struct rpc_server *srv)
+{
     if (!srv)
         return;
     if (srv->started && !srv->stopped)
@@ -944,7 +984,8 @@ struct rpc_client {
 };
 
 int rpc_client_new(const char *socket_path, const struct rpc_client_opts *opts,
-                   struct rpc_client **ret, struct error *err) {
+                   struct rpc_client **ret, struct error *err)
+{
     struct rpc_client *c = NULL;
     grpc_channel_credentials *creds = NULL;
     struct strbuf target = STRBUF_INIT;
@@ -1009,7 +1050,8 @@ out:
 /* gRPC 1.51 leaks the socket of a connection attempt still in progress when its channel is
  * destroyed (a client that cancels a call at once and goes away): let the attempt settle
  * first, for at most RPC_CONNECT_SETTLE_MS. */
-static void channel_settle(grpc_channel *ch) {
+static void channel_settle(grpc_channel *ch)
+{
     grpc_connectivity_state state = grpc_channel_check_connectivity_state(ch, 0);
     grpc_completion_queue *cq;
     struct rpc_tag tag = {TAG_STATUS, NULL};
@@ -1023,7 +1065,8 @@ static void channel_settle(grpc_channel *ch) {
     cq_drain_destroy(cq);
 }
 
-void rpc_client_free(struct rpc_client *c) {
+void rpc_client_free(struct rpc_client *c)
+{
     if (!c)
         return;
     if (c->channel) {
@@ -1035,7 +1078,8 @@ void rpc_client_free(struct rpc_client *c) {
     free(c);
 }
 
-static int status_to_errno(int code) {
+static int status_to_errno(int code)
+{
     switch (code) {
     case RPC_OK:
         return 0;
@@ -1050,13 +1094,15 @@ static int status_to_errno(int code) {
     }
 }
 
-static int call_failed(const char *method, const char *socket_path,
-                       const struct rpc_status *st, struct error *err) {
+static int call_failed(const char *method, const char *socket_path, const struct rpc_status *st,
+                       struct error *err)
+{
     return error_set(err, status_to_errno(st->code), "%s on '%s': rpc error: code = %s desc = %s",
                      method, socket_path, rpc_code_name(st->code), st->message);
 }
 
-static void cq_drain_destroy(grpc_completion_queue *cq) {
+static void cq_drain_destroy(grpc_completion_queue *cq)
+{
     grpc_completion_queue_shutdown(cq);
     while (grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
            GRPC_QUEUE_SHUTDOWN)
@@ -1065,7 +1111,8 @@ static void cq_drain_destroy(grpc_completion_queue *cq) {
 }
 
 static grpc_call *client_create_call(struct rpc_client *c, grpc_completion_queue *cq,
-                                     const char *method, int timeout_ms) {
+                                     const char *method, int timeout_ms)
+{
     grpc_slice m = grpc_slice_from_copied_string(method);
     grpc_call *call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m,
                                                NULL, deadline_after_ms(timeout_ms), NULL);
@@ -1076,7 +1123,8 @@ static grpc_call *client_create_call(struct rpc_client *c, grpc_completion_queue
 
 int rpc_client_unary(struct rpc_client *c, const char *method, const uint8_t *req, size_t len,
                      int timeout_ms, uint8_t **ret_resp, size_t *ret_len, struct rpc_status *st,
-                     struct error *err) {
+                     struct error *err)
+{
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
     grpc_byte_buffer *req_bb = bytes_to_bb(req, len);
     grpc_byte_buffer *resp_bb = NULL;
@@ -1148,7 +1196,8 @@ out:
 
 int rpc_client_call(const char *socket_path, const char *method, const uint8_t *req, size_t len,
                     int timeout_ms, uint8_t **ret_resp, size_t *ret_len, struct rpc_status *st,
-                    struct error *err) {
+                    struct error *err)
+{
     struct rpc_client *c = NULL;
     int r;
 
@@ -1174,8 +1223,9 @@ struct rpc_client_stream {
     grpc_slice details;
 };
 
-int rpc_client_stream_open(struct rpc_client *c, const char *method, const uint8_t *req,
-                           size_t len, struct rpc_client_stream **ret, struct error *err) {
+int rpc_client_stream_open(struct rpc_client *c, const char *method, const uint8_t *req, size_t len,
+                           struct rpc_client_stream **ret, struct error *err)
+{
     struct rpc_client_stream *s;
     grpc_op ops[4];
     int r;
@@ -1228,7 +1278,8 @@ out:
     return r;
 }
 
-static void pluck(grpc_completion_queue *cq, struct rpc_tag *tag, bool *pending) {
+static void pluck(grpc_completion_queue *cq, struct rpc_tag *tag, bool *pending)
+{
     if (!*pending)
         return;
     grpc_completion_queue_pluck(cq, tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
@@ -1236,7 +1287,8 @@ static void pluck(grpc_completion_queue *cq, struct rpc_tag *tag, bool *pending)
 }
 
 int rpc_client_stream_next(struct rpc_client_stream *s, int timeout_ms, uint8_t **ret_msg,
-                           size_t *ret_len, struct rpc_status *st, struct error *err) {
+                           size_t *ret_len, struct rpc_status *st, struct error *err)
+{
     struct rpc_status status;
     grpc_event ev;
     grpc_op op;
@@ -1250,8 +1302,7 @@ int rpc_client_stream_next(struct rpc_client_stream *s, int timeout_ms, uint8_t 
         op.op = GRPC_OP_RECV_MESSAGE;
         op.data.recv_message.recv_message = &s->msg_bb;
         if (grpc_call_start_batch(s->call, &op, 1, &s->msg_tag, NULL) != GRPC_CALL_OK)
-            return error_set(err, -EIO, "%s on '%s': cannot receive", s->method,
-                             s->c->socket_path);
+            return error_set(err, -EIO, "%s on '%s': cannot receive", s->method, s->c->socket_path);
         s->msg_pending = true;
     }
     ev = grpc_completion_queue_pluck(s->cq, &s->msg_tag, deadline_after_ms(timeout_ms), NULL);
@@ -1280,7 +1331,8 @@ int rpc_client_stream_next(struct rpc_client_stream *s, int timeout_ms, uint8_t 
     return 0;
 }
 
-void rpc_client_stream_close(struct rpc_client_stream *s) {
+void rpc_client_stream_close(struct rpc_client_stream *s)
+{
     if (!s)
         return;
     if (s->call) {

@@ -42,14 +42,14 @@ enum rpc_code {
 
 /* A gRPC status: code plus grpc-message (UTF-8, truncated to fit). */
 struct rpc_status {
-    int code;                        /* enum rpc_code */
+    int code; /* enum rpc_code */
     char message[RPC_STATUS_MSG_MAX];
 };
 
 /* Sets st (may be NULL) to code + formatted message. */
 void rpc_status_set(struct rpc_status *st, int code, const char *fmt, ...) GS_PRINTF(3, 4);
-/* grpc-go's name for a code ("InvalidArgument"), as kubelet prints it; "Code(N)" style
- * names are not produced: unknown codes give "Unknown". Static string. */
+/* grpc-go's name for a code ("InvalidArgument"), as kubelet prints it in
+ * "rpc error: code = <Name> desc = ..."; out-of-range codes give "Unknown". Static. */
 const char *rpc_code_name(int code);
 
 /* ---- server -------------------------------------------------------------------------------- */
@@ -157,8 +157,8 @@ int rpc_client_call(const char *socket_path, const char *method, const uint8_t *
 /* Starts a server-streaming call (one request message, a stream of responses). Nothing is
  * waited for here: connection errors come out of the first rpc_client_stream_next(). *ret
  * is owned: rpc_client_stream_close(). Use one stream from one thread at a time. */
-int rpc_client_stream_open(struct rpc_client *c, const char *method, const uint8_t *req,
-                           size_t len, struct rpc_client_stream **ret, struct error *err);
+int rpc_client_stream_open(struct rpc_client *c, const char *method, const uint8_t *req, size_t len,
+                           struct rpc_client_stream **ret, struct error *err);
 /* Waits up to timeout_ms (<= 0: forever) for the next message. Returns 1 with the message
  * in *ret_msg (owned, free()) / *ret_len; 0 when the stream ended with status OK;
  * -ETIMEDOUT when nothing came in time (the stream stays usable: call again); otherwise the

@@ -17,7 +17,8 @@
 #define DP "/v1beta1.DevicePlugin/"
 
 /* Packs any protobuf-c message into the response buffer. */
-static int pack_into(const ProtobufCMessage *m, struct strbuf *resp) {
+static int pack_into(const ProtobufCMessage *m, struct strbuf *resp)
+{
     size_t n = protobuf_c_message_get_packed_size(m);
     uint8_t *buf = malloc(n ? n : 1);
     int r;
@@ -31,7 +32,8 @@ static int pack_into(const ProtobufCMessage *m, struct strbuf *resp) {
 }
 
 static int h_options(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                     struct rpc_status *st) {
+                     struct rpc_status *st)
+{
     V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
 
     o.get_preferred_allocation_available = true;
@@ -39,7 +41,8 @@ static int h_options(void *ctx, const uint8_t *req, size_t len, struct strbuf *r
 }
 
 static int h_allocate(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                      struct rpc_status *st) {
+                      struct rpc_status *st)
+{
     V1beta1__AllocateRequest *in = v1beta1__allocate_request__unpack(NULL, len, req);
     V1beta1__AllocateResponse out = V1BETA1__ALLOCATE_RESPONSE__INIT;
     V1beta1__ContainerAllocateResponse *crs = NULL, **crp = NULL;
@@ -102,7 +105,8 @@ out:
 }
 
 static int h_preferred(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                       struct rpc_status *st) {
+                       struct rpc_status *st)
+{
     V1beta1__PreferredAllocationRequest *in =
         v1beta1__preferred_allocation_request__unpack(NULL, len, req);
     V1beta1__PreferredAllocationResponse out = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
@@ -130,12 +134,14 @@ static int h_preferred(void *ctx, const uint8_t *req, size_t len, struct strbuf 
 }
 
 static int h_prestart(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                      struct rpc_status *st) {
+                      struct rpc_status *st)
+{
     return 0; /* PreStartContainerResponse is empty */
 }
 
 /* Device list: GPU-0 (NUMA node 0) with the given health, plus GPU-1 when `two`. */
-static int pack_list(const char *health, bool two, struct strbuf *out) {
+static int pack_list(const char *health, bool two, struct strbuf *out)
+{
     V1beta1__NUMANode node = V1BETA1__NUMANODE__INIT;
     V1beta1__NUMANode *nodes[] = {&node};
     V1beta1__TopologyInfo topo = V1BETA1__TOPOLOGY_INFO__INIT;
@@ -156,7 +162,8 @@ static int pack_list(const char *health, bool two, struct strbuf *out) {
 }
 
 static int h_watch(void *ctx, const uint8_t *req, size_t len, struct rpc_stream *stream,
-                   struct rpc_status *st) {
+                   struct rpc_status *st)
+{
     struct strbuf a = STRBUF_INIT, b = STRBUF_INIT;
     int r;
 
@@ -176,7 +183,8 @@ static int h_watch(void *ctx, const uint8_t *req, size_t len, struct rpc_stream 
     return 0;
 }
 
-static int serve(const char *sock) {
+static int serve(const char *sock)
+{
     struct rpc_server *srv = NULL;
     struct error err = {0};
     sigset_t set;
@@ -214,7 +222,8 @@ static int serve(const char *sock) {
     return 0;
 }
 
-static int do_register(const char *sock) {
+static int do_register(const char *sock)
+{
     V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
     V1beta1__RegisterRequest rq = V1BETA1__REGISTER_REQUEST__INIT;
     struct rpc_status st = {0, ""};
@@ -241,7 +250,8 @@ static int do_register(const char *sock) {
     return r < 0 ? 1 : 0;
 }
 
-static int watch(const char *sock, int max) {
+static int watch(const char *sock, int max)
+{
     struct rpc_client *c = NULL;
     struct rpc_client_stream *s = NULL;
     struct rpc_status st = {0, ""};
@@ -267,14 +277,14 @@ static int watch(const char *sock, int max) {
     if (r == 0)
         printf("end status=%d\n", st.code);
     else if (r < 0)
-        printf("error status=%d code=%s message=%s\n", st.code, rpc_code_name(st.code),
-               st.message);
+        printf("error status=%d code=%s message=%s\n", st.code, rpc_code_name(st.code), st.message);
     rpc_client_stream_close(s);
     rpc_client_free(c);
     return r < 0 ? 1 : 0;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     unsigned max = 2;
 
     if (argc >= 3 && strcmp(argv[1], "serve") == 0)

@@ -46,31 +46,35 @@ struct fixture {
     size_t n_closed;
     size_t n_cancelled;
     size_t n_bad_closed; /* closed callbacks that could still send */
-    bool block_release; /* M_BLOCK waits for this */
-    bool blocked;       /* M_BLOCK is waiting */
+    bool block_release;  /* M_BLOCK waits for this */
+    bool blocked;        /* M_BLOCK is waiting */
 };
 
 /* ---- handlers ---- */
 
 static int h_echo(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                  struct rpc_status *st) {
+                  struct rpc_status *st)
+{
     return strbuf_append(resp, (const char *)req, len);
 }
 
 static int h_fail(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                  struct rpc_status *st) {
+                  struct rpc_status *st)
+{
     rpc_status_set(st, RPC_INVALID_ARGUMENT, "unknown device \"%.*s\"", (int)len,
                    (const char *)req);
     return -EINVAL;
 }
 
 static int h_errno(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                   struct rpc_status *st) {
+                   struct rpc_status *st)
+{
     return -EIO;
 }
 
 static int h_block(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                   struct rpc_status *st) {
+                   struct rpc_status *st)
+{
     struct fixture *f = ctx;
 
     pthread_mutex_lock(&f->lock);
@@ -83,7 +87,8 @@ static int h_block(void *ctx, const uint8_t *req, size_t len, struct strbuf *res
 }
 
 static int h_big(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
-                 struct rpc_status *st) {
+                 struct rpc_status *st)
+{
     static const char chunk[4096];
     int r = 0;
 
@@ -93,7 +98,8 @@ static int h_big(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
 }
 
 static int h_watch_open(void *ctx, const uint8_t *req, size_t len, struct rpc_stream *stream,
-                        struct rpc_status *st) {
+                        struct rpc_status *st)
+{
     struct fixture *f = ctx;
     int r;
 
@@ -111,12 +117,13 @@ static int h_watch_open(void *ctx, const uint8_t *req, size_t len, struct rpc_st
     return 0;
 }
 
-static void h_watch_closed(void *ctx, struct rpc_stream *stream, bool peer_cancelled) {
+static void h_watch_closed(void *ctx, struct rpc_stream *stream, bool peer_cancelled)
+{
     struct fixture *f = ctx;
 
     /* cmocka asserts belong to the test thread: record, check there. */
-    bool bad = rpc_stream_is_open(stream) ||
-               rpc_stream_send(stream, (const uint8_t *)"x", 1) != -EPIPE;
+    bool bad =
+        rpc_stream_is_open(stream) || rpc_stream_send(stream, (const uint8_t *)"x", 1) != -EPIPE;
 
     pthread_mutex_lock(&f->lock);
     if (bad)
@@ -129,14 +136,16 @@ static void h_watch_closed(void *ctx, struct rpc_stream *stream, bool peer_cance
 }
 
 static int h_refuse_open(void *ctx, const uint8_t *req, size_t len, struct rpc_stream *stream,
-                         struct rpc_status *st) {
+                         struct rpc_status *st)
+{
     rpc_status_set(st, RPC_FAILED_PRECONDITION, "not ready");
     return 0;
 }
 
 /* ---- fixture ---- */
 
-static int setup(void **state) {
+static int setup(void **state)
+{
     struct fixture *f = calloc(1, sizeof(*f));
     struct error err = {0};
 
@@ -160,7 +169,8 @@ static int setup(void **state) {
     return 0;
 }
 
-static int teardown(void **state) {
+static int teardown(void **state)
+{
     struct fixture *f = *state;
 
     pthread_mutex_lock(&f->lock);
@@ -180,7 +190,8 @@ static int teardown(void **state) {
 }
 
 /* Waits until *counter >= want (under f->lock); false after WAIT_MS. */
-static bool wait_count(struct fixture *f, const size_t *counter, size_t want) {
+static bool wait_count(struct fixture *f, const size_t *counter, size_t want)
+{
     uint64_t end = time_now_ms() + WAIT_MS;
     struct timespec ts;
     bool ok;
@@ -200,7 +211,8 @@ static bool wait_count(struct fixture *f, const size_t *counter, size_t want) {
     return ok;
 }
 
-static size_t count_fds(void) {
+static size_t count_fds(void)
+{
     DIR *d = opendir("/proc/self/fd");
     size_t n = 0;
 
@@ -213,7 +225,8 @@ static size_t count_fds(void) {
 
 /* ---- unary ---- */
 
-static void test_rpc_client_unary_echo(void **state) {
+static void test_rpc_client_unary_echo(void **state)
+{
     struct fixture *f = *state;
     struct rpc_client *c = NULL;
     struct rpc_status st = {-1, ""};
@@ -244,21 +257,23 @@ static void test_rpc_client_unary_echo(void **state) {
     rpc_client_free(c);
 }
 
-static void test_rpc_client_call_one_shot(void **state) {
+static void test_rpc_client_call_one_shot(void **state)
+{
     struct fixture *f = *state;
     uint8_t *resp = NULL;
     size_t len = 0;
     struct error err = {0};
 
-    assert_int_equal(rpc_client_call(f->sock, M_ECHO, (const uint8_t *)"abc", 3, 5000, &resp,
-                                     &len, NULL, &err),
-                     0);
+    assert_int_equal(
+        rpc_client_call(f->sock, M_ECHO, (const uint8_t *)"abc", 3, 5000, &resp, &len, NULL, &err),
+        0);
     assert_int_equal(len, 3);
     assert_memory_equal(resp, "abc", 3);
     free(resp);
 }
 
-static void test_rpc_client_unary_error_statuses(void **state) {
+static void test_rpc_client_unary_error_statuses(void **state)
+{
     struct fixture *f = *state;
     static const struct {
         const char *method;
@@ -291,7 +306,8 @@ static void test_rpc_client_unary_error_statuses(void **state) {
     rpc_client_free(c);
 }
 
-static void test_rpc_client_unary_request_too_large(void **state) {
+static void test_rpc_client_unary_request_too_large(void **state)
+{
     struct fixture *f = *state;
     size_t len = RPC_MAX_MESSAGE_BYTES + 1;
     uint8_t *req = calloc(1, len);
@@ -306,13 +322,14 @@ static void test_rpc_client_unary_request_too_large(void **state) {
     assert_int_equal(st.code, RPC_RESOURCE_EXHAUSTED);
     free(req);
     /* The server is still serving. */
-    assert_int_equal(
-        rpc_client_call(f->sock, M_ECHO, (const uint8_t *)"ok", 2, 5000, &resp, &resp_len, &st, &err),
-        0);
+    assert_int_equal(rpc_client_call(f->sock, M_ECHO, (const uint8_t *)"ok", 2, 5000, &resp,
+                                     &resp_len, &st, &err),
+                     0);
     free(resp);
 }
 
-static void test_rpc_client_unary_deadline(void **state) {
+static void test_rpc_client_unary_deadline(void **state)
+{
     struct fixture *f = *state;
     struct rpc_status st = {-1, ""};
     struct error err = {0};
@@ -330,13 +347,13 @@ static void test_rpc_client_unary_deadline(void **state) {
     pthread_cond_broadcast(&f->cond);
     pthread_mutex_unlock(&f->lock);
     /* The handler finishes into a cancelled call; the server goes on serving. */
-    assert_int_equal(rpc_client_call(f->sock, M_ECHO, (const uint8_t *)"x", 1, 5000, &resp, &len,
-                                     &st, &err),
-                     0);
+    assert_int_equal(
+        rpc_client_call(f->sock, M_ECHO, (const uint8_t *)"x", 1, 5000, &resp, &len, &st, &err), 0);
     free(resp);
 }
 
-static void test_rpc_client_unary_no_server(void **state) {
+static void test_rpc_client_unary_no_server(void **state)
+{
     struct fixture *f = *state;
     char path[160];
     struct rpc_status st = {-1, ""};
@@ -351,7 +368,8 @@ static void test_rpc_client_unary_no_server(void **state) {
     assert_non_null(strstr(err.msg, "absent.sock"));
 }
 
-static void test_rpc_client_unary_path_authority(void **state) {
+static void test_rpc_client_unary_path_authority(void **state)
+{
     struct fixture *f = *state;
     struct rpc_client_opts opts = {.authority = f->sock}; /* what kubelet <= 1.25 sends */
     struct rpc_client *c = NULL;
@@ -369,7 +387,8 @@ static void test_rpc_client_unary_path_authority(void **state) {
 
 /* ---- server setup ---- */
 
-static void test_rpc_server_start_socket_mode_and_stale(void **state) {
+static void test_rpc_server_start_socket_mode_and_stale(void **state)
+{
     struct fixture *f = *state;
     struct rpc_server *srv = NULL;
     struct error err = {0};
@@ -406,7 +425,8 @@ static void test_rpc_server_start_socket_mode_and_stale(void **state) {
     unlink(file);
 }
 
-static void test_rpc_server_new_bad_input(void **state) {
+static void test_rpc_server_new_bad_input(void **state)
+{
     struct fixture *f = *state;
     struct rpc_server *srv = NULL;
     struct error err = {0};
@@ -435,7 +455,8 @@ struct sender {
     int n;
 };
 
-static void *send_thread(void *arg) {
+static void *send_thread(void *arg)
+{
     struct sender *s = arg;
     char msg[32];
 
@@ -448,7 +469,8 @@ static void *send_thread(void *arg) {
 }
 
 static int next_str(struct rpc_client_stream *cs, char *buf, size_t size, struct rpc_status *st,
-                    struct error *err) {
+                    struct error *err)
+{
     uint8_t *msg = NULL;
     size_t len = 0;
     int r = rpc_client_stream_next(cs, WAIT_MS, &msg, &len, st, err);
@@ -460,7 +482,8 @@ static int next_str(struct rpc_client_stream *cs, char *buf, size_t size, struct
     return r;
 }
 
-static void test_rpc_stream_send_from_thread_then_finish(void **state) {
+static void test_rpc_stream_send_from_thread_then_finish(void **state)
+{
     struct fixture *f = *state;
     struct rpc_client *c = NULL;
     struct rpc_client_stream *cs = NULL;
@@ -507,7 +530,8 @@ static void test_rpc_stream_send_from_thread_then_finish(void **state) {
     rpc_client_free(c);
 }
 
-static void test_rpc_stream_finish_with_error_status(void **state) {
+static void test_rpc_stream_finish_with_error_status(void **state)
+{
     struct fixture *f = *state;
     struct rpc_client *c = NULL;
     struct rpc_client_stream *cs = NULL;
@@ -533,7 +557,8 @@ static void test_rpc_stream_finish_with_error_status(void **state) {
     rpc_client_free(c);
 }
 
-static void test_rpc_stream_refused_by_open(void **state) {
+static void test_rpc_stream_refused_by_open(void **state)
+{
     struct fixture *f = *state;
     struct rpc_client *c = NULL;
     struct rpc_client_stream *cs = NULL;
@@ -551,7 +576,8 @@ static void test_rpc_stream_refused_by_open(void **state) {
     rpc_client_free(c);
 }
 
-static void test_rpc_stream_client_cancel_mid_stream(void **state) {
+static void test_rpc_stream_client_cancel_mid_stream(void **state)
+{
     struct fixture *f = *state;
     struct rpc_client *c = NULL;
     struct rpc_client_stream *cs = NULL;
@@ -576,7 +602,8 @@ static void test_rpc_stream_client_cancel_mid_stream(void **state) {
     rpc_client_free(c);
 }
 
-static void test_rpc_server_stop_with_open_streams(void **state) {
+static void test_rpc_server_stop_with_open_streams(void **state)
+{
     struct fixture *f = *state;
     struct rpc_client *c = NULL;
     struct rpc_client_stream *cs[3] = {NULL};
@@ -606,7 +633,8 @@ static void test_rpc_server_stop_with_open_streams(void **state) {
     rpc_client_free(c);
 }
 
-static void test_rpc_stream_many_connects(void **state) {
+static void test_rpc_stream_many_connects(void **state)
+{
     struct fixture *f = *state;
     struct rpc_status st = {-1, ""};
     struct error err = {0};
@@ -638,7 +666,8 @@ static void test_rpc_stream_many_connects(void **state) {
     assert_true(count_fds() <= fds_before + 2);
 }
 
-int main(void) {
+int main(void)
+{
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rpc_client_unary_echo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_client_call_one_shot, setup, teardown),
