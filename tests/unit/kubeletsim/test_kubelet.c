@@ -44,6 +44,9 @@ struct fake {
     bool healthy[N_DEVS];
     bool preferred;
     bool fail_allocate_gt1;
+    bool block_allocate; /* Allocate waits for allocate_released */
+    bool allocate_released;
+    pthread_cond_t released;
     unsigned n_preferred_calls;
 
     pthread_t watcher; /* re-registers when kubelet.sock is created */
@@ -163,6 +166,10 @@ static int h_allocate(void *ctx, const uint8_t *req, size_t len, struct strbuf *
 
     assert_non_null(m);
     assert_int_equal(m->n_container_requests, 1);
+    pthread_mutex_lock(&f->lock);
+    while (f->block_allocate && !f->allocate_released)
+        pthread_cond_wait(&f->released, &f->lock);
+    pthread_mutex_unlock(&f->lock);
     if (f->fail_allocate_gt1 && m->container_requests[0]->n_devices_ids > 1) {
         rpc_status_set(st, RPC_UNKNOWN,
                        "invalid allocation request for \"%s\": invalid "
@@ -286,6 +293,7 @@ static int setup(void **state)
 
     assert_non_null(f);
     pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->released, NULL);
     str_copy(f->dir, "/tmp/gs-simtest-XXXXXX", sizeof(f->dir));
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->sock, sizeof(f->sock), "%s/fake.sock", f->dir);
@@ -316,8 +324,13 @@ static int teardown(void **state)
     }
     close(f->stop_pipe[0]);
     close(f->stop_pipe[1]);
+    pthread_mutex_lock(&f->lock);
+    f->allocate_released = true; /* a blocked handler must end before the server stops */
+    pthread_cond_broadcast(&f->released);
+    pthread_mutex_unlock(&f->lock);
     sim_free(f->sim);
     fake_unserve(f);
+    pthread_cond_destroy(&f->released);
     pthread_mutex_destroy(&f->lock);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
     assert_int_equal(system(cmd), 0);
@@ -508,6 +521,33 @@ static void test_admit_failed_unexpected_admission_error(void **state)
     assert_capacity(f, 4, 4, 0); /* a failed pod holds nothing */
 }
 
+static void test_admit_plugin_not_answering_times_out(void **state)
+{
+    struct fake *f = *state;
+    struct sim_opts o = {.dir = f->dir, .rpc_timeout_ms = 200};
+    struct error err = {0};
+    const char *msg;
+    uint64_t t0;
+    json_t *j;
+
+    sim_free(f->sim); /* again, with a short deadline on plugin calls */
+    f->sim = NULL;
+    if (sim_new(&o, &f->sim, &err) < 0)
+        fail_msg("sim_new: %s", err.msg);
+    start_plugin(f);
+    f->block_allocate = true;
+    t0 = time_now_ms();
+    j = run(f, "admit p1 " RES "=1");
+    assert_true(time_now_ms() - t0 < 5000);
+    assert_pod(j, "Failed", "UnexpectedAdmissionError", NULL);
+    msg = json_string_value(json_object_get(json_object_get(j, "pod"), "message"));
+    if (!str_startswith(msg, "Allocate failed due to rpc error: code = DeadlineExceeded desc = ") ||
+        !str_endswith(msg, ", which is unexpected"))
+        fail_msg("message: %s", msg);
+    json_decref(j);
+    assert_capacity(f, 4, 4, 0);
+}
+
 static void test_health_change_lowers_allocatable(void **state)
 {
     struct fake *f = *state;
@@ -656,6 +696,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admit_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admit_failed_unexpected_admission_error, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_admit_plugin_not_answering_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_health_change_lowers_allocatable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_loss_marks_unhealthy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_times_out_clearly, setup, teardown),
