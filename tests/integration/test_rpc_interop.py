@@ -9,6 +9,7 @@ GS_PY_PROTO (protoc --python_out of proto/deviceplugin/v1beta1/api.proto) set.
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -214,6 +215,54 @@ class RegistrationServedByPython(unittest.TestCase):
         out = self.run_peer("register", os.path.join(self.dir.name, "kubelet.sock"))
         self.assertEqual(out.returncode, 1)
         self.assertIn("code=Unavailable", out.stdout)
+
+
+class RegisterFrameOnTheWire(unittest.TestCase):
+    """A bare HTTP/2 listener (no gRPC library) reads the C client's DATA frames."""
+
+    def test_register_grpc_frame_bytes(self):
+        tmp = tempfile.TemporaryDirectory(prefix="gs-interop-")
+        self.addCleanup(tmp.cleanup)
+        sock_path = os.path.join(tmp.name, "kubelet.sock")
+        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lsock.bind(sock_path)
+        lsock.listen(1)
+        self.addCleanup(lsock.close)
+        peer = subprocess.Popen([PEER, "register", sock_path], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        conn, _ = lsock.accept()
+        conn.settimeout(WAIT_S)
+        buf = b""
+
+        def need(n):
+            nonlocal buf
+            while len(buf) < n:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    raise EOFError("client closed early")
+                buf += chunk
+
+        preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        need(len(preface))
+        self.assertEqual(buf[:len(preface)], preface)
+        buf = buf[len(preface):]
+        conn.sendall(bytes.fromhex("000000 04 00 00000000"))  # our (empty) SETTINGS
+        data = b""
+        while True:  # frames: 3-byte length, type, flags, 4-byte stream id
+            need(9)
+            length, ftype, flags = int.from_bytes(buf[:3], "big"), buf[3], buf[4]
+            need(9 + length)
+            payload, buf = buf[9:9 + length], buf[9 + length:]
+            if ftype == 0x4 and not flags & 0x1:
+                conn.sendall(bytes.fromhex("000000 04 01 00000000"))  # SETTINGS ACK
+            if ftype == 0x0:  # DATA
+                data += payload
+                if flags & 0x1:  # END_STREAM: the whole request is in
+                    break
+        conn.close()
+        peer.communicate(timeout=WAIT_S * 3)
+        # facts §1.5: uncompressed flag, 4-byte big-endian length 0x30, the message
+        self.assertEqual(data, bytes.fromhex("00 00000030") + REGISTER)
 
 
 class ListAndWatchServedByPython(unittest.TestCase):
