@@ -81,8 +81,9 @@ static int parse_fallbacks(struct config_args *a, const char *s)
     return 0;
 }
 
-/* Returns 0, or an exit code (usage errors already printed). */
-static int parse_args(int argc, char **argv, struct config_args *a)
+/* Returns 0, or an exit code (usage errors already printed). *ret_help is set when --help
+ * was given and handled. */
+static int parse_args(int argc, char **argv, struct config_args *a, bool *ret_help)
 {
     struct error err = {0};
 
@@ -100,7 +101,8 @@ static int parse_args(int argc, char **argv, struct config_args *a)
         }
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
             usage(stdout);
-            return -CLI_EXIT_OK - 100; /* handled: exit 0 */
+            *ret_help = true;
+            return CLI_EXIT_OK;
         }
         eq = strchr(arg, '=');
         if (str_copy(name, arg, sizeof(name)) >= sizeof(name))
@@ -248,6 +250,7 @@ int cmd_config(int argc, char **argv)
     struct config_args a = {.fallbacks = {CFG_FALLBACK_NAMED, CFG_FALLBACK_SINGLE},
                             .n_fallbacks = 2};
     struct error err = {0};
+    bool help = false;
     int rc;
 
     cfg_overrides_init(&a.overrides, CFG_BIN_PLUGIN);
@@ -265,12 +268,8 @@ int cmd_config(int argc, char **argv)
         rc = CLI_EXIT_FAILURE;
         goto out;
     }
-    rc = parse_args(argc, argv, &a);
-    if (rc == -CLI_EXIT_OK - 100) {
-        rc = CLI_EXIT_OK;
-        goto out;
-    }
-    if (rc != 0)
+    rc = parse_args(argc, argv, &a, &help);
+    if (rc != 0 || help)
         goto out;
     if (!a.path)
         a.path = cfg_overrides_get(&a.overrides, CFG_OPT_CONFIG_FILE);
