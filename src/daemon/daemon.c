@@ -334,7 +334,7 @@ static void daemon_reload(struct daemon *d)
 }
 
 /* kubelet restarts delete our sockets: bring back the servers whose socket is gone. */
-static void daemon_check_sockets(struct daemon *d)
+static void daemon_check_sockets(struct daemon *d, bool register_now)
 {
     struct error err = {0};
 
@@ -352,7 +352,7 @@ static void daemon_check_sockets(struct daemon *d)
         if (!name || slot_start(d, s, name, &err) < 0) {
             log_error("restarting resource=%s: %s", name ? name : "?", err.msg);
             s->retry_at_ms = 0;
-        } else {
+        } else if (register_now) {
             slot_register(d, s, true);
         }
         free(name);
@@ -376,8 +376,9 @@ static void daemon_on_inotify(struct daemon *d)
             p += sizeof(*ev) + ev->len;
         }
     }
+    /* when kubelet.sock came back in the same batch, the loop below registers everyone */
     if (deleted)
-        daemon_check_sockets(d);
+        daemon_check_sockets(d, !(kubelet_created && d->kubelet_socket));
     if (kubelet_created && d->kubelet_socket) {
         log_info("kubelet socket %s was created (kubelet restart), registering again",
                  d->kubelet_socket);

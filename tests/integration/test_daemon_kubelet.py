@@ -500,9 +500,19 @@ class DaemonTest(unittest.TestCase):
         w.close()
         self.assertStoppedClean(d)
 
+    def test_nvml_init_failure(self):
+        d = self.start("l20-node.yaml", env={"FAKE_NVML_FAIL": "nvmlInit_v2=9"})
+        self.assertEqual(d.proc.wait(20), 1)
+        d = self.start("l20-node.yaml", args=["--fail-on-init-error=false"],
+                       env={"FAKE_NVML_FAIL": "nvmlInit_v2=9"})
+        self.waitLog(d, "no devices found on this node")
+        self.assertEqual([f for f in os.listdir(d.dir) if f.startswith("nvidia-")], [])
+        self.assertStoppedClean(d)
+
     def test_no_kubelet_socket_serves_without_registering(self):
         d = self.start("l20-node.yaml", args=["--kubelet-socket="], kubelet=False)
-        wait_until(lambda: os.path.exists(d.sock("nvidia-gpu.sock")), what="socket")
+        # the socket file appears at bind(2), before listen: wait for "serving" instead
+        self.waitLog(d, "serving resource=nvidia.com/gpu")
         w = Watch(d.sock("nvidia-gpu.sock"))
         self.assertEqual(len(w.next().devices), 1)
         w.close()
