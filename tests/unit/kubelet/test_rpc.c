@@ -602,6 +602,36 @@ static void test_rpc_stream_client_cancel_mid_stream(void **state)
     rpc_client_free(c);
 }
 
+static void test_rpc_stream_send_slow_client_bounded(void **state)
+{
+    struct fixture *f = *state;
+    struct rpc_client *c = NULL;
+    struct rpc_client_stream *cs = NULL;
+    struct rpc_status st = {-1, ""};
+    struct error err = {0};
+    uint8_t *msg = calloc(1, 64 * 1024);
+    char buf[16];
+    int r = 0;
+    int i;
+
+    assert_non_null(msg);
+    assert_int_equal(rpc_client_new(f->sock, NULL, &c, &err), 0);
+    assert_int_equal(rpc_client_stream_open(c, M_WATCH, NULL, 0, &cs, &err), 0);
+    assert_int_equal(next_str(cs, buf, sizeof(buf), &st, &err), 1);
+    assert_true(wait_count(f, &f->n_opened, 1));
+    /* The client reads nothing more: flow control stops the sends and the queue fills up to
+     * its bound instead of growing (at most 256 x 64 KiB here). */
+    for (i = 0; i < 4096 && r == 0; i++)
+        r = rpc_stream_send(f->streams[0], msg, 64 * 1024);
+    assert_int_equal(r, -ENOBUFS);
+    assert_true(i > RPC_STREAM_MAX_QUEUED);
+    free(msg);
+    rpc_client_stream_close(cs);
+    assert_true(wait_count(f, &f->n_closed, 1));
+    assert_int_equal(f->n_cancelled, 1);
+    rpc_client_free(c);
+}
+
 static void test_rpc_server_stop_with_open_streams(void **state)
 {
     struct fixture *f = *state;
@@ -684,6 +714,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rpc_stream_finish_with_error_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_stream_refused_by_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_stream_client_cancel_mid_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rpc_stream_send_slow_client_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_server_stop_with_open_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_stream_many_connects, setup, teardown),
     };
