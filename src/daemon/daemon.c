@@ -85,6 +85,13 @@ out:
     return res;
 }
 
+/* NVIDIA adds /dev/nvidiactl & co. to DeviceSpecs only when they exist in its container. */
+static bool env_device_exists(void *userdata, const char *container_path)
+{
+    (void)userdata;
+    return path_exists(container_path);
+}
+
 static char *env_new_id(void *userdata)
 {
     uint8_t b[16];
@@ -540,6 +547,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     sigset_t mask;
     int r;
 
+    d.env.device_exists = env_device_exists;
     d.env.mig_cap_path = env_mig_cap_path;
     d.env.new_id = env_new_id;
     r = daemon_xid_policy_init(&d.xid, o->disable_healthchecks, o->enable_healthchecks, &warnings,

@@ -333,6 +333,32 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(cdi, ["k8s.device-plugin.nvidia.com/gpu=" + uuid])
         self.assertStoppedClean(d)
 
+    def test_allocate_cdi_cri_and_device_specs(self):
+        d = self.start("t4-node.yaml", args=["--device-list-strategy=cdi-cri", "--pass-device-specs",
+                                             "--dev-root=/host"])
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        uuid = w.next().devices[0].ID
+        w.close()
+        c = d.allocate("nvidia-gpu.sock", [uuid]).container_responses[0]
+        self.assertEqual([x.name for x in c.cdi_devices], ["k8s.device-plugin.nvidia.com/gpu=" + uuid])
+        self.assertNotIn("NVIDIA_VISIBLE_DEVICES", c.envs)  # only CDI strategies: no envvar
+        self.assertEqual(len(c.mounts), 0)
+        self.assertStoppedClean(d)
+        d = self.start("t4-node.yaml", args=["--pass-device-specs", "--dev-root=/host"])
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        uuid = w.next().devices[0].ID
+        w.close()
+        c = d.allocate("nvidia-gpu.sock", [uuid]).container_responses[0]
+        specs = {x.container_path: (x.host_path, x.permissions) for x in c.devices}
+        minor = [p for p in specs if p.startswith("/dev/nvidia") and p[11:].isdigit()]
+        self.assertEqual(len(minor), 1)
+        self.assertEqual(specs[minor[0]], ("/host" + minor[0], "rw"))
+        # control nodes only when they exist in the plugin's container
+        self.assertEqual("/dev/nvidiactl" in specs, os.path.exists("/dev/nvidiactl"))
+        self.assertStoppedClean(d)
+
     def test_allocate_replicas_index_strategy(self):
         d = self.start("h100-nvswitch-8.yaml", config=TS16,
                        args=["--device-id-strategy", "index"])
@@ -463,6 +489,39 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("xid=79", log)
         self.assertIn("devices=16 marked Unhealthy", log)
         self.assertStoppedClean(d)
+
+    def test_xid_mig_attribution_and_enable(self):
+        d = self.start("a100-80gb-all-balanced.yaml", args=["--mig-strategy=mixed"],
+                       env={"DP_ENABLE_HEALTHCHECKS": "43"})
+        regs = self.registered(d, 3)
+        watches = {n: Watch(d.sock(ep)) for n, ep in regs.items()}
+        lists = {n: w.next() for n, w in watches.items()}
+        target = lists["nvidia.com/mig-1g.10gb"].devices[0].ID
+        self.assertTrue(target.startswith("MIG-"))
+        self.waitLog(d, "health: watching XID events")
+        with open(d.events, "a") as f:
+            f.write("xid %s 43\n" % target)  # ignored by default, enabled by env
+        m = watches["nvidia.com/mig-1g.10gb"].next()
+        bad = [x.ID for x in m.devices if x.health != "Healthy"]
+        self.assertEqual(bad, [target])
+        self.waitLog(d, "devices=1 marked Unhealthy")
+        for w in watches.values():
+            w.close()
+        # the other MIG resources were not touched: a fresh list is all healthy
+        for n in ("nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"):
+            w = Watch(d.sock(regs[n]))
+            self.assertTrue(all(x.health == "Healthy" for x in w.next().devices))
+            w.close()
+        self.assertStoppedClean(d)
+
+    def test_json_logs(self):
+        d = self.start("l20-node.yaml", args=["--log-format", "json"])
+        self.registered(d, 1)
+        self.waitLog(d, '"registered resource=nvidia.com/gpu')
+        self.assertStoppedClean(d)
+        import json
+        for line in d.logtext().splitlines():
+            json.loads(line)
 
     def test_health_disabled_by_env(self):
         d = self.start("l20-node.yaml", env={"DP_DISABLE_HEALTHCHECKS": "all"})
