@@ -331,6 +331,40 @@ static void test_dp_backoff_next_ms(void **state)
         assert_int_equal(dp_backoff_next_ms(cases[i][0]), cases[i][1]);
 }
 
+static void test_dp_plugin_set_snapshot_pushes_new_list(void **state)
+{
+    struct fx *f = *state;
+    struct rpc_client_stream *s = NULL;
+    V1beta1__ListAndWatchResponse *l;
+    struct cfg_config cfg;
+    struct cfg_replicated_resource rule = fx_rule("nvidia.com/gpu", 2);
+    struct inv_inventory *inv = fx_l20(), *t4 = fx_t4();
+    struct dp_snapshot *snap = NULL, *other = NULL;
+    struct error err = {0};
+
+    assert_int_equal(rpc_client_stream_open(f->c, M("ListAndWatch"), NULL, 0, &s, NULL), 0);
+    l = next_list(s);
+    assert_int_equal(l->n_devices, 4);
+    v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+
+    fx_cfg_init(&cfg);
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, true, false); /* renamed .shared */
+    assert_int_equal(dp_snapshot_new(fx_build(t4, &cfg), t4, &other, NULL), 0);
+    assert_int_equal(dp_plugin_set_snapshot(f->p, other, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "not in the new model"));
+
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, false, false);
+    assert_int_equal(dp_snapshot_new(fx_build(inv, &cfg), inv, &snap, NULL), 0);
+    assert_int_equal(dp_plugin_set_snapshot(f->p, snap, NULL), 0);
+    l = next_list(s);
+    assert_int_equal(l->n_devices, 2);
+    v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+    rpc_client_stream_close(s);
+    dp_snapshot_unref(snap); /* the plugin holds its own reference */
+    dp_snapshot_unref(other);
+    test_dp_options(state);
+}
+
 static void test_dp_plugin_new_unknown_resource(void **state)
 {
     struct fx *f = *state;
@@ -353,6 +387,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dp_preferred_allocation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dp_register, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dp_plugin_new_unknown_resource, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dp_plugin_set_snapshot_pushes_new_list, setup,
+                                        teardown),
         cmocka_unit_test(test_dp_backoff_next_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
