@@ -305,6 +305,42 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("bogus", d.logtext())
 
+    def test_cli_usage_and_argv0(self):
+        r = subprocess.run([GPUSLICE, "device-plugin", "--bogus"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown flag '--bogus'", r.stderr)
+        r = subprocess.run([GPUSLICE, "device-plugin", "--mig-strategy", "half"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        tmp = tempfile.mkdtemp(prefix="gs-argv0-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        link = os.path.join(tmp, "nvidia-device-plugin")
+        os.symlink(os.path.abspath(GPUSLICE), link)
+        r = subprocess.run([link, "--help"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("nvidia-device-plugin [options]", r.stdout)
+        # a SIGKILLed daemon leaves its socket behind; the next one (invoked as NVIDIA's
+        # binary, with NVIDIA's flags as they are) replaces it
+        d = self.start("l20-node.yaml", args=["--fail-on-init-error=true",
+                                              "--device-id-strategy=index"])
+        self.registered(d, 1)
+        d.proc.kill()
+        d.proc.wait()
+        self.assertTrue(os.path.exists(d.sock("nvidia-gpu.sock")))
+        d.kubelet.stop()
+        d.kubelet = FakeKubelet(d.dir)
+        d.kubelet.start()
+        e = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "l20-node.yaml"),
+                 FAKE_NVML_STATE=os.path.join(d.tmp, "state"))
+        d.proc = subprocess.Popen([link, "--nvml-library", NVML_LIB, "--device-plugin-dir", d.dir,
+                                   "--device-id-strategy=index"], env=e, stderr=d.log,
+                                  stdout=d.log)
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        self.assertEqual([x.ID for x in w.next().devices], ["0"])
+        w.close()
+        self.assertStoppedClean(d)
+
     # ---- Allocate per device-list strategy ---------------------------------------------
 
     def test_allocate_envvar(self):
