@@ -97,6 +97,23 @@ static int split(char *buf, char **argv, size_t *argc, struct error *err)
     return 0;
 }
 
+/* Names end up in JSON answers and gRPC strings: printable ASCII only, as Kubernetes names
+ * and resource names are, and at most 253 bytes (a DNS subdomain). */
+static int check_word(const char *w, struct error *err)
+{
+    size_t n = strlen(w);
+
+    if (n > 253)
+        return error_set(err, -EINVAL, "\"%.40s...\" is too long (at most 253 bytes)", w);
+    for (size_t i = 0; i < n; i++)
+        if (w[i] < 0x21 || w[i] > 0x7e)
+            return error_set(err, -EINVAL,
+                             "\"%s\" has a character that is not printable "
+                             "ASCII at byte %zu",
+                             w, i);
+    return 0;
+}
+
 static int parse_count(const char *s, unsigned *ret, struct error *err)
 {
     if (parse_uint(s, ret) < 0 || *ret > SIM_MAX_DEVICES)
@@ -221,6 +238,10 @@ int sim_cmd_parse(const char *line, struct sim_cmd *ret, struct error *err)
         goto out;
     }
     c.kind = d->kind;
+    for (size_t i = 1; i < argc && r >= 0; i++)
+        r = check_word(argv[i], err);
+    if (r < 0)
+        goto out;
     if (d->kind == SIM_CMD_WAIT || d->kind == SIM_CMD_DEVICES || d->kind == SIM_CMD_ADMIT ||
         d->kind == SIM_CMD_DELETE || d->kind == SIM_CMD_POD) {
         c.name = strdup(argv[1]);

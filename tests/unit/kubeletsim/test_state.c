@@ -110,6 +110,8 @@ static void test_sim_cmd_parse_invalid(void **state)
         {"admit p1 a/b=1 a/b=2", "requested twice"},
         {"capacity now", "usage: capacity"},
         {"restart -5", "invalid timeout"},
+        {"admit p\xc3\xa9 a.com/b=1", "not printable ASCII at byte 1"},
+        {"delete \x01x", "not printable ASCII at byte 0"},
         {"a b c d e f g h i j k l m n o p q r s t u v w x y z 1 2 3 4 5 6 7 8", "too many words"},
     };
 
@@ -135,6 +137,22 @@ static void test_sim_cmd_parse_long_line(void **state)
     assert_int_equal(sim_cmd_parse(line, &c, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "too long"));
     free(line);
+}
+
+static void test_sim_cmd_parse_long_name(void **state)
+{
+    char line[400] = "pod ";
+    struct sim_cmd c;
+    struct error err = {0};
+
+    memset(line + 4, 'p', 254);
+    line[4 + 254] = '\0';
+    assert_int_equal(sim_cmd_parse(line, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "too long (at most 253 bytes)"));
+    line[4 + 253] = '\0';
+    assert_int_equal(sim_cmd_parse(line, &c, &err), 0);
+    assert_int_equal(strlen(c.name), 253);
+    sim_cmd_release(&c);
 }
 
 static void test_sim_cmp_holds_table(void **state)
@@ -355,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_sim_cmd_parse_blank),
         cmocka_unit_test(test_sim_cmd_parse_invalid),
         cmocka_unit_test(test_sim_cmd_parse_long_line),
+        cmocka_unit_test(test_sim_cmd_parse_long_name),
         cmocka_unit_test(test_sim_cmp_holds_table),
         cmocka_unit_test(test_sim_validate_registration_messages),
         cmocka_unit_test(test_sim_choose_devices_order),
