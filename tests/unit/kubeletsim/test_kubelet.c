@@ -44,6 +44,11 @@ struct fake {
     bool healthy[N_DEVS];
     bool preferred;
     bool fail_allocate_gt1;
+    bool fail_preferred; /* GetPreferredAllocation answers INTERNAL */
+    bool empty_allocate; /* Allocate answers no container response */
+    bool pre_start;      /* options: pre_start_required */
+    unsigned n_pre_start_calls;
+    size_t n_pre_start_ids;
     bool block_allocate; /* Allocate waits for allocate_released */
     bool allocate_released;
     pthread_cond_t released;
@@ -98,6 +103,7 @@ static int h_options(void *ctx, const uint8_t *req, size_t len, struct strbuf *r
     uint8_t buf[16];
 
     o.get_preferred_allocation_available = f->preferred;
+    o.pre_start_required = f->pre_start;
     return strbuf_append(resp, (const char *)buf, v1beta1__device_plugin_options__pack(&o, buf));
 }
 
@@ -136,6 +142,11 @@ static int h_preferred(void *ctx, const uint8_t *req, size_t len, struct strbuf 
     assert_non_null(m);
     assert_int_equal(m->n_container_requests, 1);
     f->n_preferred_calls++;
+    if (f->fail_preferred) {
+        v1beta1__preferred_allocation_request__free_unpacked(m, NULL);
+        rpc_status_set(st, RPC_INTERNAL, "topology is on fire");
+        return -EIO;
+    }
     /* prefer the last candidates: the sim must honour the order it gets */
     for (size_t i = 0; i < m->container_requests[0]->n_available_deviceids && i < N_DEVS; i++)
         rev[i] = m->container_requests[0]
@@ -185,12 +196,26 @@ static int h_allocate(void *ctx, const uint8_t *req, size_t len, struct strbuf *
     c.envs = &envp;
     c.n_envs = 1;
     out.container_responses = &cp;
-    out.n_container_responses = 1;
+    out.n_container_responses = f->empty_allocate ? 0 : 1;
     r = strbuf_append(resp, (const char *)buf, v1beta1__allocate_response__pack(&out, buf));
 out:
     strbuf_release(&ids);
     v1beta1__allocate_request__free_unpacked(m, NULL);
     return r;
+}
+
+static int h_pre_start(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
+                       struct rpc_status *st)
+{
+    struct fake *f = ctx;
+    V1beta1__PreStartContainerRequest *m =
+        v1beta1__pre_start_container_request__unpack(NULL, len, req);
+
+    assert_non_null(m);
+    f->n_pre_start_calls++;
+    f->n_pre_start_ids = m->n_devices_ids;
+    v1beta1__pre_start_container_request__free_unpacked(m, NULL);
+    return 0; /* PreStartContainerResponse is empty */
 }
 
 static void fake_serve(struct fake *f)
@@ -209,6 +234,9 @@ static void fake_serve(struct fake *f)
                      0);
     assert_int_equal(
         rpc_server_add_unary(f->srv, "/v1beta1.DevicePlugin/Allocate", h_allocate, f, &err), 0);
+    assert_int_equal(rpc_server_add_unary(f->srv, "/v1beta1.DevicePlugin/PreStartContainer",
+                                          h_pre_start, f, &err),
+                     0);
     if (rpc_server_start(f->srv, &err) < 0)
         fail_msg("fake plugin: %s", err.msg);
 }
@@ -548,6 +576,42 @@ static void test_admit_plugin_not_answering_times_out(void **state)
     assert_capacity(f, 4, 4, 0);
 }
 
+static void test_admit_plugin_errors_in_kubelet_words(void **state)
+{
+    struct fake *f = *state;
+    json_t *j;
+
+    start_plugin(f);
+    f->fail_preferred = true;
+    j = run(f, "admit p1 " RES "=1");
+    assert_pod(j, "Failed", "UnexpectedAdmissionError",
+               "Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: "
+               "rpc error: code = Internal desc = topology is on fire, which is unexpected");
+    json_decref(j);
+    f->fail_preferred = false;
+    f->empty_allocate = true;
+    j = run(f, "admit p2 " RES "=1");
+    assert_pod(j, "Failed", "UnexpectedAdmissionError",
+               "Allocate failed due to no containers return in allocation response, which is "
+               "unexpected");
+    json_decref(j);
+    assert_capacity(f, 4, 4, 0);
+}
+
+static void test_admit_calls_pre_start_when_required(void **state)
+{
+    struct fake *f = *state;
+    json_t *j;
+
+    f->pre_start = true;
+    start_plugin(f);
+    j = run(f, "admit p1 " RES "=2");
+    assert_pod(j, "Running", NULL, NULL);
+    json_decref(j);
+    assert_int_equal(f->n_pre_start_calls, 1);
+    assert_int_equal(f->n_pre_start_ids, 2);
+}
+
 static void test_health_change_lowers_allocatable(void **state)
 {
     struct fake *f = *state;
@@ -697,6 +761,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admit_failed_unexpected_admission_error, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_admit_plugin_not_answering_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admit_plugin_errors_in_kubelet_words, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admit_calls_pre_start_when_required, setup, teardown),
         cmocka_unit_test_setup_teardown(test_health_change_lowers_allocatable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_loss_marks_unhealthy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_times_out_clearly, setup, teardown),
