@@ -395,42 +395,49 @@ static int on_pod_allocatable(void *ctx, const uint8_t *req, size_t req_len, str
 
 /* ---- servers ---- */
 
-static int registration_start(struct sim *sim, struct error *err)
+struct unary_method {
+    const char *path;
+    rpc_unary_fn fn;
+};
+
+/* A started server on socket_path with the given unary methods; *ret written on success. */
+static int server_start(struct sim *sim, const char *socket_path,
+                        const struct unary_method *methods, size_t n, struct rpc_server **ret,
+                        struct error *err)
 {
     struct rpc_server *srv = NULL;
     int r;
 
-    r = rpc_server_new(sim->kubelet_socket, &srv, err);
-    if (r >= 0)
-        r = rpc_server_add_unary(srv, SIM_M_REGISTER, on_register, sim, err);
+    r = rpc_server_new(socket_path, &srv, err);
+    for (size_t i = 0; i < n && r >= 0; i++)
+        r = rpc_server_add_unary(srv, methods[i].path, methods[i].fn, sim, err);
     if (r >= 0)
         r = rpc_server_start(srv, err);
     if (r < 0) {
         rpc_server_free(srv);
         return r;
     }
-    sim->registration = srv;
+    *ret = srv;
     return 0;
+}
+
+static int registration_start(struct sim *sim, struct error *err)
+{
+    static const struct unary_method methods[] = {{SIM_M_REGISTER, on_register}};
+
+    return server_start(sim, sim->kubelet_socket, methods, GS_ARRAY_SIZE(methods),
+                        &sim->registration, err);
 }
 
 static int pod_resources_start(struct sim *sim, struct error *err)
 {
-    struct rpc_server *srv = NULL;
-    int r;
+    static const struct unary_method methods[] = {
+        {SIM_M_POD_LIST, on_pod_list},
+        {SIM_M_POD_ALLOCATABLE, on_pod_allocatable},
+    };
 
-    r = rpc_server_new(sim->pod_resources_socket, &srv, err);
-    if (r >= 0)
-        r = rpc_server_add_unary(srv, SIM_M_POD_LIST, on_pod_list, sim, err);
-    if (r >= 0)
-        r = rpc_server_add_unary(srv, SIM_M_POD_ALLOCATABLE, on_pod_allocatable, sim, err);
-    if (r >= 0)
-        r = rpc_server_start(srv, err);
-    if (r < 0) {
-        rpc_server_free(srv);
-        return r;
-    }
-    sim->pod_resources = srv;
-    return 0;
+    return server_start(sim, sim->pod_resources_socket, methods, GS_ARRAY_SIZE(methods),
+                        &sim->pod_resources, err);
 }
 
 /* Takes every endpoint out of the table and drops it (joining its watcher). */
