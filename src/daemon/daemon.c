@@ -197,6 +197,18 @@ static void log_resource(const char *what, const struct model_resource *res,
              dp_plugin_endpoint(p));
 }
 
+/* A stop signal is waiting on the signalfd (not consumed). Checked between Register calls,
+ * which can each block for DAEMON_REGISTER_TIMEOUT_MS on a hung kubelet. */
+static bool stop_pending(void)
+{
+    sigset_t pending;
+
+    if (sigpending(&pending) < 0)
+        return false;
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1 ||
+           sigismember(&pending, SIGQUIT) == 1;
+}
+
 static void slot_register(struct daemon *d, struct slot *s, bool again)
 {
     const char *name = dp_plugin_resource_name(s->p);
@@ -206,6 +218,10 @@ static void slot_register(struct daemon *d, struct slot *s, bool again)
 
     if (!d->kubelet_socket)
         return;
+    if (stop_pending()) {
+        s->retry_at_ms = 0; /* the loop stops before any retry */
+        return;
+    }
     r = dp_register(d->kubelet_socket, dp_plugin_endpoint(s->p), name, DAEMON_REGISTER_TIMEOUT_MS,
                     &err);
     if (r < 0) {

@@ -56,8 +56,16 @@ class FakeKubelet:
         self.regs = []
         self.cv = threading.Condition()
         self.server = None
+        self.hang = None  # a threading.Event: Register blocks until it is set
+        self.calls = 0
 
     def _register(self, req, ctx):
+        with self.cv:
+            self.calls += 1
+            self.cv.notify_all()
+        if self.hang is not None:
+            self.hang.wait(30)
+            return pb.Empty()
         ch = grpc.insecure_channel("unix:" + os.path.join(self.dir, req.endpoint))
         opts = ch.unary_unary(DP + "GetDevicePluginOptions",
                               request_serializer=pb.Empty.SerializeToString,
@@ -565,6 +573,23 @@ class DaemonTest(unittest.TestCase):
         wait_until(lambda: "health checks disabled by DP_DISABLE_HEALTHCHECKS" in d.logtext(),
                    what="the health log line")
         self.assertStoppedClean(d)
+
+    def test_sigterm_with_a_hung_kubelet(self):
+        d = Daemon("a100-80gb-all-balanced.yaml", args=["--mig-strategy=mixed"], kubelet=False)
+        self.addCleanup(d.cleanup)
+        d.kubelet.hang = threading.Event()
+        self.addCleanup(d.kubelet.hang.set)
+        d.kubelet.start()
+        wait_until(lambda: d.kubelet.calls >= 1, what="a Register call")
+        t = time.monotonic()
+        d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(d.proc.wait(20), 0)
+        took = time.monotonic() - t
+        # one Register in flight (5 s deadline), not one per resource (3 x 5 s)
+        self.assertLess(took, 7.0)
+        self.assertEqual(d.kubelet.calls, 1)
+        d.kubelet.hang.set()
+        self.assertEqual([f for f in os.listdir(d.dir) if f.startswith("nvidia-")], [])
 
     def test_sighup_reload_and_sigint(self):
         d = self.start("l20-node.yaml")
