@@ -85,6 +85,8 @@ struct kube_watch_callbacks {
     void *userdata;
 };
 
+struct kube_node_watch;
+
 /* Counters for logs, tests and metrics. */
 struct kube_watch_stats {
     uint64_t n_lists;       /* successful list requests */
