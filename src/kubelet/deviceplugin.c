@@ -679,15 +679,22 @@ static int plugin_push_locked(struct dp_plugin *p)
 
 int dp_plugin_set_snapshot(struct dp_plugin *p, struct dp_snapshot *snap, struct error *err)
 {
+    return dp_plugin_replace_snapshot(p, snap, true, err);
+}
+
+int dp_plugin_replace_snapshot(struct dp_plugin *p, struct dp_snapshot *snap, bool push,
+                               struct error *err)
+{
     struct dp_snapshot *old;
-    int r;
+    int r = 0;
 
     if (!model_find_resource(snap->model, p->resource_name))
         return error_set(err, -ENOENT, "resource %s is not in the new model", p->resource_name);
     pthread_mutex_lock(&p->lock);
     old = p->snap;
     p->snap = dp_snapshot_ref(snap);
-    r = plugin_push_locked(p);
+    if (push)
+        r = plugin_push_locked(p);
     pthread_mutex_unlock(&p->lock);
     dp_snapshot_unref(old);
     return r < 0 ? error_set(err, r, "pushing the device list of %s: %s", p->resource_name,

@@ -64,6 +64,10 @@ void dp_plugin_free(struct dp_plugin *p);
  * device list to every ListAndWatch stream. The resource must exist in the new model
  * (-ENOENT otherwise, nothing changed). Thread-safe. */
 int dp_plugin_set_snapshot(struct dp_plugin *p, struct dp_snapshot *snap, struct error *err);
+/* The same, pushing only when `push` (a live reload that left this resource unchanged swaps
+ * the snapshot silently: the kubelet's stream sees nothing). */
+int dp_plugin_replace_snapshot(struct dp_plugin *p, struct dp_snapshot *snap, bool push,
+                               struct error *err);
 /* Pushes the current device list to every ListAndWatch stream (after a health change).
  * Returns the number of streams it was sent to. Thread-safe. */
 int dp_plugin_push(struct dp_plugin *p);
@@ -95,5 +99,34 @@ int dp_register(const char *kubelet_socket, const char *endpoint, const char *re
 #define DP_BACKOFF_MIN_MS 1000u
 #define DP_BACKOFF_MAX_MS 30000u
 unsigned dp_backoff_next_ms(unsigned prev_ms);
+
+/* ---- pod-resources v1 (podresources.c) --------------------------------------------------- */
+
+#define DP_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
+/* Device assignments accepted from one List answer. */
+#define DP_POD_DEVICES_MAX 65536u
+
+/* One device ID assigned to a pod's container. */
+struct dp_pod_device {
+    char *resource; /* "nvidia.com/gpu" */
+    char *id;       /* the device ID as advertised */
+    char *pod;      /* "<namespace>/<name>" */
+};
+
+struct dp_pod_devices {
+    struct dp_pod_device *items;
+    size_t n;
+};
+
+/* Calls List on the kubelet's pod-resources socket. On success *ret (owned:
+ * dp_pod_devices_release()) lists every device ID assigned to a pod. Errors as
+ * rpc_client_call (-ECONNREFUSED: nobody serves the socket); -EBADMSG for a malformed answer;
+ * -E2BIG beyond DP_POD_DEVICES_MAX assignments. */
+int dp_pod_resources_list(const char *socket_path, int timeout_ms, struct dp_pod_devices *ret,
+                          struct error *err);
+void dp_pod_devices_release(struct dp_pod_devices *l);
+/* The pod ("<namespace>/<name>") holding device `id` of `resource`, or NULL. Borrowed. */
+const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *resource,
+                                  const char *id);
 
 #endif

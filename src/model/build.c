@@ -578,8 +578,9 @@ static int cmp_dev_id(const void *a, const void *b, void *arg)
 
 /* Sorted index for model_resource_find_device(); duplicate IDs (two GPUs with one uuid in a
  * broken inventory) would make lookups ambiguous, so they are refused. */
-static int index_by_id(struct model_resource *res)
+int model__index_by_id(struct model_resource *res)
 {
+    free(res->by_id);
     res->by_id = calloc(res->n_devices ? res->n_devices : 1, sizeof(*res->by_id));
     if (!res->by_id)
         return -ENOMEM;
@@ -647,7 +648,7 @@ static int fill_resource(const struct builder *b, const char *name, struct model
         res->replicas = 1;
     if (res->replicas > 1)
         res->sharing = b->cfg->sharing_strategy;
-    return index_by_id(res);
+    return model__index_by_id(res);
 }
 
 static size_t varint_len(uint64_t v)

@@ -234,4 +234,19 @@ enum model_plan_format { MODEL_PLAN_TEXT = 0, MODEL_PLAN_JSON };
 int model_plan_report(const struct model *m, const struct inv_inventory *inv,
                       enum model_plan_format format, char **ret_text, struct error *err);
 
+/* ---- retiring devices (daemon live reload; retire.c) ------------------------------------- */
+
+/* The IDs of old_res that m's resource of the same name does not list (all of them when m has
+ * no such resource), in old_res's order. *ret_ids is an owned strv, possibly empty. */
+int model_removed_ids(const struct model *m, const struct model_resource *old_res,
+                      char ***ret_ids, struct error *err);
+
+/* Adds the devices `ids` of old_res to m as Unhealthy, so pods holding them keep them while
+ * nothing new lands on them: appended to m's resource of the same name, or to a new resource
+ * with old_res's name, socket and sharing (no MPS limits) inserted in name order. IDs m
+ * already lists or old_res lacks are skipped. Returns the number added, or -ENOMEM (m stays
+ * freeable with model_free()). */
+int model_retire_devices(struct model *m, const struct model_resource *old_res,
+                         const char *const *ids, size_t n_ids, struct error *err);
+
 #endif

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* podresources.c: the kubelet's pod-resources v1 List, asked before devices are taken away
+ * on a live reload: which device IDs of which resource are held by which pod. Library code:
+ * no logging above debug. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubelet/kubelet.h"
+#include "kubelet/rpc.h"
+#include "podresources/v1/api.pb-c.h"
+
+#define DP_POD_LIST_METHOD "/v1.PodResourcesLister/List"
+
+void dp_pod_devices_release(struct dp_pod_devices *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].resource);
+        free(l->items[i].id);
+        free(l->items[i].pod);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}
+
+static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *resource,
+                      const char *id, const char *ns, const char *pod)
+{
+    struct dp_pod_device *d;
+    struct strbuf sb = STRBUF_INIT;
+
+    if (l->n >= DP_POD_DEVICES_MAX)
+        return -E2BIG;
+    if (l->n == *alloc) {
+        size_t na = *alloc ? *alloc * 2 : 16;
+        struct dp_pod_device *items = realloc(l->items, na * sizeof(*items));
+        if (!items)
+            return -ENOMEM;
+        l->items = items;
+        *alloc = na;
+    }
+    d = &l->items[l->n];
+    if (strbuf_printf(&sb, "%s/%s", ns, pod) < 0) {
+        strbuf_release(&sb);
+        return -ENOMEM;
+    }
+    d->pod = strbuf_take(&sb);
+    d->resource = str_dup(resource);
+    d->id = str_dup(id);
+    l->n++;
+    return d->pod && d->resource && d->id ? 0 : -ENOMEM;
+}
+
+int dp_pod_resources_list(const char *socket_path, int timeout_ms, struct dp_pod_devices *ret,
+                          struct error *err)
+{
+    V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
+    V1__ListPodResourcesResponse *resp = NULL;
+    struct dp_pod_devices l = {0};
+    uint8_t reqbuf[16], *raw = NULL;
+    size_t raw_len = 0, alloc = 0, req_len;
+    int r;
+
+    req_len = v1__list_pod_resources_request__pack(&req, reqbuf);
+    r = rpc_client_call(socket_path, DP_POD_LIST_METHOD, reqbuf, req_len, timeout_ms, &raw,
+                        &raw_len, NULL, err);
+    if (r < 0)
+        goto out;
+    resp = v1__list_pod_resources_response__unpack(NULL, raw_len, raw);
+    if (!resp) {
+        r = error_set(err, -EBADMSG, "pod-resources List: malformed response");
+        goto out;
+    }
+    for (size_t p = 0; p < resp->n_pod_resources; p++) {
+        const V1__PodResources *pod = resp->pod_resources[p];
+        for (size_t c = 0; c < pod->n_containers; c++) {
+            const V1__ContainerResources *ct = pod->containers[c];
+            for (size_t d = 0; d < ct->n_devices; d++) {
+                const V1__ContainerDevices *cd = ct->devices[d];
+                for (size_t i = 0; i < cd->n_device_ids; i++) {
+                    r = add_device(&l, &alloc, cd->resource_name, cd->device_ids[i],
+                                   pod->namespace_, pod->name);
+                    if (r < 0) {
+                        error_set(err, r, "pod-resources List: %s",
+                                  r == -E2BIG ? "too many devices" : "out of memory");
+                        goto out;
+                    }
+                }
+            }
+        }
+    }
+    *ret = l;
+    l = (struct dp_pod_devices){0};
+    r = 0;
+out:
+    dp_pod_devices_release(&l);
+    if (resp)
+        v1__list_pod_resources_response__free_unpacked(resp, NULL);
+    free(raw);
+    return r;
+}
+
+const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *resource,
+                                  const char *id)
+{
+    for (size_t i = 0; l && i < l->n; i++)
+        if (strcmp(l->items[i].id, id) == 0 && strcmp(l->items[i].resource, resource) == 0)
+            return l->items[i].pod;
+    return NULL;
+}
