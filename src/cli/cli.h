@@ -5,7 +5,10 @@
 #ifndef GS_CLI_H
 #define GS_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
+
+#include "gpu/gpu.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAILURE 1
@@ -24,6 +27,26 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Sets up logging from GPUSLICE_LOG_LEVEL / GPUSLICE_LOG_FORMAT (and --v/--log-format
  * flags handled by the daemon). */
 void cli_setup_logging(void);
+
+/* Options every NVML-reading command shares (NVIDIA's names and aliases). Put
+ * CLI_NVML_LONGOPTS in a getopt_long table; cli_nvml_option() applies one of them. */
+enum {
+    CLI_OPT_NVML_LIBRARY = 0x1000,
+    CLI_OPT_DRIVER_ROOT,
+    CLI_OPT_DRIVER_ROOT_CTR_PATH,
+};
+#define CLI_NVML_LONGOPTS                                                                       \
+    {"nvml-library", required_argument, NULL, CLI_OPT_NVML_LIBRARY},                            \
+        {"driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT},                          \
+        {"nvidia-driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT},                   \
+        {"driver-root-ctr-path", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH},        \
+        {"container-driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH}
+
+/* True when `opt` is one of CLI_NVML_LONGOPTS; its value (borrowed) is stored in nvml. */
+bool cli_nvml_option(int opt, const char *arg, struct gpu_nvml_options *nvml);
+
+/* Parses "-o text|json": returns -1 with *ret_json set, or CLI_EXIT_USAGE after printing. */
+int cli_output_option(const char *cmd, const char *arg, bool *ret_json);
 
 int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);

@@ -19,10 +19,7 @@
 enum output_format { OUTPUT_TEXT, OUTPUT_JSON };
 
 enum {
-    OPT_NVML_LIBRARY = 256,
-    OPT_DRIVER_ROOT,
-    OPT_DRIVER_ROOT_CTR_PATH,
-    OPT_FAIL_ON_INIT_ERROR,
+    OPT_FAIL_ON_INIT_ERROR = 256,
     OPT_SYSFS_ROOT,
 };
 
@@ -323,11 +320,7 @@ static int parse_args(int argc, char **argv, struct inventory_args *a)
 {
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
-        {"nvml-library", required_argument, NULL, OPT_NVML_LIBRARY},
-        {"driver-root", required_argument, NULL, OPT_DRIVER_ROOT},
-        {"nvidia-driver-root", required_argument, NULL, OPT_DRIVER_ROOT},
-        {"driver-root-ctr-path", required_argument, NULL, OPT_DRIVER_ROOT_CTR_PATH},
-        {"container-driver-root", required_argument, NULL, OPT_DRIVER_ROOT_CTR_PATH},
+        CLI_NVML_LONGOPTS,
         {"fail-on-init-error", optional_argument, NULL, OPT_FAIL_ON_INIT_ERROR},
         {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT}, /* tests */
         {"help", no_argument, NULL, 'h'},
@@ -335,29 +328,20 @@ static int parse_args(int argc, char **argv, struct inventory_args *a)
     };
     const char *env = getenv("FAIL_ON_INIT_ERROR");
     bool fail_set = false;
-    int c;
+    bool json;
+    int c, r;
 
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        if (cli_nvml_option(c, optarg, &a->nvml))
+            continue;
         switch (c) {
         case 'o':
-            if (strcmp(optarg, "text") == 0)
-                a->output = OUTPUT_TEXT;
-            else if (strcmp(optarg, "json") == 0)
-                a->output = OUTPUT_JSON;
-            else
-                return cli_usage_error("inventory", "--output must be text or json, not '%s'",
-                                       optarg);
-            break;
-        case OPT_NVML_LIBRARY:
-            a->nvml.library_path = optarg;
-            break;
-        case OPT_DRIVER_ROOT:
-            a->nvml.driver_root = optarg;
-            break;
-        case OPT_DRIVER_ROOT_CTR_PATH:
-            a->nvml.driver_root_ctr_path = optarg;
+            r = cli_output_option("inventory", optarg, &json);
+            if (r >= 0)
+                return r;
+            a->output = json ? OUTPUT_JSON : OUTPUT_TEXT;
             break;
         case OPT_SYSFS_ROOT:
             a->nvml.sysfs_root = optarg;

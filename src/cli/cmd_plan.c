@@ -19,9 +19,6 @@ enum {
     OPT_CONFIG = 256,
     OPT_CONFIG_NAME,
     OPT_MIG_STRATEGY,
-    OPT_NVML_LIBRARY,
-    OPT_DRIVER_ROOT,
-    OPT_DRIVER_ROOT_CTR_PATH,
 };
 
 struct plan_args {
@@ -68,20 +65,19 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
         {"config-name", required_argument, NULL, OPT_CONFIG_NAME},
         {"mig-strategy", required_argument, NULL, OPT_MIG_STRATEGY},
         {"output", required_argument, NULL, 'o'},
-        {"nvml-library", required_argument, NULL, OPT_NVML_LIBRARY},
-        {"driver-root", required_argument, NULL, OPT_DRIVER_ROOT},
-        {"nvidia-driver-root", required_argument, NULL, OPT_DRIVER_ROOT},
-        {"driver-root-ctr-path", required_argument, NULL, OPT_DRIVER_ROOT_CTR_PATH},
-        {"container-driver-root", required_argument, NULL, OPT_DRIVER_ROOT_CTR_PATH},
+        CLI_NVML_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct error err = {0};
-    int c;
+    bool json;
+    int c, r;
 
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        if (cli_nvml_option(c, optarg, &a->nvml))
+            continue;
         switch (c) {
         case OPT_CONFIG:
             a->config_path = optarg;
@@ -94,22 +90,10 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
                 return cli_usage_error("plan", "%s", err.msg);
             break;
         case 'o':
-            if (strcmp(optarg, "text") == 0)
-                a->format = MODEL_PLAN_TEXT;
-            else if (strcmp(optarg, "json") == 0)
-                a->format = MODEL_PLAN_JSON;
-            else
-                return cli_usage_error("plan", "--output must be text or json, not '%s'",
-                                       optarg);
-            break;
-        case OPT_NVML_LIBRARY:
-            a->nvml.library_path = optarg;
-            break;
-        case OPT_DRIVER_ROOT:
-            a->nvml.driver_root = optarg;
-            break;
-        case OPT_DRIVER_ROOT_CTR_PATH:
-            a->nvml.driver_root_ctr_path = optarg;
+            r = cli_output_option("plan", optarg, &json);
+            if (r >= 0)
+                return r;
+            a->format = json ? MODEL_PLAN_JSON : MODEL_PLAN_TEXT;
             break;
         case 'h':
             usage(stdout);
