@@ -3,14 +3,7 @@
 # with a clear message for unknown commands and options.
 set -u
 BIN="$1"
-fail=0
-check() { # check NAME EXPECTED_RC PATTERN CMD...
-    name=$1 want=$2 pat=$3; shift 3
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then echo "FAIL $name: exit $rc, want $want: $out"; fail=1; return; fi
-    if ! printf '%s' "$out" | grep -q -- "$pat"; then echo "FAIL $name: no '$pat' in: $out"; fail=1; return; fi
-    echo "ok $name"
-}
+. "$(dirname "$0")/lib.sh"
 check version 0 '^gpuslice [0-9]' "$BIN" --version
 check version-cmd 0 '^gpuslice [0-9]' "$BIN" version
 check help 0 'Usage: gpuslice <command>' "$BIN" help

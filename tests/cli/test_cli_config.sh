@@ -5,16 +5,9 @@
 set -u
 BIN="$1"
 DATA="$2"
-fail=0
+. "$(dirname "$0")/lib.sh"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-check() { # check NAME EXPECTED_RC PATTERN CMD...
-    name=$1 want=$2 pat=$3; shift 3
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -ne "$want" ]; then echo "FAIL $name: exit $rc, want $want: $out"; fail=1; return; fi
-    if ! printf '%s' "$out" | grep -q -- "$pat"; then echo "FAIL $name: no '$pat' in: $out"; fail=1; return; fi
-    echo "ok $name"
-}
 V="$DATA/valid" I="$DATA/invalid"
 check validate-ok 0 "valid: config '-' ($V/seed000-l20.yaml): migStrategy none, sharing time-slicing: nvidia.com/gpu x8" \
     "$BIN" config validate "$V/seed000-l20.yaml"

@@ -6,14 +6,12 @@
 # exits 0 with no GPUs. Usage: test_cli_inventory.sh GPUSLICE FAKE_LIB MACHINES_DIR
 set -u
 BIN="$1" LIB="$2" MACHINES="$3"
-fail=0
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gs-cli-inv-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 export GPUSLICE_LOG_LEVEL=warn
 unset FAKE_NVML_FAIL FAKE_NVML_EVENTS GPUSLICE_NVML_LIBRARY FAIL_ON_INIT_ERROR
 
-ok() { echo "ok $1"; }
-bad() { echo "FAIL $1: $2"; fail=1; }
 
 n=0
 for m in "$MACHINES"/*.yaml; do

@@ -6,14 +6,12 @@
 # Usage: test_cli_plan.sh GPUSLICE FAKE_LIB MACHINES_DIR
 set -u
 BIN="$1" LIB="$2" MACHINES="$3"
-fail=0
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gs-cli-plan-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 export GPUSLICE_LOG_LEVEL=warn
 unset FAKE_NVML_FAIL FAKE_NVML_EVENTS GPUSLICE_NVML_LIBRARY CONFIG_FILE MIG_STRATEGY
 
-ok() { echo "ok $1"; }
-bad() { echo "FAIL $1: $2"; fail=1; }
 
 machine() {
     export FAKE_NVML_MACHINE="$MACHINES/$1.yaml" FAKE_NVML_STATE="$tmp/$1.state"
