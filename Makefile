@@ -34,7 +34,7 @@ asan: deps
 
 fuzz: deps
 	@test -f $(FUZZ_BUILD)/CMakeCache.txt || CC=clang cmake -S . -B $(FUZZ_BUILD) -DGS_FUZZ=ON $(CMAKE_FLAGS)
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
 	scripts/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: all
