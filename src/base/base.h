@@ -101,6 +101,10 @@ int parse_uint64(const char *s, uint64_t *ret);
 int parse_uint(const char *s, unsigned *ret);
 /* "true/false/1/0/yes/no/on/off" (case-insensitive). */
 int parse_bool(const char *s, bool *ret);
+/* DNS-1123 subdomain check on s[0..n): dot-separated labels of [a-z0-9-], each starting and
+ * ending with [a-z0-9], at most 63 characters a label and 253 in all. Kubernetes uses it for
+ * resource-name domains and names. */
+bool str_dns_subdomain_valid(const char *s, size_t n);
 /* Edit distance, used for "did you mean" hints. */
 unsigned str_distance(const char *a, const char *b);
 

@@ -122,6 +122,31 @@ int parse_bool(const char *s, bool *ret)
     return -EINVAL;
 }
 
+bool str_dns_subdomain_valid(const char *s, size_t n)
+{
+    size_t label_len = 0;
+
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (ch == '.') {
+            if (label_len == 0 || s[i - 1] == '-')
+                return false;
+            label_len = 0;
+            continue;
+        }
+        if (!alnum && ch != '-')
+            return false;
+        if (ch == '-' && label_len == 0)
+            return false;
+        if (++label_len > 63)
+            return false;
+    }
+    return label_len > 0 && s[n - 1] != '-';
+}
+
 unsigned str_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

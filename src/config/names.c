@@ -8,37 +8,6 @@
 
 #include "config/internal.h"
 
-static bool is_lower_alnum(char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-}
-
-/* DNS-1123 subdomain: dot-separated labels of [a-z0-9-], each starting and ending with
- * [a-z0-9]; at most 253 characters. Checks s[0..n). */
-static bool dns_subdomain_valid(const char *s, size_t n)
-{
-    size_t label_len = 0;
-
-    if (n == 0 || n > 253)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (ch == '.') {
-            if (label_len == 0 || s[i - 1] == '-')
-                return false;
-            label_len = 0;
-            continue;
-        }
-        if (!is_lower_alnum(ch) && ch != '-')
-            return false;
-        if (ch == '-' && label_len == 0)
-            return false;
-        if (++label_len > 63)
-            return false;
-    }
-    return label_len > 0 && s[n - 1] != '-';
-}
-
 bool cfg_resource_name_valid(const char *name, struct error *err)
 {
     const char *slash = strchr(name, '/');
@@ -63,7 +32,7 @@ bool cfg_resource_name_valid(const char *name, struct error *err)
                   name);
         return false;
     }
-    if (!dns_subdomain_valid(name, (size_t)(slash - name))) {
+    if (!str_dns_subdomain_valid(name, (size_t)(slash - name))) {
         error_set(err, -EINVAL,
                   "'%s' has an invalid domain prefix; use a lowercase domain "
                   "such as 'nvidia.com'",
@@ -79,7 +48,7 @@ bool cfg_resource_name_valid(const char *name, struct error *err)
                   name);
         return false;
     }
-    if (!dns_subdomain_valid(slash + 1, strlen(slash + 1))) {
+    if (!str_dns_subdomain_valid(slash + 1, strlen(slash + 1))) {
         error_set(err, -EINVAL,
                   "'%s' is not a valid resource name: after the '/' use "
                   "lowercase letters, digits, '-' and '.', starting and ending with a letter "

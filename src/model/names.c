@@ -12,7 +12,6 @@
 
 #define QUALIFIED_NAME_MAX 63
 #define DNS1123_SUBDOMAIN_MAX 253
-#define DNS1123_LABEL_MAX 63
 
 int model__grow(void **arr, size_t *alloc, size_t n, size_t elem_size)
 {
@@ -58,36 +57,6 @@ bool model__glob_match(const char *pattern, const char *s)
 static bool is_alnum(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-static bool is_lower_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* DNS-1123 subdomain: labels of [a-z0-9-] starting and ending alphanumeric, joined by '.'. */
-static bool dns1123_subdomain_valid(const char *s, size_t len)
-{
-    size_t label = 0;
-
-    if (len == 0 || len > DNS1123_SUBDOMAIN_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (c == '.') {
-            if (label == 0 || s[i - 1] == '-')
-                return false;
-            label = 0;
-            continue;
-        }
-        if (!is_lower_alnum(c) && c != '-')
-            return false;
-        if (label == 0 && c == '-')
-            return false;
-        if (++label > DNS1123_LABEL_MAX)
-            return false;
-    }
-    return label > 0 && s[len - 1] != '-';
 }
 
 /* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63 characters. */
@@ -143,7 +112,7 @@ bool model_resource_name_valid(const char *name, struct error *err)
     memcpy(prefix, "requests.", 9);
     memcpy(prefix + 9, name, plen);
     prefix[9 + plen] = '\0';
-    if (!dns1123_subdomain_valid(prefix, 9 + plen)) {
+    if (!str_dns_subdomain_valid(prefix, 9 + plen)) {
         error_set(err, -EINVAL, "the domain of '%s' is not a lowercase DNS subdomain", name);
         return false;
     }
