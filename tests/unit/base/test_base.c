@@ -118,6 +118,32 @@ static void test_str_distance_hints(void **state)
     assert_int_equal(str_distance("", "abc"), 3);
 }
 
+static void test_str_dns_subdomain_valid_rules(void **state)
+{
+    static const struct {
+        const char *s;
+        bool ok;
+    } cases[] = {
+        {"nvidia.com", true},  {"gpu", true},        {"mig-1g.10gb", true}, {"a", true},
+        {"", false},           {"Nvidia.com", false}, {"-gpu", false},      {"gpu-", false},
+        {"a..b", false},       {".a", false},         {"a.", false},        {"a_b", false},
+        {"gpu.-x", false},     {"gpu-.x", false},
+    };
+    char label64[65], long254[255];
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++)
+        assert_int_equal(str_dns_subdomain_valid(cases[i].s, strlen(cases[i].s)), cases[i].ok);
+    memset(label64, 'a', 64);
+    label64[64] = '\0';
+    assert_false(str_dns_subdomain_valid(label64, 64));
+    assert_true(str_dns_subdomain_valid(label64, 63));
+    for (size_t i = 0; i < 254; i++)
+        long254[i] = i % 2 ? '.' : 'a';
+    long254[253] = 'a';
+    long254[254] = '\0';
+    assert_false(str_dns_subdomain_valid(long254, 254));
+    assert_true(str_dns_subdomain_valid(long254, 253));
+}
+
 static void test_str_helpers(void **state)
 {
     char buf[5];
@@ -215,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_parse_numbers_strict),
         cmocka_unit_test(test_parse_bool_forms),
         cmocka_unit_test(test_str_distance_hints),
+        cmocka_unit_test(test_str_dns_subdomain_valid_rules),
         cmocka_unit_test(test_str_helpers),
         cmocka_unit_test(test_strv_push_contains_free),
         cmocka_unit_test(test_file_write_atomic_and_read_back),
