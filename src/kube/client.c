@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* client.c: the Kubernetes API client over libcurl — resolving the settings (kubeconfig or
+ * in-cluster), one request helper (auth headers, TLS from files or in-memory blobs, bounded
+ * answers, cancellable through a curl multi handle), reading a node label and posting Events.
+ * Library code: returns errors that name the URL, status, API message and a fix; logs only at
+ * debug; never prints a token or key. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "kube/internal.h"
+
+#define KUBE_CONNECT_TIMEOUT_MS 5000L
+#define KUBE_ERROR_BODY_MAX_BYTES (64u << 10)
+#define KUBE_EVENT_MESSAGE_MAX_BYTES 1024
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result;
+
+static void curl_init_once(void)
+{
+    curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ---- client ------------------------------------------------------------------------------ */
+
+static const char *env_or(const char *value, const char *env)
+{
+    const char *e;
+
+    if (value && *value)
+        return value;
+    e = getenv(env);
+    return e && *e ? e : NULL;
+}
+
+/* KUBECONFIG may list several files (kubectl merges them); we take the first that exists. */
+static int pick_kubeconfig(const char *list, char **ret)
+{
+    char **parts = strv_new();
+    const char *p = list;
+    int r = 0;
+
+    if (!parts)
+        return -ENOMEM;
+    while (r >= 0 && p) {
+        const char *colon = strchr(p, ':');
+        char *one = colon ? strndup(p, (size_t)(colon - p)) : strdup(p);
+        if (!one) {
+            r = -ENOMEM;
+            break;
+        }
+        if (*one)
+            r = strv_push(&parts, one);
+        free(one);
+        p = colon ? colon + 1 : NULL;
+    }
+    for (size_t i = 0; r >= 0 && parts[i]; i++) {
+        if (path_exists(parts[i]) || !parts[i + 1]) {
+            *ret = strdup(parts[i]);
+            r = *ret ? 0 : -ENOMEM;
+            break;
+        }
+    }
+    strv_free(parts);
+    return r;
+}
+
+static int load_kubeconfig(const char *path, struct kube__auth *ret, struct error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    r = file_read_all(path, KUBE__KUBECONFIG_MAX_BYTES, &text, &len, err);
+    if (r < 0) {
+        error_prefix(err, "kubeconfig");
+        return r;
+    }
+    r = kube__kubeconfig_parse(text, len, path, NULL, ret, err);
+    if (text)
+        explicit_bzero(text, len); /* it may hold a token or key */
+    free(text);
+    return r;
+}
+
+int kube_client_new(const struct kube_options *o, struct kube_client **ret, struct error *err)
+{
+    static const struct kube_options none = {0};
+    struct kube_client *c = NULL;
+    const char *kc_list, *sa_dir, *override, *s;
+    char *kc_path = NULL;
+    int r;
+
+    o = o ? o : &none;
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_result != CURLE_OK)
+        return error_set(err, -EIO, "libcurl initialisation failed: %s",
+                         curl_easy_strerror(curl_init_result));
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return error_set(err, -ENOMEM, "out of memory");
+    pthread_mutex_init(&c->lock, NULL);
+    c->request_timeout_ms =
+        o->request_timeout_ms > 0 ? o->request_timeout_ms : KUBE_DEFAULT_REQUEST_TIMEOUT_MS;
+    kc_list = env_or(o->kubeconfig, "KUBECONFIG");
+    sa_dir = env_or(o->serviceaccount_dir, "GS_KUBE_SERVICEACCOUNT_DIR");
+    sa_dir = sa_dir ? sa_dir : KUBE_SERVICEACCOUNT_DIR;
+    override = o->api_server && *o->api_server ? o->api_server : NULL;
+
+    if (kc_list) {
+        r = pick_kubeconfig(kc_list, &kc_path);
+        if (r >= 0)
+            r = load_kubeconfig(kc_path, &c->auth, err);
+    } else if (getenv("KUBERNETES_SERVICE_HOST") || !override) {
+        r = kube__incluster_auth(sa_dir, &c->auth, err);
+        if (r == -ENOENT && !override && !getenv("KUBERNETES_SERVICE_HOST"))
+            error_set(err, r,
+                      "no Kubernetes API configured: give --kubeconfig (or KUBECONFIG), or "
+                      "run in a pod with a service account");
+    } else {
+        r = 0; /* only a server URL: unauthenticated (test servers) */
+    }
+    if (r < 0)
+        goto out;
+    if (override) {
+        if (!str_startswith(override, "https://") && !str_startswith(override, "http://")) {
+            r = error_set(err, -EINVAL, "API server \"%s\" must start with https:// or http://",
+                          override);
+            goto out;
+        }
+        free(c->auth.server);
+        c->auth.server = strdup(override);
+    }
+    s = env_or(o->node_name, "NODE_NAME");
+    c->node_name = str_dup(s);
+    s = env_or(o->event_namespace, "NAMESPACE");
+    c->event_namespace = strdup(s ? s : c->auth.namespace ? c->auth.namespace : "default");
+    if (!c->auth.server || !c->event_namespace || (s && !c->node_name)) {
+        r = error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    *ret = c;
+    c = NULL;
+    r = 0;
+out:
+    free(kc_path);
+    kube_client_free(c);
+    return r;
+}
+
+void kube_client_free(struct kube_client *c)
+{
+    if (!c)
+        return;
+    kube__auth_release(&c->auth);
+    free(c->node_name);
+    free(c->event_namespace);
+    free(c->node_uid);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+const char *kube_client_node_name(const struct kube_client *c)
+{
+    return c->node_name;
+}
+
+const char *kube_client_server(const struct kube_client *c)
+{
+    return c->auth.server;
+}
+
+void kube__remember_uid(struct kube_client *c, const char *node, const char *uid)
+{
+    char *copy;
+
+    if (!uid || !str_eq(node, c->node_name))
+        return;
+    copy = strdup(uid);
+    if (!copy)
+        return; /* only an Event's involvedObject.uid is missing then */
+    pthread_mutex_lock(&c->lock);
+    free(c->node_uid);
+    c->node_uid = copy;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- one request ------------------------------------------------------------------------- */
+
+struct transfer {
+    const struct kube__request *rq;
+    CURL *easy;
+    struct strbuf *body;    /* a 2xx answer without on_data */
+    struct strbuf err_body; /* a non-2xx answer (bounded) */
+    int cb_error;           /* on_data's or the cap's error, 0 = none */
+};
+
+static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    struct transfer *t = userdata;
+    size_t n = size * nmemb;
+    long status = 0;
+    int r;
+
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status > 299)
+        r = strbuf_append(&t->err_body, data, n);
+    else if (t->rq->on_data)
+        r = t->rq->on_data(data, n, t->rq->userdata);
+    else
+        r = strbuf_append(t->body, data, n);
+    if (r < 0) {
+        t->cb_error = r;
+        return 0; /* aborts with CURLE_WRITE_ERROR */
+    }
+    return n;
+}
+
+/* The bearer token: re-read from its file on every connection (kubelet rotates service
+ * account tokens), or the kubeconfig's static one. *ret owned; NULL when there is none. */
+static int read_token(const struct kube__auth *a, char **ret, struct error *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int r;
+
+    *ret = NULL;
+    if (!a->token_file) {
+        *ret = str_dup(a->token);
+        return !a->token || *ret ? 0 : -ENOMEM;
+    }
+    r = file_read_all(a->token_file, KUBE__TOKEN_MAX_BYTES, &data, &len, err);
+    if (r < 0) {
+        error_prefix(err, "service account token");
+        return r;
+    }
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r' || data[len - 1] == ' '))
+        data[--len] = '\0';
+    *ret = data;
+    return 0;
+}
+
+static int set_blob(CURL *e, CURLoption opt, char *data, size_t len)
+{
+    struct curl_blob b = {.data = data, .len = len, .flags = CURL_BLOB_COPY};
+    return curl_easy_setopt(e, opt, &b) == CURLE_OK ? 0 : -ENOTSUP;
+}
+
+/* TLS and credentials. The Authorization header is appended to *headers. */
+static int setup_auth(struct kube_client *c, CURL *e, struct curl_slist **headers,
+                      struct error *err)
+{
+    const struct kube__auth *a = &c->auth;
+    struct strbuf sb = STRBUF_INIT;
+    struct curl_slist *h;
+    char *token = NULL;
+    int r = 0;
+
+    if (a->ca_data)
+        r = set_blob(e, CURLOPT_CAINFO_BLOB, a->ca_data, a->ca_len);
+    else if (a->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, a->ca_file);
+    if (a->insecure_skip_tls_verify) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (r >= 0 && a->cert_data)
+        r = set_blob(e, CURLOPT_SSLCERT_BLOB, a->cert_data, a->cert_len);
+    else if (a->cert_file)
+        curl_easy_setopt(e, CURLOPT_SSLCERT, a->cert_file);
+    if (r >= 0 && a->key_data)
+        r = set_blob(e, CURLOPT_SSLKEY_BLOB, a->key_data, a->key_len);
+    else if (a->key_file)
+        curl_easy_setopt(e, CURLOPT_SSLKEY, a->key_file);
+    if (r < 0)
+        return error_set(err, r, "this libcurl cannot take certificates from memory; use "
+                                 "certificate files in the kubeconfig");
+    if (a->username) {
+        curl_easy_setopt(e, CURLOPT_USERNAME, a->username);
+        curl_easy_setopt(e, CURLOPT_PASSWORD, a->password ? a->password : "");
+    }
+    r = read_token(a, &token, err);
+    if (r < 0 || !token)
+        return r;
+    r = strbuf_printf(&sb, "Authorization: Bearer %s", token);
+    explicit_bzero(token, strlen(token));
+    free(token);
+    if (r < 0)
+        goto out;
+    h = curl_slist_append(*headers, sb.buf);
+    if (!h) {
+        r = -ENOMEM;
+        goto out;
+    }
+    *headers = h;
+out:
+    if (sb.buf)
+        explicit_bzero(sb.buf, sb.len);
+    strbuf_release(&sb);
+    return r < 0 ? error_set(err, r, "out of memory") : 0;
+}
+
+static void free_headers(struct curl_slist *headers)
+{
+    for (struct curl_slist *h = headers; h; h = h->next)
+        explicit_bzero(h->data, strlen(h->data)); /* the bearer token */
+    curl_slist_free_all(headers);
+}
+
+/* Runs the transfer on the caller's multi handle so that another thread can interrupt it
+ * (curl_multi_wakeup) at once, however quiet the connection. */
+static CURLcode run_cancellable(CURL *e, struct kube__cancel *cancel, bool *ret_cancelled)
+{
+    CURLM *m = cancel->multi;
+    CURLcode res = CURLE_OK;
+    CURLMsg *msg;
+    int running = 1, n_msgs;
+
+    *ret_cancelled = false;
+    if (curl_multi_add_handle(m, e) != CURLM_OK)
+        return CURLE_FAILED_INIT;
+    while (running) {
+        if (atomic_load(&cancel->stop)) {
+            *ret_cancelled = true;
+            break;
+        }
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            res = CURLE_FAILED_INIT;
+            break;
+        }
+        if (running)
+            curl_multi_poll(m, NULL, 0, 1000, NULL);
+    }
+    for (msg = curl_multi_info_read(m, &n_msgs); msg; msg = curl_multi_info_read(m, &n_msgs))
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == e)
+            res = msg->data.result;
+    curl_multi_remove_handle(m, e);
+    return res;
+}
+
+static int transport_error(const char *method, const char *url, CURLcode res,
+                           const char *errbuf, struct error *err)
+{
+    const char *what = errbuf && *errbuf ? errbuf : curl_easy_strerror(res);
+
+    switch (res) {
+    case CURLE_OPERATION_TIMEDOUT:
+        return error_set(err, -ETIMEDOUT, "%s %s: %s; the API server did not answer in time",
+                         method, url, what);
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CIPHER:
+        return error_set(err, -EIO,
+                         "%s %s: TLS failed: %s; check the certificate-authority (in a pod: the "
+                         "service account's ca.crt) and the client certificate",
+                         method, url, what);
+    default:
+        return error_set(err, res == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
+                         "%s %s: %s; check that the API server is reachable from this node",
+                         method, url, what);
+    }
+}
+
+int kube__http_error(const char *method, const char *url, long status, const char *body,
+                     size_t body_len, struct error *err)
+{
+    char *api_msg = kube__status_message(body, body_len);
+    const char *msg = api_msg ? api_msg : "(no message)";
+    const char *hint = "";
+    int code = -EIO;
+
+    switch (status) {
+    case 401:
+        code = -EACCES;
+        hint = "; the credentials were refused (an expired or revoked token, or a client "
+               "certificate the cluster does not trust)";
+        break;
+    case 403:
+        code = -EACCES;
+        hint = "; grant get/list/watch on nodes and create on events to the service account "
+               "(ClusterRole in docs/kubernetes-api.md)";
+        break;
+    case 404:
+        code = -ENOENT;
+        hint = "; check the name (NODE_NAME should come from spec.nodeName through the "
+               "downward API)";
+        break;
+    case 410:
+        code = -ESTALE;
+        break;
+    case 429:
+    case 500:
+    case 502:
+    case 503:
+    case 504:
+        code = -EAGAIN;
+        hint = "; the API server is overloaded or failing, retrying later may help";
+        break;
+    default:
+        break;
+    }
+    error_set(err, code, "%s %s: HTTP %ld: %s%s", method, url, status, msg, hint);
+    free(api_msg);
+    return code;
+}
+
+int kube__perform(struct kube_client *c, const struct kube__request *rq, struct strbuf *response,
+                  long *ret_status, struct error *err)
+{
+    struct transfer t = {.rq = rq, .body = response, .err_body = STRBUF_INIT};
+    struct curl_slist *headers = NULL, *h;
+    char errbuf[CURL_ERROR_SIZE] = "";
+    bool cancelled = false;
+    long status = 0;
+    CURLcode res;
+    CURL *e;
+    int r;
+
+    t.err_body.max_len = KUBE_ERROR_BODY_MAX_BYTES;
+    *ret_status = 0;
+    e = curl_easy_init();
+    if (!e)
+        return error_set(err, -ENOMEM, "%s %s: cannot create a curl handle", rq->method,
+                         rq->url);
+    t.easy = e;
+    h = curl_slist_append(NULL, "Accept: application/json");
+    if (h && rq->body)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    if (!h) {
+        r = error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    headers = h;
+    r = setup_auth(c, e, &headers, err);
+    if (r < 0) {
+        error_prefix(err, "%s %s", rq->method, rq->url);
+        goto out;
+    }
+    curl_easy_setopt(e, CURLOPT_URL, rq->url);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuslice");
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
+    if (rq->timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
+    if (rq->body)
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
+    else
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+
+    if (rq->cancel)
+        res = run_cancellable(e, rq->cancel, &cancelled);
+    else
+        res = curl_easy_perform(e);
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    *ret_status = status;
+    if (cancelled) {
+        r = error_set(err, -ECANCELED, "%s %s: cancelled", rq->method, rq->url);
+    } else if (t.cb_error < 0 && rq->on_data && status >= 200 && status <= 299) {
+        r = t.cb_error; /* on_data's own error, described by it */
+        error_prefix(err, "%s %s", rq->method, rq->url);
+    } else if (t.cb_error < 0) {
+        r = error_set(err, t.cb_error, "%s %s: the answer is too large or memory ran out",
+                      rq->method, rq->url);
+    } else if (res != CURLE_OK) {
+        r = transport_error(rq->method, rq->url, res, errbuf, err);
+    } else if (status < 200 || status > 299) {
+        r = kube__http_error(rq->method, rq->url, status, t.err_body.buf, t.err_body.len, err);
+    } else {
+        r = 0;
+    }
+out:
+    curl_easy_cleanup(e);
+    free_headers(headers);
+    strbuf_release(&t.err_body);
+    return r;
+}
+
+/* ---- node label -------------------------------------------------------------------------- */
+
+static const char *node_or_default(const struct kube_client *c, const char *node,
+                                   struct error *err)
+{
+    node = node ? node : c->node_name;
+    if (!node || !*node)
+        error_set(err, -EINVAL, "no node name: set NODE_NAME (from spec.nodeName through the "
+                                "downward API)");
+    return node && *node ? node : NULL;
+}
+
+int kube_node_get_label(struct kube_client *c, const char *node, const char *label_key,
+                        char **ret_value, struct error *err)
+{
+    struct kube__node_info info = {0};
+    struct strbuf body = STRBUF_INIT;
+    struct kube__request rq = {.method = "GET", .timeout_ms = c->request_timeout_ms};
+    char *url = NULL;
+    long status;
+    int r;
+
+    node = node_or_default(c, node, err);
+    if (!node)
+        return -EINVAL;
+    body.max_len = KUBE__BODY_MAX_BYTES;
+    r = kube__url_node(c->auth.server, node, &url);
+    if (r < 0)
+        return error_set(err, r, "out of memory");
+    rq.url = url;
+    r = kube__perform(c, &rq, &body, &status, err);
+    if (r < 0)
+        goto out;
+    r = kube__node_parse(body.buf ? body.buf : "", body.len, label_key, &info, err);
+    if (r < 0) {
+        error_prefix(err, "GET %s", url);
+        goto out;
+    }
+    kube__remember_uid(c, node, info.uid);
+    *ret_value = info.label_value;
+    info.label_value = NULL;
+out:
+    kube__node_info_release(&info);
+    strbuf_release(&body);
+    free(url);
+    return r;
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static void rfc3339_now(char *buf, size_t size, struct timespec *ret_now)
+{
+    struct tm tm;
+
+    clock_gettime(CLOCK_REALTIME, ret_now);
+    gmtime_r(&ret_now->tv_sec, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* At most `max` bytes of s, not cutting a UTF-8 sequence in two. Owned. */
+static char *truncate_utf8(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+
+    if (n <= max)
+        return strdup(s);
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return strndup(s, n);
+}
+
+static json_t *event_json(struct kube_client *c, const char *node, const char *type,
+                          const char *reason, const char *message)
+{
+    char ts[32], name[300];
+    struct timespec now;
+    json_t *obj, *involved;
+    char *msg = truncate_utf8(message ? message : "", KUBE_EVENT_MESSAGE_MAX_BYTES);
+
+    if (!msg)
+        return NULL;
+    rfc3339_now(ts, sizeof(ts), &now);
+    /* client-go's recorder names events <object>.<unix nanoseconds in hex>. */
+    snprintf(name, sizeof(name), "%s.%llx", node,
+             (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec);
+    involved = json_pack("{s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Node", "name", node);
+    if (involved) {
+        pthread_mutex_lock(&c->lock);
+        if (c->node_uid && str_eq(node, c->node_name))
+            json_object_set_new(involved, "uid", json_string(c->node_uid));
+        pthread_mutex_unlock(&c->lock);
+    }
+    obj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o*, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, "
+                    "s:i, s:s, s:s}",
+                    "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
+                    c->event_namespace, "involvedObject", involved, "reason", reason, "message",
+                    msg, "type", type, "source", "component", "gpuslice", "host", node,
+                    "firstTimestamp", ts, "lastTimestamp", ts, "count", 1, "reportingComponent",
+                    "gpuslice", "reportingInstance", node);
+    free(msg);
+    return obj;
+}
+
+int kube_event_post(struct kube_client *c, const char *node, const char *type, const char *reason,
+                    const char *message, struct error *err)
+{
+    struct strbuf response = STRBUF_INIT;
+    char *url = NULL, *body = NULL;
+    json_t *obj = NULL;
+    struct kube__request rq = {.method = "POST", .timeout_ms = c->request_timeout_ms};
+    long status;
+    int r;
+
+    node = node_or_default(c, node, err);
+    if (!node)
+        return -EINVAL;
+    if (!str_eq(type, "Normal") && !str_eq(type, "Warning"))
+        return error_set(err, -EINVAL, "event type \"%s\" must be Normal or Warning",
+                         type ? type : "");
+    if (!reason || !*reason)
+        return error_set(err, -EINVAL, "an event needs a reason");
+    response.max_len = KUBE__BODY_MAX_BYTES;
+    obj = event_json(c, node, type, reason, message);
+    body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    r = body ? kube__url_events(c->auth.server, c->event_namespace, &url) : -ENOMEM;
+    if (r < 0) {
+        r = error_set(err, r, "out of memory");
+        goto out;
+    }
+    rq.url = url;
+    rq.body = body;
+    r = kube__perform(c, &rq, &response, &status, err);
+out:
+    strbuf_release(&response);
+    json_decref(obj);
+    free(body);
+    free(url);
+    return r;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* internal.h: declarations shared by the files of src/kube only (never included from outside):
+ * the resolved connection settings, the pure helpers (kubeconfig parsing, URL building, watch
+ * line splitting and parsing, API Status messages) that the unit tests drive directly, and
+ * the one HTTP request helper over libcurl. */
+#ifndef GS_KUBE_INTERNAL_H
+#define GS_KUBE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/base.h"
+#include "kube/kube.h"
+
+/* A kubeconfig larger than this is refused (they are a few KiB). */
+#define KUBE__KUBECONFIG_MAX_BYTES (4u << 20)
+/* Answers of non-watch requests larger than this are refused (a node is ~10-100 KiB). */
+#define KUBE__BODY_MAX_BYTES (16u << 20)
+#define KUBE__TOKEN_MAX_BYTES (64u << 10)
+/* The server ends each watch after this; we then reconnect from the last resourceVersion. */
+#define KUBE__WATCH_TIMEOUT_S 300
+
+/* How to reach and authenticate to the API server. Every field owned; NULL = unset. Blobs
+ * come from the -data fields of a kubeconfig (base64-decoded), files are absolute paths. */
+struct kube__auth {
+    char *server;          /* "https://host:port[/prefix]" without trailing '/' */
+    char *ca_file;
+    char *ca_data;
+    size_t ca_len;
+    bool insecure_skip_tls_verify;
+    char *token;           /* static bearer token (kubeconfig user.token) */
+    char *token_file;      /* re-read on every connection (service account, tokenFile) */
+    char *cert_file;
+    char *cert_data;
+    size_t cert_len;
+    char *key_file;
+    char *key_data;
+    size_t key_len;
+    char *username;        /* basic auth (rare; kubeconfig user.username/password) */
+    char *password;
+    char *namespace;       /* the context's namespace */
+};
+
+void kube__auth_release(struct kube__auth *a);
+
+/* Parses a kubeconfig text (YAML or JSON): the current context (or `context` when not NULL)
+ * → cluster and user. `path` names the file in messages and anchors relative file paths
+ * (kubectl resolves them against the kubeconfig's directory). Fills *ret on success only. */
+int kube__kubeconfig_parse(const char *text, size_t len, const char *path, const char *context,
+                           struct kube__auth *ret, struct error *err);
+/* Standard base64 (with padding, whitespace ignored) → owned bytes, NUL-terminated. */
+int kube__base64_decode(const char *in, size_t in_len, char **ret, size_t *ret_len);
+
+/* In-cluster settings from KUBERNETES_SERVICE_HOST/_PORT and the service account dir. */
+int kube__incluster_auth(const char *sa_dir, struct kube__auth *ret, struct error *err);
+
+struct kube_client {
+    struct kube__auth auth;
+    char *node_name;
+    char *event_namespace;
+    long request_timeout_ms;
+    pthread_mutex_t lock;  /* guards node_uid */
+    char *node_uid;        /* learned from GET/list of node_name; used in Events */
+};
+
+/* ---- URLs (percent-encoding of path segments and query values) -------------------------- */
+
+int kube__escape(struct strbuf *sb, const char *s);
+/* <server>/api/v1/nodes/<node> */
+int kube__url_node(const char *server, const char *node, char **ret);
+/* <server>/api/v1/nodes?fieldSelector=metadata.name%3D<node>[&watch=true&...&resourceVersion=rv] */
+int kube__url_node_list(const char *server, const char *node, bool watch, const char *rv,
+                        char **ret);
+/* <server>/api/v1/namespaces/<ns>/events */
+int kube__url_events(const char *server, const char *ns, char **ret);
+
+/* ---- API objects ------------------------------------------------------------------------ */
+
+/* What one node object says. All owned. */
+struct kube__node_info {
+    char *name;
+    char *uid;
+    char *resource_version;
+    bool has_label;
+    char *label_value;     /* NULL when !has_label */
+};
+void kube__node_info_release(struct kube__node_info *n);
+/* From a parsed Node JSON object. -EINVAL when it is not one. */
+int kube__node_info_from_json(const void *json_node, const char *label_key,
+                              struct kube__node_info *ret, struct error *err);
+/* A Node (GET) answer. */
+int kube__node_parse(const char *body, size_t len, const char *label_key,
+                     struct kube__node_info *ret, struct error *err);
+/* A NodeList answer: *ret_found tells whether `node` is in it; ret->resource_version is the
+ * list's resourceVersion either way. */
+int kube__node_list_parse(const char *body, size_t len, const char *node, const char *label_key,
+                          struct kube__node_info *ret, bool *ret_found, struct error *err);
+
+enum kube__event_type {
+    KUBE__EV_ADDED,
+    KUBE__EV_MODIFIED,
+    KUBE__EV_DELETED,
+    KUBE__EV_BOOKMARK,
+    KUBE__EV_ERROR,
+};
+struct kube__watch_event {
+    enum kube__event_type type;
+    struct kube__node_info node; /* ADDED/MODIFIED/DELETED; BOOKMARK: resource_version only */
+    long code;                   /* ERROR: the Status code (410 = resourceVersion too old) */
+    char *message;               /* ERROR: the Status message */
+};
+void kube__watch_event_release(struct kube__watch_event *ev);
+/* One watch line (one JSON object). -EINVAL with a message for anything else. */
+int kube__watch_event_parse(const char *line, size_t len, const char *label_key,
+                            struct kube__watch_event *ret, struct error *err);
+
+/* The `message` of an API Status answer (owned), NULL when the body is not one. */
+char *kube__status_message(const char *body, size_t len);
+
+/* ---- splitting a watch stream into lines ------------------------------------------------ */
+
+/* Bytes arrive in arbitrary chunks; each complete '\n'-terminated line (without the '\n',
+ * blank lines skipped) goes to on_line. A line longer than max_line_bytes → -E2BIG. A
+ * negative return of on_line stops and is returned. */
+struct kube__lines {
+    struct strbuf sb;
+};
+int kube__lines_feed(struct kube__lines *l, const char *data, size_t n, size_t max_line_bytes,
+                     int (*on_line)(const char *line, size_t len, void *userdata), void *userdata);
+void kube__lines_release(struct kube__lines *l);
+
+/* ---- HTTP -------------------------------------------------------------------------------- */
+
+/* A request in flight can be cancelled from another thread (watch stop). */
+struct kube__cancel {
+    void *multi;           /* CURLM *, owned by the watcher */
+    atomic_bool stop;
+};
+
+struct kube__request {
+    const char *method;    /* "GET" / "POST" */
+    const char *url;
+    const char *body;      /* POST body (JSON) or NULL */
+    long timeout_ms;       /* whole-transfer timeout, 0 = none (watch) */
+    /* Called with each chunk of a 2xx answer; NULL = collect into `response`. Return 0 to go
+     * on, negative to abort the transfer (returned from kube__perform). */
+    int (*on_data)(const char *data, size_t n, void *userdata);
+    void *userdata;
+    struct kube__cancel *cancel; /* NULL = not cancellable */
+};
+
+/* Performs one request. 0 on 2xx (the body collected in *response when on_data is NULL),
+ * otherwise a negative errno and a message naming method, URL, status, the API's message
+ * and a hint. *ret_status gets the HTTP status (0 = no answer). -ECANCELED when cancelled. */
+int kube__perform(struct kube_client *c, const struct kube__request *rq, struct strbuf *response,
+                  long *ret_status, struct error *err);
+/* The error text for an HTTP status with the API's Status message (pure, for tests). */
+int kube__http_error(const char *method, const char *url, long status, const char *body,
+                     size_t body_len, struct error *err);
+void kube__remember_uid(struct kube_client *c, const char *node, const char *uid);
+
+#endif

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* watch.c: follows one label of one node from a background thread — list, then watch from
+ * the list's resourceVersion; 410 Gone or a broken stream → re-list; failures → backoff
+ * (500 ms doubling to 30 s). Changes reach the owner through callbacks, an eventfd and a
+ * locked copy of the value. Stop interrupts any transfer at once (curl_multi_wakeup). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "kube/internal.h"
+
+enum reach { REACH_UNKNOWN, REACH_YES, REACH_NO };
+
+struct kube_node_watch {
+    struct kube_client *c; /* borrowed */
+    char *node;
+    char *label_key;
+    struct kube_watch_callbacks cb;
+    int efd;
+    pthread_t thread;
+    bool thread_started;
+    struct kube__cancel cancel;
+
+    pthread_mutex_t lock; /* guards the fields below and pairs with cond (stop waits) */
+    pthread_cond_t cond;
+    bool known;
+    char *value;
+    struct kube_watch_stats stats;
+    struct error last_err;
+
+    /* The watcher thread's own state. */
+    char *rv;              /* resume point; NULL = list first */
+    enum reach reach;
+    struct kube__lines lines;
+    struct error *stream_err;
+    unsigned n_stream_events;
+};
+
+static void notify(struct kube_node_watch *w)
+{
+    uint64_t one = 1;
+    ssize_t n = write(w->efd, &one, sizeof(one));
+    (void)n; /* a full counter (EAGAIN) is still readable */
+}
+
+static void set_value(struct kube_node_watch *w, bool has_label, const char *value)
+{
+    bool changed;
+    char *copy = NULL;
+
+    if (has_label) {
+        copy = strdup(value);
+        if (!copy)
+            return; /* the next event or list tries again */
+    }
+    pthread_mutex_lock(&w->lock);
+    changed = !w->known || (w->value != NULL) != has_label ||
+              (has_label && strcmp(w->value, value) != 0);
+    if (changed) {
+        free(w->value);
+        w->value = copy;
+        copy = NULL;
+        w->known = true;
+        w->stats.n_changes++;
+    }
+    pthread_mutex_unlock(&w->lock);
+    free(copy);
+    if (!changed)
+        return;
+    notify(w);
+    if (w->cb.on_change)
+        w->cb.on_change(has_label ? value : NULL, w->cb.userdata);
+}
+
+static void set_reach(struct kube_node_watch *w, bool reachable, const struct error *e)
+{
+    enum reach next = reachable ? REACH_YES : REACH_NO;
+    bool changed = w->reach != next;
+
+    w->reach = next;
+    pthread_mutex_lock(&w->lock);
+    w->stats.reachable = reachable;
+    if (!reachable) {
+        w->stats.n_failures++;
+        w->last_err = *e;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (!changed)
+        return;
+    notify(w);
+    if (w->cb.on_status)
+        w->cb.on_status(reachable, reachable ? NULL : e, w->cb.userdata);
+}
+
+static void count(struct kube_node_watch *w, uint64_t *counter)
+{
+    pthread_mutex_lock(&w->lock);
+    (*counter)++;
+    pthread_mutex_unlock(&w->lock);
+}
+
+static int set_rv(struct kube_node_watch *w, const char *rv)
+{
+    char *copy;
+
+    if (!rv)
+        return 0;
+    copy = strdup(rv);
+    if (!copy)
+        return -ENOMEM;
+    free(w->rv);
+    w->rv = copy;
+    return 0;
+}
+
+/* Waits up to ms for stop; true when stopping. */
+static bool wait_stop(struct kube_node_watch *w, unsigned ms)
+{
+    struct timespec deadline;
+    bool stop;
+
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->lock);
+    while (!atomic_load(&w->cancel.stop))
+        if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) == ETIMEDOUT)
+            break;
+    stop = atomic_load(&w->cancel.stop);
+    pthread_mutex_unlock(&w->lock);
+    return stop;
+}
+
+static int do_list(struct kube_node_watch *w, struct error *err)
+{
+    struct kube__node_info info = {0};
+    struct strbuf body = STRBUF_INIT;
+    struct kube__request rq = {.method = "GET", .cancel = &w->cancel};
+    char *url = NULL;
+    bool found = false;
+    long status;
+    int r;
+
+    body.max_len = KUBE__BODY_MAX_BYTES;
+    rq.timeout_ms = w->c->request_timeout_ms;
+    r = kube__url_node_list(w->c->auth.server, w->node, false, NULL, &url);
+    if (r < 0)
+        return error_set(err, r, "out of memory");
+    rq.url = url;
+    r = kube__perform(w->c, &rq, &body, &status, err);
+    if (r < 0)
+        goto out;
+    r = kube__node_list_parse(body.buf ? body.buf : "", body.len, w->node, w->label_key, &info,
+                              &found, err);
+    if (r < 0) {
+        error_prefix(err, "GET %s", url);
+        goto out;
+    }
+    r = set_rv(w, info.resource_version);
+    if (r < 0)
+        goto out;
+    count(w, &w->stats.n_lists);
+    kube__remember_uid(w->c, w->node, info.uid);
+    set_value(w, found && info.has_label, info.label_value);
+out:
+    kube__node_info_release(&info);
+    strbuf_release(&body);
+    free(url);
+    return r;
+}
+
+static int on_line(const char *line, size_t len, void *userdata)
+{
+    struct kube_node_watch *w = userdata;
+    struct kube__watch_event ev = {0};
+    int r;
+
+    r = kube__watch_event_parse(line, len, w->label_key, &ev, w->stream_err);
+    if (r < 0)
+        return r;
+    w->n_stream_events++;
+    switch (ev.type) {
+    case KUBE__EV_ERROR:
+        if (ev.code == 410) {
+            r = -ESTALE;
+            break;
+        }
+        r = error_set(w->stream_err, -EIO, "watch error %ld: %s", ev.code,
+                      ev.message ? ev.message : "(no message)");
+        break;
+    case KUBE__EV_BOOKMARK:
+        r = set_rv(w, ev.node.resource_version);
+        break;
+    case KUBE__EV_ADDED:
+    case KUBE__EV_MODIFIED:
+    case KUBE__EV_DELETED:
+        /* The field selector should only send our node; anything else is ignored. */
+        if (!str_eq(ev.node.name, w->node))
+            break;
+        r = set_rv(w, ev.node.resource_version);
+        if (r >= 0 && ev.type != KUBE__EV_DELETED)
+            kube__remember_uid(w->c, w->node, ev.node.uid);
+        set_value(w, ev.type != KUBE__EV_DELETED && ev.node.has_label, ev.node.label_value);
+        break;
+    }
+    kube__watch_event_release(&ev);
+    return r;
+}
+
+static int on_watch_data(const char *data, size_t n, void *userdata)
+{
+    struct kube_node_watch *w = userdata;
+    int r;
+
+    /* Bytes from a 2xx watch: the server is there. */
+    if (w->reach != REACH_YES)
+        set_reach(w, true, NULL);
+    r = kube__lines_feed(&w->lines, data, n, KUBE_WATCH_MAX_EVENT_BYTES, on_line, w);
+    if (r == -E2BIG)
+        error_set(w->stream_err, r, "a watch event is larger than %u bytes",
+                  KUBE_WATCH_MAX_EVENT_BYTES);
+    return r;
+}
+
+static int do_watch(struct kube_node_watch *w, struct error *err)
+{
+    struct kube__request rq = {.method = "GET", .cancel = &w->cancel};
+    char *url = NULL;
+    long status;
+    int r;
+
+    r = kube__url_node_list(w->c->auth.server, w->node, true, w->rv, &url);
+    if (r < 0)
+        return error_set(err, r, "out of memory");
+    count(w, &w->stats.n_watches);
+    rq.url = url;
+    /* A safety net above the server-side timeoutSeconds, for a connection gone silent. */
+    rq.timeout_ms = (KUBE__WATCH_TIMEOUT_S + 30) * 1000L;
+    rq.on_data = on_watch_data;
+    rq.userdata = w;
+    w->stream_err = err;
+    w->n_stream_events = 0;
+    w->lines.sb.len = 0;
+    r = kube__perform(w->c, &rq, NULL, &status, err);
+    w->stream_err = NULL;
+    free(url);
+    return r;
+}
+
+static void *watch_thread(void *userdata)
+{
+    struct kube_node_watch *w = userdata;
+    unsigned backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS;
+    struct error err;
+    int r;
+
+    while (!atomic_load(&w->cancel.stop)) {
+        error_clear(&err);
+        if (!w->rv) {
+            r = do_list(w, &err);
+            if (r == -ECANCELED)
+                break;
+            if (r >= 0) {
+                set_reach(w, true, NULL);
+                backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS;
+                continue;
+            }
+        } else {
+            uint64_t t0 = time_now_ms();
+            r = do_watch(w, &err);
+            if (r == -ECANCELED)
+                break;
+            if (r == -ESTALE) { /* resourceVersion compacted away: list again */
+                count(w, &w->stats.n_gone);
+                free(w->rv);
+                w->rv = NULL;
+                continue;
+            }
+            if (r >= 0) {
+                /* The server ended the watch (timeoutSeconds): resume. Back off only when it
+                 * ends them at once, so a misbehaving server is not hammered. */
+                if (w->n_stream_events == 0 && time_now_ms() - t0 < 1000 &&
+                    wait_stop(w, backoff_ms))
+                    break;
+                continue;
+            }
+        }
+        /* A failure. After it, list again: changes made meanwhile may be compacted away. */
+        set_reach(w, false, &err);
+        free(w->rv);
+        w->rv = NULL;
+        if (wait_stop(w, backoff_ms))
+            break;
+        backoff_ms = backoff_ms * 2 > KUBE_WATCH_BACKOFF_MAX_MS ? KUBE_WATCH_BACKOFF_MAX_MS
+                                                                : backoff_ms * 2;
+    }
+    return NULL;
+}
+
+static void watch_free(struct kube_node_watch *w)
+{
+    if (!w)
+        return;
+    if (w->cancel.multi)
+        curl_multi_cleanup(w->cancel.multi);
+    if (w->efd >= 0)
+        close(w->efd);
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    kube__lines_release(&w->lines);
+    free(w->rv);
+    free(w->value);
+    free(w->node);
+    free(w->label_key);
+    free(w);
+}
+
+int kube_node_watch_start(struct kube_client *c, const char *node, const char *label_key,
+                          const struct kube_watch_callbacks *cb, struct kube_node_watch **ret,
+                          struct error *err)
+{
+    struct kube_node_watch *w = NULL;
+    pthread_condattr_t ca;
+    int r;
+
+    node = node ? node : c->node_name;
+    if (!node || !*node)
+        return error_set(err, -EINVAL, "no node name to watch: set NODE_NAME (from "
+                                       "spec.nodeName through the downward API)");
+    if (!label_key || !*label_key)
+        return error_set(err, -EINVAL, "no label key to watch");
+    w = calloc(1, sizeof(*w));
+    if (!w)
+        return error_set(err, -ENOMEM, "out of memory");
+    w->efd = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    w->c = c;
+    if (cb)
+        w->cb = *cb;
+    w->node = strdup(node);
+    w->label_key = strdup(label_key);
+    w->cancel.multi = curl_multi_init();
+    if (!w->node || !w->label_key || !w->cancel.multi) {
+        r = error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (w->efd < 0) {
+        r = error_set(err, -errno, "eventfd: %s", strerror(errno));
+        goto out;
+    }
+    r = -pthread_create(&w->thread, NULL, watch_thread, w);
+    if (r < 0) {
+        error_set(err, r, "cannot start the node watch thread: %s", strerror(-r));
+        goto out;
+    }
+    w->thread_started = true;
+    *ret = w;
+    w = NULL;
+out:
+    watch_free(w);
+    return r;
+}
+
+int kube_node_watch_fd(const struct kube_node_watch *w)
+{
+    return w->efd;
+}
+
+int kube_node_watch_value(struct kube_node_watch *w, char **ret_value, bool *ret_known,
+                          struct error *err)
+{
+    char *copy = NULL;
+    bool known;
+
+    pthread_mutex_lock(&w->lock);
+    known = w->known;
+    if (w->value)
+        copy = strdup(w->value);
+    pthread_mutex_unlock(&w->lock);
+    if (w->value && !copy)
+        return error_set(err, -ENOMEM, "out of memory");
+    *ret_value = copy;
+    *ret_known = known;
+    return 0;
+}
+
+void kube_node_watch_stats(struct kube_node_watch *w, struct kube_watch_stats *ret,
+                           struct error *ret_last_err)
+{
+    pthread_mutex_lock(&w->lock);
+    *ret = w->stats;
+    if (ret_last_err)
+        *ret_last_err = w->last_err;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void kube_node_watch_stop(struct kube_node_watch *w)
+{
+    if (!w)
+        return;
+    if (w->thread_started) {
+        pthread_mutex_lock(&w->lock);
+        atomic_store(&w->cancel.stop, true);
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        curl_multi_wakeup(w->cancel.multi);
+        pthread_join(w->thread, NULL);
+    }
+    watch_free(w);
+}
