@@ -2,8 +2,9 @@
 /* daemon.c: the device plugin's main loop. Loads config + inventory into a model snapshot,
  * serves one dp_plugin per resource, registers each with the kubelet (retrying with
  * backoff), and waits in poll(2) on a signalfd (SIGHUP reload, SIGTERM/SIGINT/SIGQUIT
- * stop), an inotify watch of the socket directory (kubelet restarts, deleted sockets), a
- * timerfd (registration retries) and the health thread's pipe (XID events). */
+ * stop), inotify (socket directory: kubelet restarts, deleted sockets; the config path), a
+ * timerfd (registration retries), the health thread's pipe (XID events), reload.c's timers
+ * and the node label watch (label.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -24,32 +25,9 @@
 #include "kubelet/kubelet.h"
 #include "model/model.h"
 
-struct slot {
-    struct dp_plugin *p;
-    bool registered;
-    unsigned backoff_ms;
-    uint64_t retry_at_ms;  /* 0 = not scheduled */
-    unsigned fast_retries; /* after kubelet.sock appeared: it may not listen yet */
-};
-
 /* Right after kubelet.sock is created the kubelet may not accept yet: retry quickly. */
 #define DAEMON_FAST_RETRY_MS 50u
 #define DAEMON_FAST_RETRIES 20u
-
-struct daemon {
-    const struct daemon_options *o;
-    char *kubelet_socket; /* NULL: no registration */
-    char *kubelet_dir;    /* owned */
-    const char *kubelet_name;
-    struct dp_snapshot *snap;
-    struct slot *slots;
-    size_t n_slots;
-    struct model_alloc_env env;
-    struct daemon_xid_policy xid;
-    struct daemon__health *health;
-    int sfd, ifd, tfd;
-    int wd_plugin, wd_kubelet;
-};
 
 /* ---- Allocate environment: MIG capability paths and random ids -------------------------- */
 
@@ -111,85 +89,9 @@ static char *env_new_id(void *userdata)
     return strbuf_take(&sb);
 }
 
-/* ---- loading ---------------------------------------------------------------------------- */
-
-static void log_cfg_diags(const struct cfg_diags *diags)
-{
-    struct strbuf sb = STRBUF_INIT;
-    const char *line;
-
-    cfg_diags_format(diags, CFG_SEV_WARNING, &sb);
-    cfg_diags_format(diags, CFG_SEV_ERROR, &sb);
-    line = strbuf_str(&sb);
-    while (*line) {
-        size_t n = strcspn(line, "\n");
-        if (n > 0)
-            log_warn("config: %.*s", (int)n, line);
-        line += n + (line[n] == '\n');
-    }
-    strbuf_release(&sb);
-}
-
-/* Config + inventory + model, as a new snapshot. Logs warnings; errors go to err. */
-static int daemon_load(struct daemon *d, struct dp_snapshot **ret, struct error *err)
-{
-    static const enum cfg_fallback fallbacks[] = {CFG_FALLBACK_NAMED, CFG_FALLBACK_SINGLE};
-    struct cfg_load_options lo = {
-        .path = d->o->config_file,
-        .config_name = d->o->config_name,
-        .fallbacks = fallbacks,
-        .n_fallbacks = GS_ARRAY_SIZE(fallbacks),
-        .overrides = &d->o->overrides,
-    };
-    struct model_options mo = {.keep_valid = d->o->keep_serving_valid};
-    struct cfg_diags diags = CFG_DIAGS_INIT;
-    struct cfg_config *cfg = NULL;
-    struct inv_inventory *inv = NULL;
-    struct model *m = NULL;
-    char **warnings = NULL;
-    struct strbuf summary = STRBUF_INIT;
-    int r;
-
-    r = cfg_load(&lo, &cfg, &diags, err);
-    log_cfg_diags(&diags);
-    if (r < 0)
-        goto out;
-    if (cfg_summary(cfg, &summary) == 0)
-        log_info("%s", strbuf_str(&summary));
-    r = gpu_inventory_open_and_read(&d->o->nvml, cfg->flags.fail_on_init_error, &inv, &warnings,
-                                    err);
-    if (r < 0)
-        goto out;
-    for (size_t i = 0; warnings[i]; i++)
-        log_warn("%s", warnings[i]);
-    r = model_build(inv, cfg, &mo, &m, err);
-    if (r < 0)
-        goto out;
-    for (size_t i = 0; i < m->n_diags; i++) {
-        if (m->diags[i].level == MODEL_DIAG_ERROR)
-            log_error("config error on this node: %s, not serving it (--keep-serving-valid)",
-                      m->diags[i].message);
-        else
-            log_warn("%s", m->diags[i].message);
-    }
-    r = dp_snapshot_new(m, inv, ret, err);
-    if (r < 0)
-        goto out;
-    m = NULL;
-    inv = NULL;
-out:
-    strbuf_release(&summary);
-    model_free(m);
-    inv_free(inv);
-    strv_free(warnings);
-    cfg_free(cfg);
-    cfg_diags_release(&diags);
-    return r;
-}
-
 /* ---- plugins and registration ------------------------------------------------------------ */
 
-static void log_resource(const char *what, const struct model_resource *res,
+void daemon__log_resource(const char *what, const struct model_resource *res,
                          const struct dp_plugin *p)
 {
     log_info("%s resource=%s count=%zu sharing=%s replicas=%u endpoint=%s", what, res->name,
@@ -209,7 +111,7 @@ static bool stop_pending(void)
            sigismember(&pending, SIGQUIT) == 1;
 }
 
-static void slot_register(struct daemon *d, struct slot *s, bool again)
+void daemon__slot_register(struct daemon *d, struct daemon__slot *s, bool again)
 {
     const char *name = dp_plugin_resource_name(s->p);
     struct error err = {0};
@@ -242,7 +144,7 @@ static void slot_register(struct daemon *d, struct slot *s, bool again)
     dp_snapshot_lock(d->snap);
     res = model_find_resource(dp_snapshot_model(d->snap), name);
     if (res)
-        log_resource(again ? "re-registered" : "registered", res, s->p);
+        daemon__log_resource(again ? "re-registered" : "registered", res, s->p);
     dp_snapshot_unlock(d->snap);
     s->registered = true;
     s->backoff_ms = 0;
@@ -251,7 +153,7 @@ static void slot_register(struct daemon *d, struct slot *s, bool again)
 }
 
 /* Creates and starts the plugin of slot s for `name`. */
-static int slot_start(struct daemon *d, struct slot *s, const char *name, struct error *err)
+int daemon__slot_start(struct daemon *d, struct daemon__slot *s, const char *name, struct error *err)
 {
     int r;
 
@@ -294,7 +196,7 @@ static int daemon_start_plugins(struct daemon *d, struct error *err)
     if (!d->slots)
         return error_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; i < m->n_resources; i++) {
-        r = slot_start(d, &d->slots[i], m->resources[i].name, err);
+        r = daemon__slot_start(d, &d->slots[i], m->resources[i].name, err);
         if (r < 0)
             return r;
         d->n_slots++;
@@ -302,7 +204,7 @@ static int daemon_start_plugins(struct daemon *d, struct error *err)
                   dp_plugin_socket_path(d->slots[i].p));
     }
     for (size_t i = 0; i < d->n_slots; i++)
-        slot_register(d, &d->slots[i], false);
+        daemon__slot_register(d, &d->slots[i], false);
     return 0;
 }
 
@@ -313,7 +215,7 @@ static void daemon_arm_timer(struct daemon *d)
     uint64_t next = 0;
 
     for (size_t i = 0; i < d->n_slots; i++) {
-        const struct slot *s = &d->slots[i];
+        const struct daemon__slot *s = &d->slots[i];
         if (!s->registered && s->retry_at_ms && (!next || s->retry_at_ms < next))
             next = s->retry_at_ms;
     }
@@ -330,30 +232,10 @@ static void daemon_on_timer(struct daemon *d)
 
     (void)!read(d->tfd, &ticks, sizeof(ticks));
     for (size_t i = 0; i < d->n_slots; i++) {
-        struct slot *s = &d->slots[i];
+        struct daemon__slot *s = &d->slots[i];
         if (!s->registered && s->retry_at_ms && s->retry_at_ms <= now)
-            slot_register(d, s, true);
+            daemon__slot_register(d, s, true);
     }
-}
-
-static void daemon_reload(struct daemon *d)
-{
-    struct dp_snapshot *snap = NULL;
-    struct error err = {0};
-
-    log_info("SIGHUP: reloading config and inventory");
-    if (daemon_load(d, &snap, &err) < 0) {
-        log_error("reload failed: %s, keeping last good config", err.msg);
-        return;
-    }
-    daemon__health_stop(d->health);
-    d->health = NULL;
-    daemon_stop_plugins(d);
-    dp_snapshot_unref(d->snap);
-    d->snap = snap;
-    if (daemon_start_plugins(d, &err) < 0)
-        log_error("reload: %s, serving the resources that started", err.msg);
-    d->health = daemon__health_start(d->o, &d->xid, d->snap);
 }
 
 /* kubelet restarts delete our sockets: bring back the servers whose socket is gone. */
@@ -362,7 +244,7 @@ static void daemon_check_sockets(struct daemon *d, bool register_now)
     struct error err = {0};
 
     for (size_t i = 0; i < d->n_slots; i++) {
-        struct slot *s = &d->slots[i];
+        struct daemon__slot *s = &d->slots[i];
         char *name;
 
         if (!s->p || path_exists(dp_plugin_socket_path(s->p)))
@@ -372,11 +254,11 @@ static void daemon_check_sockets(struct daemon *d, bool register_now)
                  name);
         dp_plugin_free(s->p);
         s->p = NULL;
-        if (!name || slot_start(d, s, name, &err) < 0) {
+        if (!name || daemon__slot_start(d, s, name, &err) < 0) {
             log_error("restarting resource=%s: %s", name ? name : "?", err.msg);
             s->retry_at_ms = 0;
         } else if (register_now) {
-            slot_register(d, s, true);
+            daemon__slot_register(d, s, true);
         }
         free(name);
     }
@@ -391,12 +273,18 @@ static void daemon_on_inotify(struct daemon *d)
     while ((n = read(d->ifd, buf, sizeof(buf))) > 0) {
         for (char *p = buf; p < buf + n;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
+            p += sizeof(*ev) + ev->len;
+            if (ev->wd == d->wd_config && ev->wd != d->wd_plugin && ev->wd != d->wd_kubelet) {
+                daemon__on_config_event(d, ev);
+                continue;
+            }
+            if (ev->wd == d->wd_config)
+                daemon__on_config_event(d, ev);
             if (ev->len > 0 && ev->wd == d->wd_kubelet && d->kubelet_name &&
                 strcmp(ev->name, d->kubelet_name) == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
                 kubelet_created = true;
             if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
                 deleted = true;
-            p += sizeof(*ev) + ev->len;
         }
     }
     /* when kubelet.sock came back in the same batch, the loop below registers everyone */
@@ -410,7 +298,7 @@ static void daemon_on_inotify(struct daemon *d)
                 continue;
             d->slots[i].backoff_ms = 0;
             d->slots[i].fast_retries = DAEMON_FAST_RETRIES;
-            slot_register(d, &d->slots[i], true);
+            daemon__slot_register(d, &d->slots[i], true);
         }
     }
 }
@@ -423,9 +311,12 @@ static void daemon_on_health(struct daemon *d)
 
     while (daemon__health_read(d->health, &msg) > 0) {
         if (msg.all_devices) {
+            daemon__remember_unhealthy(d, &msg);
             changed = dp_snapshot_set_all_health(d->snap, false);
             log_error("health: %s, marking every device unhealthy (devices=%d)", msg.text, changed);
         } else {
+            if (daemon_xid_is_critical(&d->xid, msg.xid))
+                daemon__remember_unhealthy(d, &msg);
             if (!daemon_xid_is_critical(&d->xid, msg.xid)) {
                 log_info("health: ignoring xid=%llu gpu=%s (not critical by policy)", msg.xid,
                          msg.uuid);
@@ -547,7 +438,8 @@ static int daemon_on_signal(struct daemon *d)
 
     while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
-            daemon_reload(d);
+            log_info("SIGHUP: reloading config and inventory");
+            daemon__apply(d, DAEMON_RELOAD_CONFIG | DAEMON_RELOAD_INVENTORY, "SIGHUP");
         } else {
             log_info("signal %s: stopping, removing sockets", strsignal((int)si.ssi_signo));
             return 1;
@@ -558,7 +450,16 @@ static int daemon_on_signal(struct daemon *d)
 
 int daemon_run(const struct daemon_options *o, struct error *err)
 {
-    struct daemon d = {.o = o, .sfd = -1, .ifd = -1, .tfd = -1, .wd_plugin = -1, .wd_kubelet = -1};
+    struct daemon d = {.o = o,
+                       .sfd = -1,
+                       .ifd = -1,
+                       .tfd = -1,
+                       .wd_plugin = -1,
+                       .wd_kubelet = -1,
+                       .wd_config = -1,
+                       .debounce_fd = -1,
+                       .inventory_fd = -1,
+                       .retire_fd = -1};
     char **warnings = NULL;
     sigset_t mask;
     int r;
@@ -579,7 +480,11 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     r = daemon_setup_fds(&d, &mask, err);
     if (r < 0)
         goto out;
-    r = daemon_load(&d, &d.snap, err);
+    daemon__kube_start(&d);
+    r = daemon__load_initial(&d, err);
+    if (r < 0)
+        goto out;
+    r = daemon__reload_setup(&d, err);
     if (r < 0)
         goto out;
     r = daemon_start_plugins(&d, err);
@@ -588,15 +493,19 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     d.health = daemon__health_start(o, &d.xid, d.snap);
 
     for (;;) {
-        struct pollfd pfd[4] = {
+        struct pollfd pfd[8] = {
             {.fd = d.sfd, .events = POLLIN},
             {.fd = d.ifd, .events = POLLIN},
             {.fd = d.tfd, .events = POLLIN},
             {.fd = daemon__health_fd(d.health), .events = POLLIN},
+            {.fd = d.debounce_fd, .events = POLLIN},
+            {.fd = d.inventory_fd, .events = POLLIN},
+            {.fd = d.retire_fd, .events = POLLIN},
+            {.fd = daemon__kube_fd(d.kube), .events = POLLIN},
         };
 
         daemon_arm_timer(&d);
-        if (poll(pfd, 4, -1) < 0) {
+        if (poll(pfd, GS_ARRAY_SIZE(pfd), -1) < 0) {
             if (errno == EINTR)
                 continue;
             r = error_set(err, -errno, "poll: %s", strerror(errno));
@@ -610,11 +519,21 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             daemon_on_inotify(&d);
         if (pfd[2].revents & POLLIN)
             daemon_on_timer(&d);
+        if (pfd[7].revents & POLLIN)
+            daemon__kube_on_event(&d);
+        if (pfd[4].revents & POLLIN)
+            daemon__on_debounce(&d);
+        if (pfd[5].revents & POLLIN)
+            daemon__on_inventory_timer(&d);
+        if (pfd[6].revents & POLLIN)
+            daemon__on_retire_timer(&d);
     }
     r = 0;
 out:
     daemon__health_stop(d.health);
     daemon_stop_plugins(&d);
+    daemon__kube_stop(&d);
+    daemon__reload_release(&d);
     dp_snapshot_unref(d.snap);
     strv_free(warnings);
     free(d.kubelet_socket);

@@ -15,6 +15,14 @@
 
 #define DAEMON_DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define DAEMON_REGISTER_TIMEOUT_MS 5000
+#define DAEMON_DEFAULT_INVENTORY_INTERVAL_MS 30000
+#define DAEMON_DEFAULT_RETIRE_CHECK_MS 5000
+#define DAEMON_DEFAULT_NODE_LABEL "nvidia.com/device-plugin.config"
+#define DAEMON_DEFAULT_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
+/* Config file events are applied this long after the first one (kubelet's ConfigMap swap is
+ * several events). */
+#define DAEMON_CONFIG_DEBOUNCE_MS 100
+#define DAEMON_MAX_FALLBACKS 8
 
 /* ---- options ------------------------------------------------------------------------------ */
 
@@ -22,6 +30,18 @@
 struct daemon_options {
     const char *config_file;    /* --config-file / CONFIG_FILE, NULL = built-in defaults */
     const char *config_name;    /* --config-name / CONFIG_NAME */
+    const char *default_config; /* --default-config / DEFAULT_CONFIG */
+    enum cfg_fallback fallbacks[DAEMON_MAX_FALLBACKS]; /* --fallback-strategies /
+                                                        * FALLBACK_STRATEGIES, default
+                                                        * named,single,empty */
+    size_t n_fallbacks;
+    const char *node_label;  /* --node-label / NODE_LABEL (DAEMON_DEFAULT_NODE_LABEL) */
+    const char *kubeconfig;  /* --kubeconfig / KUBECONFIG; NULL: in-cluster */
+    const char *node_name;   /* NODE_NAME: the node whose label selects the config */
+    const char *kube_api_server; /* --kube-api-server / GPUSLICE_KUBE_API_SERVER (tests) */
+    int64_t inventory_interval_ms; /* --inventory-interval / INVENTORY_INTERVAL, 0 = never */
+    int64_t retire_check_ms;       /* --retire-check-interval / RETIRE_CHECK_INTERVAL */
+    const char *pod_resources_socket; /* --pod-resources-socket / POD_RESOURCES_SOCKET */
     const char *plugin_dir;     /* --device-plugin-dir, default DAEMON_DEFAULT_PLUGIN_DIR */
     const char *kubelet_socket; /* --kubelet-socket / KUBELET_SOCKET; NULL = <dir>/kubelet.sock,
                                  * "" = do not register */

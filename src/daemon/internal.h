@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* internal.h: what daemon/'s files share — the health thread (health_thread.c) that waits
- * for NVML XID events and hands them to the main loop through a pipe. Never included from
- * outside src/daemon/. */
+/* internal.h: what daemon/'s files share — the daemon's state, the plugin slots (daemon.c),
+ * live reload (reload.c: config watch, inventory re-reads, diffs, retiring devices), the node
+ * label (label.c) and the health thread (health_thread.c) that waits for NVML XID events and
+ * hands them to the main loop through a pipe. Never included from outside src/daemon/. */
 #ifndef GS_DAEMON_INTERNAL_H
 #define GS_DAEMON_INTERNAL_H
+
+#include <sys/inotify.h>
 
 #include "daemon/daemon.h"
 #include "gpu/inventory.h"
 #include "kubelet/kubelet.h"
+#include "model/model.h"
 
 /* One message on the pipe; small enough to be written atomically (< PIPE_BUF). */
 struct daemon__health_msg {
@@ -19,6 +23,101 @@ struct daemon__health_msg {
 };
 
 struct daemon__health;
+struct daemon__kube;
+
+/* One served resource: its plugin and registration state. */
+struct daemon__slot {
+    struct dp_plugin *p;
+    bool registered;
+    unsigned backoff_ms;
+    uint64_t retry_at_ms;  /* 0 = not scheduled */
+    unsigned fast_retries; /* after kubelet.sock appeared: it may not listen yet */
+};
+
+/* A device an XID made Unhealthy: applied again to every rebuilt model. */
+struct daemon__xid_mark {
+    char uuid[INV_UUID_MAX];
+    unsigned gi_id, ci_id;
+};
+#define DAEMON_XID_MARKS_MAX 256
+
+struct daemon {
+    const struct daemon_options *o;
+    char *kubelet_socket; /* NULL: no registration */
+    char *kubelet_dir;    /* owned */
+    const char *kubelet_name;
+    struct dp_snapshot *snap; /* what is served */
+    struct daemon__slot *slots;
+    size_t n_slots;
+    struct model_alloc_env env;
+    struct daemon_xid_policy xid;
+    struct daemon__health *health;
+    int sfd, ifd, tfd;
+    int wd_plugin, wd_kubelet;
+    /* live reload (reload.c) */
+    struct cfg_config *cfg; /* the last good config */
+    int wd_config;          /* inotify watch of the config directory (or the file's one) */
+    char *config_base;      /* the config file's basename; NULL when the path is a directory */
+    bool config_is_dir;
+    int debounce_fd, inventory_fd, retire_fd; /* timerfds */
+    size_t n_retiring;                        /* devices kept Unhealthy for their pods */
+    unsigned long long config_reload_failures; /* for metrics */
+    unsigned long long reloads;                /* applied changes */
+    struct daemon__xid_mark xid_marks[DAEMON_XID_MARKS_MAX];
+    size_t n_xid_marks;
+    bool all_unhealthy; /* the event wait failed */
+    /* the node label (label.c) */
+    struct daemon__kube *kube; /* NULL: no Kubernetes API */
+    char *label_value;         /* the label's value, NULL when absent or unknown */
+};
+
+/* ---- daemon.c ---------------------------------------------------------------------------- */
+
+/* Creates and starts the plugin of slot s for `name` (serving, not registered). */
+int daemon__slot_start(struct daemon *d, struct daemon__slot *s, const char *name,
+                       struct error *err);
+/* Registers slot s (schedules a retry with backoff on failure). */
+void daemon__slot_register(struct daemon *d, struct daemon__slot *s, bool again);
+void daemon__log_resource(const char *what, const struct model_resource *res,
+                          const struct dp_plugin *p);
+
+/* ---- reload.c ---------------------------------------------------------------------------- */
+
+#define DAEMON_RELOAD_CONFIG 1u
+#define DAEMON_RELOAD_INVENTORY 2u
+
+/* The first config, inventory and model into d->cfg / d->snap. */
+int daemon__load_initial(struct daemon *d, struct error *err);
+/* Timerfds and the inotify watch of the config path. */
+int daemon__reload_setup(struct daemon *d, struct error *err);
+void daemon__reload_release(struct daemon *d);
+/* Applies a change: `what` says what to read again (0: only re-check retiring devices).
+ * Validates, keeps the last good config on errors, diffs the new model against the served
+ * one and touches only the resources that changed. */
+void daemon__apply(struct daemon *d, unsigned what, const char *why);
+/* An inotify event of the config watch: arms the debounce timer when it matters. */
+void daemon__on_config_event(struct daemon *d, const struct inotify_event *ev);
+void daemon__on_debounce(struct daemon *d);
+void daemon__on_inventory_timer(struct daemon *d);
+void daemon__on_retire_timer(struct daemon *d);
+/* Remembers an XID mark (or all devices) so rebuilt models keep it. */
+void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_msg *msg);
+/* A config that could not be applied: log "..., keeping last good config", Event, counter. */
+void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err);
+
+/* ---- label.c ----------------------------------------------------------------------------- */
+
+/* Makes the Kubernetes client (in-cluster or --kubeconfig) when NODE_NAME is set, reads the
+ * label into d->label_value and starts watching it (unless --config-name wins). Never
+ * fails: without an API it logs once and the daemon goes on without the label. */
+void daemon__kube_start(struct daemon *d);
+void daemon__kube_stop(struct daemon *d);
+/* The watch's eventfd for poll(2), -1 without one. */
+int daemon__kube_fd(const struct daemon__kube *k);
+/* The watch fired: a new label value re-selects the config. */
+void daemon__kube_on_event(struct daemon *d);
+/* Records a Warning Event on the node when a client exists (errors logged at debug). */
+void daemon__kube_event(struct daemon *d, const char *reason, const char *message);
 
 /* Starts the health thread for the GPUs of snap (it opens its own NVML). NULL when health
  * checks are disabled by policy, there are no GPUs, or it could not start (logged:

@@ -15,6 +15,21 @@ static const char usage_text[] =
     "Options:\n"
     "      --config-file PATH        config file or ConfigMap directory (env CONFIG_FILE)\n"
     "      --config-name NAME        named config in a directory (env CONFIG_NAME)\n"
+    "      --node-label KEY          node label naming the config, read from the\n"
+    "                                Kubernetes API when NODE_NAME is set (env NODE_LABEL;\n"
+    "                                default nvidia.com/device-plugin.config)\n"
+    "      --kubeconfig PATH         Kubernetes credentials (env KUBECONFIG; default\n"
+    "                                in-cluster service account)\n"
+    "      --default-config NAME     config used when no name is given (env DEFAULT_CONFIG)\n"
+    "      --fallback-strategies L   then: named, single, empty (env FALLBACK_STRATEGIES;\n"
+    "                                default named,single,empty)\n"
+    "      --inventory-interval D    re-read the GPUs every D (env INVENTORY_INTERVAL;\n"
+    "                                default 30s, 0: only on SIGHUP)\n"
+    "      --pod-resources-socket P  kubelet pod-resources API, asked before devices are\n"
+    "                                removed (env POD_RESOURCES_SOCKET; default\n"
+    "                                /var/lib/kubelet/pod-resources/kubelet.sock)\n"
+    "      --retire-check-interval D how often devices still held by pods are re-checked\n"
+    "                                (env RETIRE_CHECK_INTERVAL; default 5s)\n"
     "      --device-plugin-dir DIR   kubelet device plugin directory\n"
     "                                (default /var/lib/kubelet/device-plugins)\n"
     "      --kubelet-socket PATH     registration socket, empty: do not register\n"
@@ -49,6 +64,14 @@ enum own_flag {
     OWN_LOG_FORMAT,
     OWN_LOG_LEVEL,
     OWN_V,
+    OWN_DEFAULT_CONFIG,
+    OWN_FALLBACKS,
+    OWN_NODE_LABEL,
+    OWN_KUBECONFIG,
+    OWN_KUBE_API_SERVER,
+    OWN_INVENTORY_INTERVAL,
+    OWN_RETIRE_CHECK,
+    OWN_POD_RESOURCES,
 };
 
 static const struct {
@@ -58,7 +81,46 @@ static const struct {
     {"config-name", OWN_CONFIG_NAME},   {"device-plugin-dir", OWN_PLUGIN_DIR},
     {"nvml-library", OWN_NVML_LIBRARY}, {"log-format", OWN_LOG_FORMAT},
     {"log-level", OWN_LOG_LEVEL},       {"v", OWN_V},
+    {"default-config", OWN_DEFAULT_CONFIG}, {"fallback-strategies", OWN_FALLBACKS},
+    {"node-label", OWN_NODE_LABEL},         {"kubeconfig", OWN_KUBECONFIG},
+    {"kube-api-server", OWN_KUBE_API_SERVER}, {"inventory-interval", OWN_INVENTORY_INTERVAL},
+    {"retire-check-interval", OWN_RETIRE_CHECK}, {"pod-resources-socket", OWN_POD_RESOURCES},
 };
+
+/* "named,single,empty" into o->fallbacks; "" means none. */
+static int parse_fallbacks(struct daemon_options *o, const char *flag, const char *v,
+                           struct error *err)
+{
+    size_t n = 0;
+
+    while (*v) {
+        size_t len = strcspn(v, ",");
+        char word[16];
+
+        if (len == 0 || len >= sizeof(word) || n >= DAEMON_MAX_FALLBACKS)
+            return error_set(err, -EINVAL, "%s: bad list '%s' (named, single, empty)", flag, v);
+        str_copy(word, v, len + 1);
+        if (cfg_fallback_parse(word, &o->fallbacks[n]) < 0)
+            return error_set(err, -EINVAL, "%s: unknown strategy '%s' (named, single, empty)",
+                             flag, word);
+        n++;
+        v += len + (v[len] == ',');
+    }
+    o->n_fallbacks = n;
+    return 0;
+}
+
+/* A Go duration for an interval: 0 or "infinite" disable it (0 returned). */
+static int parse_interval(const char *flag, const char *v, int64_t *ret, struct error *err)
+{
+    int64_t ms;
+
+    if (cfg_duration_parse_ms(v, &ms, NULL) < 0)
+        return error_set(err, -EINVAL, "%s takes a duration like 30s, 500ms or 1m, not '%s'",
+                         flag, v);
+    *ret = ms < 0 ? 0 : ms;
+    return 0;
+}
 
 static int set_own(struct daemon_options *o, enum own_flag id, const char *flag, const char *v,
                    struct error *err)
@@ -84,6 +146,31 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
         if (log_level_parse(v, &o->log_level) < 0)
             return error_set(err, -EINVAL, "%s must be error, warn, info, debug or 0..10, not '%s'",
                              flag, v);
+        break;
+    case OWN_DEFAULT_CONFIG:
+        o->default_config = *v ? v : NULL;
+        break;
+    case OWN_FALLBACKS:
+        return parse_fallbacks(o, flag, v, err);
+    case OWN_NODE_LABEL:
+        o->node_label = v;
+        break;
+    case OWN_KUBECONFIG:
+        o->kubeconfig = *v ? v : NULL;
+        break;
+    case OWN_KUBE_API_SERVER:
+        o->kube_api_server = *v ? v : NULL;
+        break;
+    case OWN_INVENTORY_INTERVAL:
+        return parse_interval(flag, v, &o->inventory_interval_ms, err);
+    case OWN_RETIRE_CHECK:
+        if (parse_interval(flag, v, &o->retire_check_ms, err) < 0)
+            return -EINVAL;
+        if (o->retire_check_ms == 0)
+            return error_set(err, -EINVAL, "%s must be positive", flag);
+        break;
+    case OWN_POD_RESOURCES:
+        o->pod_resources_socket = v;
         break;
     }
     return 0;
@@ -151,6 +238,34 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     if (r < 0)
         return r;
     o->config_name = getenv_fn("CONFIG_NAME");
+    o->inventory_interval_ms = DAEMON_DEFAULT_INVENTORY_INTERVAL_MS;
+    o->retire_check_ms = DAEMON_DEFAULT_RETIRE_CHECK_MS;
+    o->fallbacks[0] = CFG_FALLBACK_NAMED;
+    o->fallbacks[1] = CFG_FALLBACK_SINGLE;
+    o->fallbacks[2] = CFG_FALLBACK_EMPTY;
+    o->n_fallbacks = 3;
+    o->node_name = getenv_fn("NODE_NAME");
+    {
+        /* env values go through the flag parser: same checks, same messages */
+        static const struct {
+            const char *env;
+            enum own_flag id;
+        } env_own[] = {
+            {"DEFAULT_CONFIG", OWN_DEFAULT_CONFIG},
+            {"FALLBACK_STRATEGIES", OWN_FALLBACKS},
+            {"NODE_LABEL", OWN_NODE_LABEL},
+            {"KUBECONFIG", OWN_KUBECONFIG},
+            {"GPUSLICE_KUBE_API_SERVER", OWN_KUBE_API_SERVER},
+            {"INVENTORY_INTERVAL", OWN_INVENTORY_INTERVAL},
+            {"RETIRE_CHECK_INTERVAL", OWN_RETIRE_CHECK},
+            {"POD_RESOURCES_SOCKET", OWN_POD_RESOURCES},
+        };
+        for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
+            const char *v = getenv_fn(env_own[i].env);
+            if (v && (r = set_own(o, env_own[i].id, env_own[i].env, v, err)) < 0)
+                return r;
+        }
+    }
     o->nvml.library_path = getenv_fn("GPUSLICE_NVML_LIBRARY");
     o->disable_healthchecks = getenv_fn("DP_DISABLE_HEALTHCHECKS");
     o->enable_healthchecks = getenv_fn("DP_ENABLE_HEALTHCHECKS");
@@ -182,6 +297,12 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     o->kubelet_socket = cfg_overrides_get(&o->overrides, CFG_OPT_KUBELET_SOCKET);
     if (!o->plugin_dir)
         o->plugin_dir = DAEMON_DEFAULT_PLUGIN_DIR;
+    if (!o->node_label || !*o->node_label)
+        o->node_label = DAEMON_DEFAULT_NODE_LABEL;
+    if (!o->pod_resources_socket || !*o->pod_resources_socket)
+        o->pod_resources_socket = DAEMON_DEFAULT_POD_RESOURCES_SOCKET;
+    if (o->node_name && !*o->node_name)
+        o->node_name = NULL;
     o->nvml.driver_root = cfg_overrides_get(&o->overrides, CFG_OPT_DRIVER_ROOT);
     o->nvml.driver_root_ctr_path = cfg_overrides_get(&o->overrides, CFG_OPT_CONTAINER_DRIVER_ROOT);
     return 0;

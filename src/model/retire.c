@@ -62,8 +62,14 @@ static struct model_resource *resource_for(struct model *m, const struct model_r
     return res->name && res->socket_name ? res : NULL;
 }
 
-static bool added_before(const struct model_resource *res, size_t first, const char *id)
+/* Does res list id? Its index covers only the first `first` devices (the ones it had). */
+static bool listed(const struct model_resource *res, size_t first, const char *id)
 {
+    struct model_resource indexed = *res;
+
+    indexed.n_devices = first;
+    if (model_resource_find_device(&indexed, id))
+        return true;
     for (size_t i = first; i < res->n_devices; i++)
         if (strcmp(res->devices[i].id, id) == 0)
             return true;
@@ -92,8 +98,7 @@ int model_retire_devices(struct model *m, const struct model_resource *old_res,
         const struct model_device *od = model_resource_find_device(old_res, ids[i]);
         struct model_device *nd = &res->devices[res->n_devices];
 
-        /* the index still covers the devices m had: check the ones added here by hand */
-        if (!od || model_resource_find_device(res, ids[i]) || added_before(res, first, ids[i]))
+        if (!od || listed(res, first, ids[i]))
             continue;
         *nd = *od;
         nd->healthy = false;

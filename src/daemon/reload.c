@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reload.c: live changes without a restart. Watches the config path (a file, or a ConfigMap
+ * directory with kubelet's atomic `..data` swap) with inotify and a short debounce, re-reads
+ * the inventory every --inventory-interval, builds a new model and diffs it against the
+ * served one: unchanged resources keep server, socket and stream; changed ones get the new
+ * snapshot and a new ListAndWatch list; new ones start and register; removed ones stop.
+ * Devices taken away while pods hold them (kubelet pod-resources List) stay Unhealthy until
+ * released, re-checked every --retire-check-interval. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "daemon/internal.h"
+
+#define POD_RESOURCES_TIMEOUT_MS 2000
+
+/* ---- timers ----------------------------------------------------------------------------- */
+
+/* Arms fd to fire once after ms (0 disarms); periodic when `repeat`. */
+static void timer_set(int fd, int64_t ms, bool repeat)
+{
+    struct itimerspec its = {0};
+
+    its.it_value.tv_sec = (time_t)(ms / 1000);
+    its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+    if (repeat)
+        its.it_interval = its.it_value;
+    (void)timerfd_settime(fd, 0, &its, NULL);
+}
+
+static bool timer_armed(int fd)
+{
+    struct itimerspec its;
+
+    return timerfd_gettime(fd, &its) == 0 &&
+           (its.it_value.tv_sec != 0 || its.it_value.tv_nsec != 0);
+}
+
+static void timer_drain(int fd)
+{
+    uint64_t ticks;
+
+    (void)!read(fd, &ticks, sizeof(ticks));
+}
+
+/* ---- loading ---------------------------------------------------------------------------- */
+
+static void log_cfg_diags(const struct cfg_diags *diags)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const char *line;
+
+    cfg_diags_format(diags, CFG_SEV_WARNING, &sb);
+    cfg_diags_format(diags, CFG_SEV_ERROR, &sb);
+    line = strbuf_str(&sb);
+    while (*line) {
+        size_t n = strcspn(line, "\n");
+        if (n > 0)
+            log_warn("config: %.*s", (int)n, line);
+        line += n + (line[n] == '\n');
+    }
+    strbuf_release(&sb);
+}
+
+/* The config, by name: --config-name, else the node label (directories only), else
+ * --default-config, else the fallbacks. Errors (validation included) go to err. */
+static int load_config(struct daemon *d, const char *label, struct cfg_config **ret,
+                       struct error *err)
+{
+    struct cfg_load_options lo = {
+        .path = d->o->config_file,
+        .config_name = d->o->config_name,
+        .default_name = d->o->default_config,
+        .fallbacks = d->o->fallbacks,
+        .n_fallbacks = d->o->n_fallbacks,
+        .overrides = &d->o->overrides,
+    };
+    struct cfg_diags diags = CFG_DIAGS_INIT;
+    struct strbuf summary = STRBUF_INIT;
+    int r;
+
+    if (!lo.config_name && d->config_is_dir)
+        lo.config_name = label;
+    r = cfg_load(&lo, ret, &diags, err);
+    log_cfg_diags(&diags);
+    if (r == -EINVAL && !err->msg[0])
+        error_set(err, r, "invalid config");
+    if (r == 0 && cfg_summary(*ret, &summary) == 0)
+        log_info("%s", strbuf_str(&summary));
+    strbuf_release(&summary);
+    cfg_diags_release(&diags);
+    return r;
+}
+
+static int read_inventory(struct daemon *d, const struct cfg_config *cfg,
+                          struct inv_inventory **ret, struct error *err)
+{
+    char **warnings = NULL;
+    int r;
+
+    r = gpu_inventory_open_and_read(&d->o->nvml, cfg->flags.fail_on_init_error, ret, &warnings,
+                                    err);
+    for (size_t i = 0; r == 0 && warnings[i]; i++)
+        log_warn("%s", warnings[i]);
+    strv_free(warnings);
+    return r;
+}
+
+static int build_model(struct daemon *d, const struct inv_inventory *inv,
+                       const struct cfg_config *cfg, bool log_diags, struct model **ret,
+                       struct error *err)
+{
+    struct model_options mo = {.keep_valid = d->o->keep_serving_valid};
+    int r;
+
+    r = model_build(inv, cfg, &mo, ret, err);
+    if (r < 0 || !log_diags)
+        return r;
+    for (size_t i = 0; i < (*ret)->n_diags; i++) {
+        if ((*ret)->diags[i].level == MODEL_DIAG_ERROR)
+            log_error("config error on this node: %s, not serving it (--keep-serving-valid)",
+                      (*ret)->diags[i].message);
+        else
+            log_warn("%s", (*ret)->diags[i].message);
+    }
+    return 0;
+}
+
+int daemon__load_initial(struct daemon *d, struct error *err)
+{
+    struct cfg_config *cfg = NULL;
+    struct inv_inventory *inv = NULL;
+    struct model *m = NULL;
+    int r;
+
+    d->config_is_dir = d->o->config_file && path_is_dir(d->o->config_file);
+    r = load_config(d, d->label_value, &cfg, err);
+    if (r == -ENOENT && d->label_value && !d->o->config_name && d->config_is_dir) {
+        /* a label naming no config: say so, then start with the default and fallbacks */
+        log_error("node label %s=%s: %s; starting with the default config instead",
+                  d->o->node_label, d->label_value, err->msg);
+        daemon__kube_event(d, "ConfigNotFound", err->msg);
+        *err = (struct error){0};
+        r = load_config(d, NULL, &cfg, err);
+    }
+    if (r < 0)
+        goto out;
+    r = read_inventory(d, cfg, &inv, err);
+    if (r < 0)
+        goto out;
+    r = build_model(d, inv, cfg, true, &m, err);
+    if (r < 0)
+        goto out;
+    r = dp_snapshot_new(m, inv, &d->snap, err);
+    if (r < 0)
+        goto out;
+    m = NULL;
+    inv = NULL;
+    d->cfg = cfg;
+    cfg = NULL;
+out:
+    model_free(m);
+    inv_free(inv);
+    cfg_free(cfg);
+    return r;
+}
+
+/* ---- watching the config path ------------------------------------------------------------ */
+
+int daemon__reload_setup(struct daemon *d, struct error *err)
+{
+    const uint32_t mask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE |
+                          IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    const char *path = d->o->config_file;
+    char *dir = NULL;
+
+    d->debounce_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    d->inventory_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    d->retire_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (d->debounce_fd < 0 || d->inventory_fd < 0 || d->retire_fd < 0)
+        return error_set(err, -errno, "creating timerfds: %s", strerror(errno));
+    if (d->o->inventory_interval_ms > 0)
+        timer_set(d->inventory_fd, d->o->inventory_interval_ms, true);
+    if (!path)
+        return 0;
+    if (d->config_is_dir) {
+        dir = str_dup(path);
+    } else {
+        const char *slash = strrchr(path, '/');
+        dir = slash ? strndup(path, (size_t)(slash - path)) : str_dup(".");
+        d->config_base = str_dup(slash ? slash + 1 : path);
+        if (dir && !*dir) {
+            free(dir);
+            dir = str_dup("/");
+        }
+        if (!d->config_base) {
+            free(dir);
+            return error_set(err, -ENOMEM, "out of memory");
+        }
+    }
+    if (!dir)
+        return error_set(err, -ENOMEM, "out of memory");
+    d->wd_config = inotify_add_watch(d->ifd, dir, mask);
+    if (d->wd_config < 0)
+        log_warn("cannot watch %s (%s): config changes need SIGHUP", dir, strerror(errno));
+    else
+        log_info("watching %s for config changes", dir);
+    free(dir);
+    return 0;
+}
+
+void daemon__reload_release(struct daemon *d)
+{
+    if (d->debounce_fd >= 0)
+        close(d->debounce_fd);
+    if (d->inventory_fd >= 0)
+        close(d->inventory_fd);
+    if (d->retire_fd >= 0)
+        close(d->retire_fd);
+    d->debounce_fd = d->inventory_fd = d->retire_fd = -1;
+    free(d->config_base);
+    d->config_base = NULL;
+    cfg_free(d->cfg);
+    d->cfg = NULL;
+}
+
+void daemon__on_config_event(struct daemon *d, const struct inotify_event *ev)
+{
+    if (d->debounce_fd < 0)
+        return;
+    if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+        log_warn("the config directory went away: config changes need SIGHUP from now on");
+        d->wd_config = -1;
+        return;
+    }
+    /* a file: its own name, or kubelet's ..data swap when it is a ConfigMap key mount */
+    if (d->config_base && (ev->len == 0 || (strcmp(ev->name, d->config_base) != 0 &&
+                                            strcmp(ev->name, "..data") != 0)))
+        return;
+    log_debug("config event mask=0x%x name=%s", ev->mask, ev->len ? ev->name : "");
+    if (!timer_armed(d->debounce_fd))
+        timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
+}
+
+void daemon__on_debounce(struct daemon *d)
+{
+    timer_drain(d->debounce_fd);
+    log_info("config %s changed, reloading", d->o->config_file);
+    daemon__apply(d, DAEMON_RELOAD_CONFIG, "config change");
+}
+
+void daemon__on_inventory_timer(struct daemon *d)
+{
+    timer_drain(d->inventory_fd);
+    daemon__apply(d, DAEMON_RELOAD_INVENTORY, "inventory interval");
+}
+
+void daemon__on_retire_timer(struct daemon *d)
+{
+    timer_drain(d->retire_fd);
+    daemon__apply(d, 0, "retire check");
+}
+
+/* ---- health marks --------------------------------------------------------------------- */
+
+void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_msg *msg)
+{
+    struct daemon__xid_mark *x;
+
+    if (msg->all_devices) {
+        d->all_unhealthy = true;
+        return;
+    }
+    for (size_t i = 0; i < d->n_xid_marks; i++) {
+        x = &d->xid_marks[i];
+        if (strcmp(x->uuid, msg->uuid) == 0 && x->gi_id == msg->gi_id && x->ci_id == msg->ci_id)
+            return;
+    }
+    if (d->n_xid_marks == DAEMON_XID_MARKS_MAX)
+        return; /* bounded: past this, a rebuilt model forgets the oldest marks' health */
+    x = &d->xid_marks[d->n_xid_marks++];
+    str_copy(x->uuid, msg->uuid, sizeof(x->uuid));
+    x->gi_id = msg->gi_id;
+    x->ci_id = msg->ci_id;
+}
+
+static void apply_health_marks(const struct daemon *d, struct model *m)
+{
+    for (size_t i = 0; i < d->n_xid_marks; i++)
+        (void)model_set_health(m, d->xid_marks[i].uuid, d->xid_marks[i].gi_id,
+                               d->xid_marks[i].ci_id, false);
+    for (size_t i = 0; d->all_unhealthy && i < m->n_resources; i++)
+        for (size_t j = 0; j < m->resources[i].n_devices; j++)
+            m->resources[i].devices[j].healthy = false;
+}
+
+/* ---- retiring devices held by pods ---------------------------------------------------------- */
+
+struct pod_view {
+    bool asked, reachable;
+    struct dp_pod_devices devices;
+};
+
+static void pod_view_fill(struct daemon *d, struct pod_view *pv)
+{
+    struct error err = {0};
+
+    if (pv->asked)
+        return;
+    pv->asked = true;
+    pv->reachable = dp_pod_resources_list(d->o->pod_resources_socket, POD_RESOURCES_TIMEOUT_MS,
+                                          &pv->devices, &err) == 0;
+    if (!pv->reachable)
+        log_warn("pod-resources API %s: %s; keeping the devices being removed as Unhealthy "
+                 "until it answers",
+                 d->o->pod_resources_socket, err.msg);
+}
+
+/* Adds to m, as Unhealthy, the devices of the served model that m drops while pods hold
+ * them (or while nobody can tell). Logs who holds what when `verbose`. */
+static int retire_held(struct daemon *d, struct model *m, bool verbose, struct error *err)
+{
+    const struct model *om = dp_snapshot_model(d->snap);
+    struct pod_view pv = {0};
+    size_t total = 0;
+    int r = 0;
+
+    for (size_t i = 0; i < om->n_resources; i++) {
+        const struct model_resource *ores = &om->resources[i];
+        char **removed = NULL, **held = NULL;
+
+        r = model_removed_ids(m, ores, &removed, err);
+        if (r < 0)
+            break;
+        if (removed[0])
+            pod_view_fill(d, &pv);
+        held = strv_new();
+        for (size_t j = 0; held && removed[j]; j++) {
+            const char *pod = pv.reachable
+                                  ? dp_pod_devices_holder(&pv.devices, ores->name, removed[j])
+                                  : "unknown (pod-resources unreachable)";
+            const struct model_device *od = model_resource_find_device(ores, removed[j]);
+            bool was_retiring = od && !od->healthy;
+
+            if (!pod) {
+                if (was_retiring)
+                    log_info("resource=%s device=%s released by its pod, removed", ores->name,
+                             removed[j]);
+                continue;
+            }
+            if (verbose || !was_retiring)
+                log_info("resource=%s device=%s held by pod %s: kept Unhealthy until released",
+                         ores->name, removed[j], pod);
+            if (strv_push(&held, removed[j]) < 0) {
+                strv_free(held);
+                held = NULL;
+            }
+        }
+        if (!held) {
+            strv_free(removed);
+            r = error_set(err, -ENOMEM, "out of memory");
+            break;
+        }
+        r = model_retire_devices(m, ores, (const char *const *)held, strv_length(held), err);
+        strv_free(removed);
+        strv_free(held);
+        if (r < 0)
+            break;
+        total += (size_t)r;
+    }
+    dp_pod_devices_release(&pv.devices);
+    if (r < 0)
+        return r;
+    if (total != d->n_retiring)
+        log_info("devices kept Unhealthy for their pods: %zu", total);
+    d->n_retiring = total;
+    timer_set(d->retire_fd, total ? d->o->retire_check_ms : 0, true);
+    return 0;
+}
+
+/* ---- the diff --------------------------------------------------------------------------- */
+
+static size_t resource_index(const struct model *m, const char *name)
+{
+    for (size_t i = 0; i < m->n_resources; i++)
+        if (strcmp(m->resources[i].name, name) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+/* Serves snap (reference taken over) instead of d->snap, touching only what changed. */
+static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, const char *why)
+{
+    const struct model *om = dp_snapshot_model(d->snap), *nm = dp_snapshot_model(snap);
+    bool same_settings = model_settings_equal(&om->settings, &nm->settings);
+    struct daemon__slot *slots = calloc(nm->n_resources ? nm->n_resources : 1, sizeof(*slots));
+    size_t unchanged = 0, changed = 0, added = 0, removed = 0;
+    struct error err = {0};
+
+    if (!slots) {
+        log_error("%s: out of memory, keeping the current devices", why);
+        dp_snapshot_unref(snap);
+        return;
+    }
+    for (size_t i = 0; i < d->n_slots; i++) {
+        struct daemon__slot *s = &d->slots[i];
+        const char *name;
+        size_t j;
+        bool same;
+
+        if (!s->p)
+            continue;
+        name = dp_plugin_resource_name(s->p);
+        j = resource_index(nm, name);
+        if (j == SIZE_MAX) {
+            log_info("resource=%s is gone: stopping its server, socket %s removed", name,
+                     dp_plugin_socket_path(s->p));
+            dp_plugin_free(s->p);
+            removed++;
+            continue;
+        }
+        same = same_settings && model_resource_equal(model_find_resource(om, name),
+                                                     &nm->resources[j]);
+        if (dp_plugin_replace_snapshot(s->p, snap, !same, &err) < 0)
+            log_warn("%s", err.msg);
+        slots[j] = *s;
+        if (same) {
+            unchanged++;
+        } else {
+            changed++;
+            daemon__log_resource("updated", &nm->resources[j], s->p);
+        }
+    }
+    free(d->slots);
+    d->slots = slots;
+    d->n_slots = nm->n_resources;
+    dp_snapshot_unref(d->snap);
+    d->snap = snap;
+    for (size_t j = 0; j < nm->n_resources; j++) {
+        if (slots[j].p)
+            continue;
+        if (daemon__slot_start(d, &slots[j], nm->resources[j].name, &err) < 0) {
+            log_error("starting resource=%s: %s", nm->resources[j].name, err.msg);
+            continue;
+        }
+        added++;
+        daemon__slot_register(d, &slots[j], false);
+    }
+    d->reloads++;
+    if (changed + added + removed > 0 || strcmp(why, "config change") == 0 ||
+        strcmp(why, "SIGHUP") == 0 || strcmp(why, "node label") == 0)
+        log_info("%s applied: resources unchanged=%zu changed=%zu added=%zu removed=%zu", why,
+                 unchanged, changed, added, removed);
+    else
+        log_debug("%s: nothing changed", why);
+}
+
+/* Same GPUs and MIG devices (what the health thread watches)? */
+static bool inventory_same_devices(const struct inv_inventory *a, const struct inv_inventory *b)
+{
+    if (!a || !b || a->n_gpus != b->n_gpus)
+        return a == b;
+    for (size_t i = 0; i < a->n_gpus; i++) {
+        const struct inv_gpu *ga = &a->gpus[i], *gb = &b->gpus[i];
+        if (strcmp(ga->uuid, gb->uuid) != 0 || ga->n_migs != gb->n_migs)
+            return false;
+        for (size_t j = 0; j < ga->n_migs; j++)
+            if (strcmp(ga->migs[j].uuid, gb->migs[j].uuid) != 0)
+                return false;
+    }
+    return true;
+}
+
+void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err)
+{
+    d->config_reload_failures++;
+    log_error("config reload failed: %s, keeping last good config (failures=%llu)", err->msg,
+              d->config_reload_failures);
+    daemon__kube_event(d, reason, err->msg);
+}
+
+void daemon__apply(struct daemon *d, unsigned what, const char *why)
+{
+    const struct inv_inventory *cur_inv = dp_snapshot_inventory(d->snap);
+    struct cfg_config *cfg = NULL;
+    struct inv_inventory *inv = NULL;
+    struct model *m = NULL;
+    struct dp_snapshot *snap = NULL;
+    struct error err = {0};
+    bool inv_changed = false;
+    int r;
+
+    if (what & DAEMON_RELOAD_CONFIG) {
+        r = load_config(d, d->label_value, &cfg, &err);
+        if (r < 0) {
+            daemon__reload_failed(d, r == -ENOENT ? "ConfigNotFound" : "ConfigInvalid", &err);
+            goto out;
+        }
+    }
+    if (what & DAEMON_RELOAD_INVENTORY) {
+        r = read_inventory(d, cfg ? cfg : d->cfg, &inv, &err);
+        if (r < 0) {
+            log_error("%s: reading the inventory: %s, keeping the current devices", why,
+                      err.msg);
+            goto out;
+        }
+        inv_changed = !inventory_same_devices(inv, cur_inv);
+        if (inv_changed)
+            log_info("%s: the GPUs or MIG devices changed", why);
+    } else if (cur_inv) {
+        inv = inv_dup(cur_inv);
+        if (!inv) {
+            log_error("%s: out of memory, keeping the current devices", why);
+            goto out;
+        }
+    }
+    r = build_model(d, inv, cfg ? cfg : d->cfg, cfg || inv_changed, &m, &err);
+    if (r < 0) {
+        if (cfg)
+            daemon__reload_failed(d, "ConfigInvalid", &err);
+        else
+            log_error("%s: %s, keeping the current devices", why, err.msg);
+        goto out;
+    }
+    apply_health_marks(d, m);
+    r = retire_held(d, m, what != 0, &err);
+    if (r < 0) {
+        log_error("%s: %s, keeping the current devices", why, err.msg);
+        goto out;
+    }
+    r = dp_snapshot_new(m, inv, &snap, &err);
+    if (r < 0) {
+        log_error("%s: %s, keeping the current devices", why, err.msg);
+        goto out;
+    }
+    m = NULL;
+    inv = NULL;
+    if (inv_changed) {
+        daemon__health_stop(d->health);
+        d->health = NULL;
+    }
+    swap_snapshot(d, snap, why);
+    if (inv_changed)
+        d->health = daemon__health_start(d->o, &d->xid, d->snap);
+    if (cfg) {
+        cfg_free(d->cfg);
+        d->cfg = cfg;
+        cfg = NULL;
+    }
+out:
+    model_free(m);
+    inv_free(inv);
+    cfg_free(cfg);
+}
