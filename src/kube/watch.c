@@ -39,6 +39,7 @@ struct kube_node_watch {
     struct kube__lines lines;
     struct error *stream_err;
     unsigned n_stream_events;
+    bool stream_failed; /* the stream's content was bad (not the connection) */
 };
 
 static void notify(struct kube_node_watch *w)
@@ -185,8 +186,10 @@ static int on_line(const char *line, size_t len, void *userdata)
     int r;
 
     r = kube__watch_event_parse(line, len, w->label_key, &ev, w->stream_err);
-    if (r < 0)
+    if (r < 0) {
+        w->stream_failed = true;
         return r;
+    }
     w->n_stream_events++;
     switch (ev.type) {
     case KUBE__EV_ERROR:
@@ -213,6 +216,8 @@ static int on_line(const char *line, size_t len, void *userdata)
         break;
     }
     kube__watch_event_release(&ev);
+    if (r < 0)
+        w->stream_failed = true;
     return r;
 }
 
@@ -228,10 +233,13 @@ static int on_watch_data(const char *data, size_t n, void *userdata)
     if (r == -E2BIG)
         error_set(w->stream_err, r, "a watch event is larger than %u bytes",
                   KUBE_WATCH_MAX_EVENT_BYTES);
+    if (r < 0)
+        w->stream_failed = true;
     return r;
 }
 
-static int do_watch(struct kube_node_watch *w, struct error *err)
+/* *ret_status: the HTTP status (2xx: the stream was open, whatever ended it). */
+static int do_watch(struct kube_node_watch *w, long *ret_status, struct error *err)
 {
     struct kube__request rq = {.method = "GET", .cancel = &w->cancel};
     char *url = NULL;
@@ -249,8 +257,10 @@ static int do_watch(struct kube_node_watch *w, struct error *err)
     rq.userdata = w;
     w->stream_err = err;
     w->n_stream_events = 0;
-    w->lines.sb.len = 0;
+    w->stream_failed = false;
+    kube__lines_release(&w->lines);
     r = kube__perform(w->c, &rq, NULL, &status, err);
+    *ret_status = status;
     w->stream_err = NULL;
     free(url);
     return r;
@@ -259,7 +269,7 @@ static int do_watch(struct kube_node_watch *w, struct error *err)
 static void *watch_thread(void *userdata)
 {
     struct kube_node_watch *w = userdata;
-    unsigned backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS;
+    unsigned backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS, n_quick = 0;
     struct error err;
     int r;
 
@@ -276,20 +286,25 @@ static void *watch_thread(void *userdata)
             }
         } else {
             uint64_t t0 = time_now_ms();
-            r = do_watch(w, &err);
+            long status = 0;
+            bool open_a_while;
+            r = do_watch(w, &status, &err);
             if (r == -ECANCELED)
                 break;
+            open_a_while = w->n_stream_events > 0 || time_now_ms() - t0 >= 1000;
             if (r == -ESTALE) { /* resourceVersion compacted away: list again */
                 count(w, &w->stats.n_gone);
                 free(w->rv);
                 w->rv = NULL;
                 continue;
             }
-            if (r >= 0) {
-                /* The server ended the watch (timeoutSeconds): resume. Back off only when it
-                 * ends them at once, so a misbehaving server is not hammered. */
-                if (w->n_stream_events == 0 && time_now_ms() - t0 < 1000 &&
-                    wait_stop(w, backoff_ms))
+            /* The server ended the watch (timeoutSeconds), or the network or an API server
+             * restart cut an open stream: watch again from the last resourceVersion at once
+             * (a failure to reconnect counts as one). Streams that keep ending at once get
+             * the backoff, so a misbehaving server is not hammered. */
+            if (r >= 0 || (status >= 200 && status <= 299 && !w->stream_failed)) {
+                n_quick = open_a_while ? 0 : n_quick + 1;
+                if (n_quick >= 2 && wait_stop(w, backoff_ms))
                     break;
                 continue;
             }

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# fake_apiserver.py: a small Kubernetes API server for the tests (standard library only).
+# Serves nodes (GET, list with resourceVersion, chunked watch streams with the real JSON
+# shapes, 410 after compaction, bookmarks) and POST events, plus /_test/* control endpoints
+# on the API port and on a control port that stays up while the API port is "down".
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+class State:
+    def __init__(self, nodes, token, token_file):
+        self.cond = threading.Condition()
+        self.rv = 100
+        self.nodes = {}
+        self.history = []  # (rv, type, node object) in order
+        self.compacted_rv = 0
+        self.generation = 0  # bumped to drop every open watch
+        self.events = []
+        self.requests = []
+        self.watches_open = 0
+        self.forbid = False
+        self.token = token
+        self.token_file = token_file
+        for name in nodes:
+            self.nodes[name] = self.new_node(name)
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def new_node(self, name):
+        return {
+            "kind": "Node", "apiVersion": "v1",
+            "metadata": {"name": name, "uid": str(uuid.uuid4()),
+                         "resourceVersion": self.next_rv(),
+                         "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "labels": {"kubernetes.io/hostname": name}},
+            "spec": {"podCIDR": "10.244.0.0/24"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "capacity": {"cpu": "8", "memory": "32Gi"}},
+        }
+
+    def record(self, etype, node):
+        obj = json.loads(json.dumps(node))
+        self.history.append((int(node["metadata"]["resourceVersion"]), etype, obj))
+        self.cond.notify_all()
+
+    def set_label(self, name, key, value, quiet=False):
+        with self.cond:
+            node = self.nodes.get(name)
+            created = node is None
+            if created:
+                node = self.nodes[name] = self.new_node(name)
+            labels = node["metadata"].setdefault("labels", {})
+            if value is None:
+                labels.pop(key, None)
+            else:
+                labels[key] = value
+            node["metadata"]["resourceVersion"] = self.next_rv()
+            if not quiet:  # quiet: as if the event were lost (only a list shows it)
+                self.record("ADDED" if created else "MODIFIED", node)
+            return node["metadata"]["resourceVersion"]
+
+    def delete_node(self, name):
+        with self.cond:
+            node = self.nodes.pop(name, None)
+            if node:
+                node["metadata"]["resourceVersion"] = self.next_rv()
+                self.record("DELETED", node)
+
+    def compact(self):
+        # As etcd after other objects changed: every resourceVersion handed out so far is
+        # too old to watch from; a new list gives one that is not.
+        with self.cond:
+            self.compacted_rv = int(self.next_rv())
+            self.history = []
+
+    def drop_watches(self):
+        with self.cond:
+            self.generation += 1
+            self.cond.notify_all()
+
+    def bookmark(self):
+        with self.cond:
+            self.history.append((self.rv, "BOOKMARK", None))
+            self.cond.notify_all()
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-apiserver"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("fake-apiserver: " + (fmt % args) + "\n")
+
+    @property
+    def st(self):
+        return self.server.state
+
+    def send_json(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def authorized(self):
+        want = self.st.token
+        if self.st.token_file:
+            with open(self.st.token_file) as f:
+                want = f.read().strip()
+        if want is None:
+            return True
+        if self.headers.get("Authorization") == "Bearer " + want:
+            return True
+        self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+        return False
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def handle_any(self, method):
+        u = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        with self.st.cond:
+            self.st.requests.append({"method": method, "path": self.path,
+                                     "authorization": self.headers.get("Authorization"),
+                                     "user_agent": self.headers.get("User-Agent")})
+        if u.path.startswith("/_test/"):
+            return self.control(method, u.path, q)
+        if not self.authorized():
+            return
+        parts = [unquote(p) for p in u.path.strip("/").split("/")]
+        if self.st.forbid:
+            return self.send_json(403, status(
+                403, "Forbidden",
+                'nodes is forbidden: User "system:serviceaccount:gpu:gpuslice" cannot get '
+                'resource "nodes" in API group "" at the cluster scope'))
+        if method == "GET" and parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+            with self.st.cond:
+                node = self.st.nodes.get(parts[3])
+                node = json.loads(json.dumps(node)) if node else None
+            if not node:
+                return self.send_json(404, status(404, "NotFound",
+                                                  'nodes "%s" not found' % parts[3]))
+            return self.send_json(200, node)
+        if method == "GET" and parts == ["api", "v1", "nodes"]:
+            sel = q.get("fieldSelector", "")
+            name = sel[len("metadata.name="):] if sel.startswith("metadata.name=") else None
+            if q.get("watch") in ("true", "1"):
+                return self.watch(name, q)
+            with self.st.cond:
+                items = [json.loads(json.dumps(n)) for k, n in sorted(self.st.nodes.items())
+                         if name is None or k == name]
+                rv = str(self.st.rv)
+            return self.send_json(200, {"kind": "NodeList", "apiVersion": "v1",
+                                        "metadata": {"resourceVersion": rv}, "items": items})
+        if (method == "POST" and len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"]
+                and parts[4] == "events"):
+            try:
+                ev = json.loads(body)
+            except ValueError:
+                return self.send_json(400, status(400, "BadRequest", "invalid JSON"))
+            missing = [f for f in ("reason", "message", "type", "involvedObject")
+                       if f not in ev]
+            if missing or ev.get("metadata", {}).get("namespace", parts[3]) != parts[3]:
+                return self.send_json(422, status(422, "Invalid", "bad event: %s" % missing))
+            with self.st.cond:
+                ev.setdefault("metadata", {})["resourceVersion"] = self.st.next_rv()
+                ev["metadata"]["namespace"] = parts[3]
+                self.st.events.append(ev)
+            return self.send_json(201, ev)
+        self.send_json(404, status(404, "NotFound", "the server could not find the "
+                                                    "requested resource"))
+
+    def send_chunk(self, obj):
+        data = (json.dumps(obj) + "\n").encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def watch(self, name, q):
+        st = self.st
+        rv_text = q.get("resourceVersion")
+        timeout_s = float(q.get("timeoutSeconds", "1800"))
+        deadline = time.monotonic() + timeout_s
+        bookmarks = q.get("allowWatchBookmarks") == "true"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        with st.cond:
+            st.watches_open += 1
+            gen = st.generation
+            pending = []
+            if rv_text in (None, "", "0"):
+                since = st.rv
+                pending = [("ADDED", n) for k, n in sorted(st.nodes.items())
+                           if name is None or k == name]
+            else:
+                since = int(rv_text)
+                if since < st.compacted_rv:
+                    pending = [("ERROR", status(
+                        410, "Expired", "too old resource version: %d (%d)" %
+                        (since, st.compacted_rv)))]
+                    since = None
+            pending = [(t, json.loads(json.dumps(o))) for t, o in pending]
+        try:
+            for t, o in pending:
+                self.send_chunk({"type": t, "object": o})
+            if since is None:
+                return self.end_chunks()
+            while True:
+                with st.cond:
+                    while True:
+                        if st.generation != gen or self.server.down:
+                            return self.abort()
+                        fresh = [(r, t, o) for r, t, o in st.history if r > since]
+                        if fresh or time.monotonic() >= deadline:
+                            break
+                        st.cond.wait(0.2)
+                    if not fresh:
+                        return self.end_chunks()
+                    since = max(r for r, _, _ in fresh)
+                for r, t, o in fresh:
+                    if t == "BOOKMARK":
+                        if bookmarks:
+                            self.send_chunk({"type": "BOOKMARK", "object": {
+                                "kind": "Node", "apiVersion": "v1",
+                                "metadata": {"resourceVersion": str(r)}}})
+                    elif name is None or o["metadata"]["name"] == name:
+                        self.send_chunk({"type": t, "object": o})
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with st.cond:
+                st.watches_open -= 1
+                st.cond.notify_all()
+
+    def end_chunks(self):
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def abort(self):
+        # A dropped connection: no terminating chunk, the client sees a broken transfer.
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def control(self, method, path, q):
+        st = self.st
+        cmd = path[len("/_test/"):]
+        node = q.get("node", self.server.default_node)
+        if cmd == "label" and method == "POST":
+            value = None if q.get("delete") else q.get("value", "")
+            rv = st.set_label(node, q["key"], value, quiet=q.get("quiet") == "1")
+            return self.send_json(200, {"resourceVersion": rv})
+        if cmd == "delete-node" and method == "POST":
+            st.delete_node(node)
+        elif cmd == "compact" and method == "POST":
+            st.compact()
+        elif cmd == "drop" and method == "POST":
+            st.drop_watches()
+        elif cmd == "bookmark" and method == "POST":
+            st.bookmark()
+        elif cmd == "forbid" and method == "POST":
+            st.forbid = q.get("on", "1") == "1"
+        elif cmd == "down" and method == "POST":
+            self.server.owner.down()
+        elif cmd == "up" and method == "POST":
+            self.server.owner.up()
+        elif cmd == "events" and method == "GET":
+            with st.cond:
+                return self.send_json(200, {"items": list(st.events)})
+        elif cmd == "requests" and method == "GET":
+            with st.cond:
+                return self.send_json(200, {"items": list(st.requests)})
+        elif cmd == "stats" and method == "GET":
+            with st.cond:
+                return self.send_json(200, {"rv": str(st.rv), "watches_open": st.watches_open,
+                                            "compacted_rv": st.compacted_rv,
+                                            "down": self.server.owner.is_down})
+        else:
+            return self.send_json(404, status(404, "NotFound", "unknown test endpoint"))
+        self.send_json(200, {})
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class FakeApiServer:
+    def __init__(self, nodes, token=None, token_file=None, verbose=False):
+        self.state = State(nodes, token, token_file)
+        self.default_node = nodes[0]
+        self.verbose = verbose
+        self.is_down = False
+        self.lock = threading.Lock()
+        self.api = self.make(0)
+        self.port = self.api.server_address[1]
+        self.control = self.make(0)
+        self.control_port = self.control.server_address[1]
+        self.start(self.api)
+        self.start(self.control)
+
+    def make(self, port):
+        s = Server(("127.0.0.1", port), Handler)
+        s.state = self.state
+        s.owner = self
+        s.default_node = self.default_node
+        s.verbose = self.verbose
+        s.down = False
+        return s
+
+    @staticmethod
+    def start(s):
+        threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
+
+    def down(self):
+        """Stops accepting (connection refused) and breaks every open API connection."""
+        with self.lock:
+            if self.is_down:
+                return
+            self.is_down = True
+            self.api.down = True
+            self.state.drop_watches()
+            self.api.shutdown()
+            self.api.server_close()
+
+    def up(self):
+        with self.lock:
+            if not self.is_down:
+                return
+            self.api = self.make(self.port)
+            self.start(self.api)
+            self.is_down = False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--node", action="append", help="node name (repeatable); default node-1")
+    ap.add_argument("--label", action="append", default=[], help="KEY=VALUE on the first node")
+    ap.add_argument("--token", help="require this bearer token")
+    ap.add_argument("--token-file", help="require the bearer token in this file (re-read)")
+    ap.add_argument("--port-file", help="write {\"port\":..,\"control_port\":..} here")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    srv = FakeApiServer(a.node or ["node-1"], a.token, a.token_file, a.verbose)
+    for kv in a.label:
+        k, _, v = kv.partition("=")
+        srv.state.set_label(srv.default_node, k, v)
+    info = json.dumps({"port": srv.port, "control_port": srv.control_port})
+    if a.port_file:
+        tmp = a.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(info + "\n")
+        os.rename(tmp, a.port_file)
+    print("port=%d control_port=%d" % (srv.port, srv.control_port), flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
