@@ -595,8 +595,9 @@ class DaemonTest(unittest.TestCase):
         d = self.start("l20-node.yaml")
         self.registered(d, 1)
         d.proc.send_signal(signal.SIGHUP)
-        d.kubelet.wait_regs(2)
-        self.assertIn("SIGHUP", d.logtext())
+        # nothing changed: the served resource keeps its server, socket and registration
+        self.waitLog(d, "SIGHUP applied: resources unchanged=1 changed=0 added=0 removed=0")
+        self.assertEqual(len(d.kubelet.regs), 1)
         d.proc.send_signal(signal.SIGINT)
         self.assertEqual(d.proc.wait(20), 0)
         self.assertFalse(os.path.exists(d.sock("nvidia-gpu.sock")))
@@ -614,10 +615,12 @@ class DaemonTest(unittest.TestCase):
         with open(os.path.join(d.tmp, "config.yaml"), "w") as f:
             f.write(TS16.replace("16", "4"))
         d.proc.send_signal(signal.SIGHUP)
-        d.kubelet.wait_regs(2)
+        # the file watch or SIGHUP applies it; the resource changes in place (no Register)
+        self.waitLog(d, "changed=1")
         w = Watch(d.sock("nvidia-gpu.sock"))
         self.assertEqual(len(w.next().devices), 4)
         w.close()
+        self.assertEqual(len(d.kubelet.regs), 1)
         self.assertStoppedClean(d)
 
     def test_nvml_init_failure(self):
