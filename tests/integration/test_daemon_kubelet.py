@@ -616,7 +616,7 @@ class DaemonTest(unittest.TestCase):
             f.write(TS16.replace("16", "4"))
         d.proc.send_signal(signal.SIGHUP)
         # the file watch or SIGHUP applies it; the resource changes in place (no Register)
-        self.waitLog(d, "changed=1")
+        self.waitLog(d, "unchanged=0 changed=1")
         w = Watch(d.sock("nvidia-gpu.sock"))
         self.assertEqual(len(w.next().devices), 4)
         w.close()
