@@ -80,7 +80,10 @@ def wait_for(cond, timeout_s, what):
         time.sleep(0.02)  # polling interval of the condition, not a fixed wait
 
 
-class LiveReload(unittest.TestCase):
+class ReloadCase(unittest.TestCase):
+    """Nodes (daemon + kubelet-sim) in a temp dir, capacity helpers; no tests of its own
+    (test_reload_label.py builds on it)."""
+
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix="gs-reload-")
         self.nodes = []
@@ -97,6 +100,8 @@ class LiveReload(unittest.TestCase):
         self.assertEqual(problems, [])
 
     def node(self, machine, args=(), env=None):
+        env = dict(env or {})
+        env.setdefault("NODE_NAME", "")  # no node label unless a test sets one up
         i = len(self.nodes)
         n = demo.Node("n%d" % i, os.path.join(MACHINES, machine + ".yaml"), None, self.root,
                       BUILD, sim_args=["--pod-resources-socket",
@@ -121,6 +126,8 @@ class LiveReload(unittest.TestCase):
         with open(n.log.name) as f:
             return f.read()
 
+
+class LiveReload(ReloadCase):
     def test_config_file_edit_changes_replicas_same_pid(self):
         cfg = os.path.join(self.root, "config.yaml")
         write_file(cfg, time_slicing(8))
