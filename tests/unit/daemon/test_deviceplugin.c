@@ -365,6 +365,42 @@ static void test_dp_plugin_set_snapshot_pushes_new_list(void **state)
     test_dp_options(state);
 }
 
+/* A live reload that left the resource unchanged swaps the snapshot without a push: the
+ * stream sees nothing, the stats count no push; a later push sends the new model's list. */
+static void test_dp_plugin_replace_snapshot_silent(void **state)
+{
+    struct fx *f = *state;
+    struct rpc_client_stream *s = NULL;
+    V1beta1__ListAndWatchResponse *l;
+    struct cfg_config cfg;
+    struct cfg_replicated_resource rule = fx_rule("nvidia.com/gpu", 4);
+    struct inv_inventory *inv = fx_l20();
+    struct dp_snapshot *snap = NULL;
+    struct dp_plugin_stats before, after;
+    uint8_t *msg = NULL;
+    size_t len = 0;
+
+    assert_int_equal(rpc_client_stream_open(f->c, M("ListAndWatch"), NULL, 0, &s, NULL), 0);
+    l = next_list(s);
+    v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+    dp_plugin_stats(f->p, &before);
+    fx_cfg_init(&cfg);
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, false, false);
+    assert_int_equal(dp_snapshot_new(fx_build(inv, &cfg), inv, &snap, NULL), 0);
+    assert_int_equal(dp_plugin_replace_snapshot(f->p, snap, false, NULL), 0);
+    dp_plugin_stats(f->p, &after);
+    assert_int_equal(after.pushes, before.pushes);
+    assert_int_equal(rpc_client_stream_next(s, 100, &msg, &len, NULL, NULL), -ETIMEDOUT);
+    assert_int_equal(dp_snapshot_set_all_health(snap, false), 4); /* the plugin serves snap */
+    assert_int_equal(dp_plugin_push(f->p), 1);
+    l = next_list(s);
+    assert_int_equal(l->n_devices, 4);
+    assert_string_equal(l->devices[0]->health, "Unhealthy");
+    v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+    rpc_client_stream_close(s);
+    dp_snapshot_unref(snap);
+}
+
 static void test_dp_plugin_new_unknown_resource(void **state)
 {
     struct fx *f = *state;
@@ -389,6 +425,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dp_plugin_new_unknown_resource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dp_plugin_set_snapshot_pushes_new_list, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_dp_plugin_replace_snapshot_silent, setup, teardown),
         cmocka_unit_test(test_dp_backoff_next_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

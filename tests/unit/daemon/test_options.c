@@ -139,6 +139,10 @@ static void test_daemon_options_parse_errors(void **state)
         {{"stray", NULL}, "unexpected argument 'stray'"},
         {{"--keep-serving-valid=maybe", NULL}, "bool"},
         {{"--MIG_STRATEGY=none", NULL}, "unknown flag"},
+        {{"--fallback-strategies", "named,bogus", NULL}, "unknown strategy 'bogus'"},
+        {{"--fallback-strategies", "named,,empty", NULL}, "bad list"},
+        {{"--inventory-interval", "soon", NULL}, "duration"},
+        {{"--retire-check-interval", "0", NULL}, "must be positive"},
     };
 
     (void)state;
@@ -151,6 +155,60 @@ static void test_daemon_options_parse_errors(void **state)
             fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].msg);
         daemon_options_release(&o);
     }
+}
+
+static void test_daemon_options_parse_reload_defaults(void **state)
+{
+    static const char *const args[] = {NULL};
+    struct daemon_options o;
+
+    (void)state;
+    assert_int_equal(parse(&o, NULL, args, NULL), 0);
+    assert_int_equal(o.inventory_interval_ms, 30000);
+    assert_int_equal(o.retire_check_ms, 5000);
+    assert_int_equal(o.n_fallbacks, 3);
+    assert_int_equal(o.fallbacks[0], CFG_FALLBACK_NAMED);
+    assert_int_equal(o.fallbacks[1], CFG_FALLBACK_SINGLE);
+    assert_int_equal(o.fallbacks[2], CFG_FALLBACK_EMPTY);
+    assert_string_equal(o.node_label, "nvidia.com/device-plugin.config");
+    assert_string_equal(o.pod_resources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+    assert_null(o.default_config);
+    assert_null(o.node_name);
+    assert_null(o.kubeconfig);
+    daemon_options_release(&o);
+}
+
+static void test_daemon_options_parse_reload_env_and_flags(void **state)
+{
+    static const char *const env[] = {"DEFAULT_CONFIG", "l20", "FALLBACK_STRATEGIES", "empty",
+                                      "NODE_LABEL", "example.com/gpu-config", "NODE_NAME",
+                                      "node-7", "INVENTORY_INTERVAL", "1m30s",
+                                      "KUBECONFIG", "/root/.kube/config", NULL};
+    static const char *const none[] = {NULL};
+    static const char *const args[] = {"--default-config=t4", "--inventory-interval", "0",
+                                       "--pod-resources-socket", "/tmp/pr.sock",
+                                       "--retire-check-interval", "250ms", "--node-label",
+                                       "a/b", NULL};
+    struct daemon_options o;
+
+    (void)state;
+    assert_int_equal(parse(&o, env, none, NULL), 0);
+    assert_string_equal(o.default_config, "l20");
+    assert_int_equal(o.n_fallbacks, 1);
+    assert_int_equal(o.fallbacks[0], CFG_FALLBACK_EMPTY);
+    assert_string_equal(o.node_label, "example.com/gpu-config");
+    assert_string_equal(o.node_name, "node-7");
+    assert_string_equal(o.kubeconfig, "/root/.kube/config");
+    assert_int_equal(o.inventory_interval_ms, 90000);
+    daemon_options_release(&o);
+    /* flags beat env vars; 0 turns the periodic inventory off */
+    assert_int_equal(parse(&o, env, args, NULL), 0);
+    assert_string_equal(o.default_config, "t4");
+    assert_int_equal(o.inventory_interval_ms, 0);
+    assert_string_equal(o.pod_resources_socket, "/tmp/pr.sock");
+    assert_int_equal(o.retire_check_ms, 250);
+    assert_string_equal(o.node_label, "a/b");
+    daemon_options_release(&o);
 }
 
 static void test_daemon_options_parse_help(void **state)
@@ -172,6 +230,8 @@ int main(void)
         cmocka_unit_test(test_daemon_options_parse_own_flags),
         cmocka_unit_test(test_daemon_options_parse_nvidia_flags),
         cmocka_unit_test(test_daemon_options_parse_errors),
+        cmocka_unit_test(test_daemon_options_parse_reload_defaults),
+        cmocka_unit_test(test_daemon_options_parse_reload_env_and_flags),
         cmocka_unit_test(test_daemon_options_parse_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
