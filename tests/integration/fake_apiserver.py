@@ -212,6 +212,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         with st.cond:
             st.watches_open += 1
+            st.cond.notify_all()
             gen = st.generation
             pending = []
             if rv_text in (None, "", "0"):

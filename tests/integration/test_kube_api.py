@@ -378,4 +378,4 @@ if __name__ == "__main__":
     rest = sys.argv[1:]
     i = next(n for n, a in enumerate(rest) if not a.startswith("-"))
     PROBE = rest.pop(i)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    unittest.main(argv=[sys.argv[0]] + rest, warnings=False)
