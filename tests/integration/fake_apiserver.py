@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # fake_apiserver.py: a small Kubernetes API server for the tests (standard library only).
 # Serves nodes (GET, list with resourceVersion, chunked watch streams with the real JSON
-# shapes, 410 after compaction, bookmarks) and POST events, plus /_test/* control endpoints
-# on the API port and on a control port that stays up while the API port is "down".
+# shapes, 410 after compaction, bookmarks) and POST events over HTTP or HTTPS (optionally
+# requiring client certificates), plus /_test/* control endpoints on the API port and on a
+# control port that stays up while the API port is "down".
 import argparse
 import json
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -120,6 +122,16 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def client_cn(self):
+        """The CN of a verified TLS client certificate, None without one."""
+        getpeercert = getattr(self.connection, "getpeercert", None)
+        cert = getpeercert() if getpeercert else None
+        for rdn in (cert or {}).get("subject", ()):
+            for k, v in rdn:
+                if k == "commonName":
+                    return v
+        return None
+
     def authorized(self):
         want = self.st.token
         if self.st.token_file:
@@ -146,7 +158,8 @@ class Handler(BaseHTTPRequestHandler):
         with self.st.cond:
             self.st.requests.append({"method": method, "path": self.path,
                                      "authorization": self.headers.get("Authorization"),
-                                     "user_agent": self.headers.get("User-Agent")})
+                                     "user_agent": self.headers.get("User-Agent"),
+                                     "client_cn": self.client_cn()})
         if u.path.startswith("/_test/"):
             return self.control(method, u.path, q)
         if not self.authorized():
@@ -316,21 +329,32 @@ class Server(ThreadingHTTPServer):
 
 
 class FakeApiServer:
-    def __init__(self, nodes, token=None, token_file=None, verbose=False):
+    def __init__(self, nodes, token=None, token_file=None, verbose=False, tls=None):
+        """tls: None (HTTP) or (cert file, key file, client CA file or None); with a
+        client CA, clients must present a certificate it signed."""
+        self.ssl = None
+        if tls:
+            self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.ssl.load_cert_chain(tls[0], tls[1])
+            if tls[2]:
+                self.ssl.load_verify_locations(tls[2])
+                self.ssl.verify_mode = ssl.CERT_REQUIRED
         self.state = State(nodes, token, token_file)
         self.default_node = nodes[0]
         self.verbose = verbose
         self.is_down = False
         self.lock = threading.Lock()
-        self.api = self.make(0)
+        self.api = self.make(0, self.ssl)
         self.port = self.api.server_address[1]
         self.control = self.make(0)
         self.control_port = self.control.server_address[1]
         self.start(self.api)
         self.start(self.control)
 
-    def make(self, port):
+    def make(self, port, ssl_context=None):
         s = Server(("127.0.0.1", port), Handler)
+        if ssl_context:
+            s.socket = ssl_context.wrap_socket(s.socket, server_side=True)
         s.state = self.state
         s.owner = self
         s.default_node = self.default_node
@@ -358,7 +382,7 @@ class FakeApiServer:
         with self.lock:
             if not self.is_down:
                 return
-            self.api = self.make(self.port)
+            self.api = self.make(self.port, self.ssl)
             self.start(self.api)
             self.is_down = False
 
@@ -369,10 +393,14 @@ def main():
     ap.add_argument("--label", action="append", default=[], help="KEY=VALUE on the first node")
     ap.add_argument("--token", help="require this bearer token")
     ap.add_argument("--token-file", help="require the bearer token in this file (re-read)")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="the certificate's key (PEM)")
+    ap.add_argument("--client-ca", help="require client certificates signed by this CA")
     ap.add_argument("--port-file", help="write {\"port\":..,\"control_port\":..} here")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
-    srv = FakeApiServer(a.node or ["node-1"], a.token, a.token_file, a.verbose)
+    tls = (a.tls_cert, a.tls_key, a.client_ca) if a.tls_cert else None
+    srv = FakeApiServer(a.node or ["node-1"], a.token, a.token_file, a.verbose, tls)
     for kv in a.label:
         k, _, v = kv.partition("=")
         srv.state.set_label(srv.default_node, k, v)

@@ -3,11 +3,12 @@
 # test_kube_api.py: src/kube against fake_apiserver.py, driven through kube_watch_probe —
 # a label change is seen within 1 s, 410 Gone re-lists, the server going down and coming
 # back is survived, Events are recorded, kubeconfig and in-cluster auth (token rotation),
-# API errors name the URL/status/fix, stop is prompt and no fds leak.
+# API errors name the URL/status/fix, stop is prompt and no fds leak; HTTPS with a CA and
+# client certificates from files and from kubeconfig -data blobs.
 # usage: test_kube_api.py [-v] PATH/TO/kube_watch_probe
 import json
 import os
-import queue
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -371,6 +372,104 @@ users:
         rc, _, err = self.run_probe(["--node", "node-1", "get"], env=env)
         self.assertEqual(rc, 1)
         self.assertIn("no Kubernetes API configured", err)
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
+
+
+def make_pki(d):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, all EC P-256."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    for ca in ("ca", "otherca"):
+        openssl("req", "-x509", *ec, "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "2",
+                "-subj", "/CN=" + ca, cwd=d)
+    for name, cn, ext in (("srv", "127.0.0.1", ["-extfile", "san.ext"]),
+                          ("client", "system:node:node-1", [])):
+        openssl("req", *ec, "-keyout", name + ".key", "-out", name + ".csr", "-subj",
+                "/CN=" + cn, cwd=d)
+        openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", name + ".pem", "-days", "2", *ext, cwd=d)
+
+
+def b64(path):
+    import base64
+    with open(path, "rb") as f:
+        return base64.b64encode(f.read()).decode()
+
+
+@unittest.skipUnless(shutil.which("openssl"), "needs the openssl command")
+class KubeTlsTest(unittest.TestCase):
+    """HTTPS with a CA and client certificates, as files and as kubeconfig -data blobs."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = self.d = self.tmp.name
+        make_pki(d)
+        self.srv = FakeApiServer(["node-1"], tls=(os.path.join(d, "srv.pem"),
+                                                  os.path.join(d, "srv.key"),
+                                                  os.path.join(d, "ca.pem")))
+        self.srv.state.set_label("node-1", LABEL, "l20")
+        self.url = "https://127.0.0.1:%d" % self.srv.port
+
+    def tearDown(self):
+        self.srv.api.shutdown()
+        self.srv.control.shutdown()
+        self.tmp.cleanup()
+
+    def kubeconfig(self, cluster, user):
+        path = os.path.join(self.d, "kubeconfig")
+        with open(path, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                    "clusters:\n- name: c\n  cluster:\n    server: %s\n%s"
+                    "contexts:\n- name: t\n  context: {cluster: c, user: u}\n"
+                    "users:\n- name: u\n  user:\n%s" % (self.url, cluster, user))
+        return path
+
+    def get(self, kc):
+        r = subprocess.run([PROBE, "--kubeconfig", kc, "--node", "node-1", "get"],
+                           capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    def last_cn(self):
+        return http(self.srv.control_port, "GET", "/_test/requests")["items"][0]["client_cn"]
+
+    def test_data_blobs(self):
+        kc = self.kubeconfig(
+            "    certificate-authority-data: %s\n" % b64(os.path.join(self.d, "ca.pem")),
+            "    client-certificate-data: %s\n    client-key-data: %s\n" % (
+                b64(os.path.join(self.d, "client.pem")),
+                b64(os.path.join(self.d, "client.key"))))
+        rc, out, err = self.get(kc)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["value"], "l20")
+        self.assertEqual(self.last_cn(), "system:node:node-1")
+
+    def test_files_relative_to_kubeconfig(self):
+        kc = self.kubeconfig("    certificate-authority: ca.pem\n",
+                             "    client-certificate: client.pem\n"
+                             "    client-key: client.key\n")
+        rc, out, err = self.get(kc)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.last_cn(), "system:node:node-1")
+
+    def test_insecure_skip_tls_verify(self):
+        kc = self.kubeconfig("    insecure-skip-tls-verify: true\n",
+                             "    client-certificate: client.pem\n"
+                             "    client-key: client.key\n")
+        rc, _, err = self.get(kc)
+        self.assertEqual(rc, 0, err)
+
+    def test_wrong_ca_names_the_fix(self):
+        kc = self.kubeconfig("    certificate-authority: otherca.pem\n",
+                             "    client-certificate: client.pem\n"
+                             "    client-key: client.key\n")
+        rc, _, err = self.get(kc)
+        self.assertEqual(rc, 1)
+        self.assertIn(self.url, err)
+        self.assertIn("certificate-authority", err)
 
 
 if __name__ == "__main__":
