@@ -278,8 +278,9 @@ static int setup_auth(struct kube_client *c, CURL *e, struct curl_slist **header
     else if (a->key_file)
         curl_easy_setopt(e, CURLOPT_SSLKEY, a->key_file);
     if (r < 0)
-        return error_set(err, r, "this libcurl cannot take certificates from memory; use "
-                                 "certificate files in the kubeconfig");
+        return error_set(err, r,
+                         "this libcurl cannot take certificates from memory; use "
+                         "certificate files in the kubeconfig");
     if (a->username) {
         curl_easy_setopt(e, CURLOPT_USERNAME, a->username);
         curl_easy_setopt(e, CURLOPT_PASSWORD, a->password ? a->password : "");
@@ -343,8 +344,8 @@ static CURLcode run_cancellable(CURL *e, struct kube__cancel *cancel, bool *ret_
     return res;
 }
 
-static int transport_error(const char *method, const char *url, CURLcode res,
-                           const char *errbuf, struct error *err)
+static int transport_error(const char *method, const char *url, CURLcode res, const char *errbuf,
+                           struct error *err)
 {
     const char *what = errbuf && *errbuf ? errbuf : curl_easy_strerror(res);
 
@@ -363,8 +364,8 @@ static int transport_error(const char *method, const char *url, CURLcode res,
                          method, url, what);
     default:
         return error_set(err, res == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
-                         "%s %s: %s; check that the API server is reachable from this node",
-                         method, url, what);
+                         "%s %s: %s; check that the API server is reachable from this node", method,
+                         url, what);
     }
 }
 
@@ -427,8 +428,7 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
     *ret_status = 0;
     e = curl_easy_init();
     if (!e)
-        return error_set(err, -ENOMEM, "%s %s: cannot create a curl handle", rq->method,
-                         rq->url);
+        return error_set(err, -ENOMEM, "%s %s: cannot create a curl handle", rq->method, rq->url);
     t.easy = e;
     h = curl_slist_append(NULL, "Accept: application/json");
     if (h && rq->body)
@@ -492,13 +492,13 @@ out:
 
 /* ---- node label -------------------------------------------------------------------------- */
 
-static const char *node_or_default(const struct kube_client *c, const char *node,
-                                   struct error *err)
+static const char *node_or_default(const struct kube_client *c, const char *node, struct error *err)
 {
     node = node ? node : c->node_name;
     if (!node || !*node)
-        error_set(err, -EINVAL, "no node name: set NODE_NAME (from spec.nodeName through the "
-                                "downward API)");
+        error_set(err, -EINVAL,
+                  "no node name: set NODE_NAME (from spec.nodeName through the "
+                  "downward API)");
     return node && *node ? node : NULL;
 }
 

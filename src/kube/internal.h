@@ -25,22 +25,22 @@
 /* How to reach and authenticate to the API server. Every field owned; NULL = unset. Blobs
  * come from the -data fields of a kubeconfig (base64-decoded), files are absolute paths. */
 struct kube__auth {
-    char *server;          /* "https://host:port[/prefix]" without trailing '/' */
+    char *server; /* "https://host:port[/prefix]" without trailing '/' */
     char *ca_file;
     char *ca_data;
     size_t ca_len;
     bool insecure_skip_tls_verify;
-    char *token;           /* static bearer token (kubeconfig user.token) */
-    char *token_file;      /* re-read on every connection (service account, tokenFile) */
+    char *token;      /* static bearer token (kubeconfig user.token) */
+    char *token_file; /* re-read on every connection (service account, tokenFile) */
     char *cert_file;
     char *cert_data;
     size_t cert_len;
     char *key_file;
     char *key_data;
     size_t key_len;
-    char *username;        /* basic auth (rare; kubeconfig user.username/password) */
+    char *username; /* basic auth (rare; kubeconfig user.username/password) */
     char *password;
-    char *namespace;       /* the context's namespace */
+    char *namespace; /* the context's namespace */
 };
 
 void kube__auth_release(struct kube__auth *a);
@@ -61,8 +61,8 @@ struct kube_client {
     char *node_name;
     char *event_namespace;
     long request_timeout_ms;
-    pthread_mutex_t lock;  /* guards node_uid */
-    char *node_uid;        /* learned from GET/list of node_name; used in Events */
+    pthread_mutex_t lock; /* guards node_uid */
+    char *node_uid;       /* learned from GET/list of node_name; used in Events */
 };
 
 /* ---- URLs (percent-encoding of path segments and query values) -------------------------- */
@@ -84,7 +84,7 @@ struct kube__node_info {
     char *uid;
     char *resource_version;
     bool has_label;
-    char *label_value;     /* NULL when !has_label */
+    char *label_value; /* NULL when !has_label */
 };
 void kube__node_info_release(struct kube__node_info *n);
 /* From a parsed Node JSON object. -EINVAL when it is not one. */
@@ -135,15 +135,15 @@ void kube__lines_release(struct kube__lines *l);
 
 /* A request in flight can be cancelled from another thread (watch stop). */
 struct kube__cancel {
-    void *multi;           /* CURLM *, owned by the watcher */
+    void *multi; /* CURLM *, owned by the watcher */
     atomic_bool stop;
 };
 
 struct kube__request {
-    const char *method;    /* "GET" / "POST" */
+    const char *method; /* "GET" / "POST" */
     const char *url;
-    const char *body;      /* POST body (JSON) or NULL */
-    long timeout_ms;       /* whole-transfer timeout, 0 = none (watch) */
+    const char *body; /* POST body (JSON) or NULL */
+    long timeout_ms;  /* whole-transfer timeout, 0 = none (watch) */
     /* Called with each chunk of a 2xx answer; NULL = collect into `response`. Return 0 to go
      * on, negative to abort the transfer (returned from kube__perform). */
     int (*on_data)(const char *data, size_t n, void *userdata);

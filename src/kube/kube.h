@@ -89,12 +89,12 @@ struct kube_node_watch;
 
 /* Counters for logs, tests and metrics. */
 struct kube_watch_stats {
-    uint64_t n_lists;       /* successful list requests */
-    uint64_t n_watches;     /* watch connections opened */
-    uint64_t n_gone;        /* 410 Gone (resourceVersion too old) answers → re-list */
-    uint64_t n_failures;    /* failed requests (each followed by a backoff) */
-    uint64_t n_changes;     /* on_change calls */
-    bool reachable;         /* the last request succeeded */
+    uint64_t n_lists;    /* successful list requests */
+    uint64_t n_watches;  /* watch connections opened */
+    uint64_t n_gone;     /* 410 Gone (resourceVersion too old) answers → re-list */
+    uint64_t n_failures; /* failed requests (each followed by a backoff) */
+    uint64_t n_changes;  /* on_change calls */
+    bool reachable;      /* the last request succeeded */
 };
 
 /* Starts a thread that lists then watches the node (fieldSelector metadata.name=<node>,

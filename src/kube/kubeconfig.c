@@ -101,8 +101,8 @@ struct kc {
 
 static int node_line(struct fy_node *n)
 {
-    struct fy_token *t = n && fy_node_get_type(n) == FYNT_SCALAR ? fy_node_get_scalar_token(n)
-                                                                 : NULL;
+    struct fy_token *t =
+        n && fy_node_get_type(n) == FYNT_SCALAR ? fy_node_get_scalar_token(n) : NULL;
     const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
     return m ? m->line + 1 : 0;
 }
@@ -118,8 +118,8 @@ static int get_scalar(struct kc *k, struct fy_node *map, const char *key, const 
                fy_node_get_scalar0(v)[0] == '\0'))
         return 0;
     if (fy_node_get_type(v) != FYNT_SCALAR || !fy_node_get_scalar0(v))
-        return error_set(k->err, -EINVAL, "kubeconfig %s: %s.%s must be a string", k->path,
-                         where, key);
+        return error_set(k->err, -EINVAL, "kubeconfig %s: %s.%s must be a string", k->path, where,
+                         key);
     *ret = fy_node_get_scalar0(v);
     return 0;
 }
@@ -131,7 +131,6 @@ static int find_named(struct kc *k, struct fy_node *root, const char *list_key,
     struct fy_node *list = fy_node_mapping_lookup_by_string(root, list_key, FY_NT);
     struct fy_node *it_node;
     void *it = NULL;
-
 
     if (list && fy_node_get_type(list) != FYNT_SEQUENCE)
         return error_set(k->err, -EINVAL, "kubeconfig %s: \"%s\" must be a list", k->path,
@@ -150,11 +149,10 @@ static int find_named(struct kc *k, struct fy_node *root, const char *list_key,
         if (str_eq(n, name)) {
             struct fy_node *v = fy_node_mapping_lookup_by_string(it_node, item_key, FY_NT);
             if (!v || fy_node_get_type(v) != FYNT_MAPPING)
-                return error_set(k->err, -EINVAL,
-                                 "kubeconfig %s:%d: %s entry \"%s\" has no \"%s\" mapping",
-                                 k->path, node_line(fy_node_mapping_lookup_by_string(
-                                              it_node, "name", FY_NT)),
-                                 list_key, name, item_key);
+                return error_set(
+                    k->err, -EINVAL, "kubeconfig %s:%d: %s entry \"%s\" has no \"%s\" mapping",
+                    k->path, node_line(fy_node_mapping_lookup_by_string(it_node, "name", FY_NT)),
+                    list_key, name, item_key);
             *ret = v;
             return 0;
         }
@@ -194,8 +192,8 @@ static int dup_str(const char *s, char **ret)
 }
 
 /* `<field>` (a file) and `<field>-data` (base64) of one entry: -data wins, like kubectl. */
-static int get_file_or_data(struct kc *k, struct fy_node *map, const char *where,
-                            const char *field, char **ret_file, char **ret_data, size_t *ret_len)
+static int get_file_or_data(struct kc *k, struct fy_node *map, const char *where, const char *field,
+                            char **ret_file, char **ret_data, size_t *ret_len)
 {
     char key[64];
     const char *file = NULL, *data = NULL;
@@ -211,8 +209,8 @@ static int get_file_or_data(struct kc *k, struct fy_node *map, const char *where
     if (data) {
         r = kube__base64_decode(data, strlen(data), ret_data, ret_len);
         if (r == -EINVAL)
-            return error_set(k->err, r, "kubeconfig %s: %s.%s is not valid base64", k->path,
-                             where, key);
+            return error_set(k->err, r, "kubeconfig %s: %s.%s is not valid base64", k->path, where,
+                             key);
         return r;
     }
     return dup_path(k, file, ret_file);
@@ -227,8 +225,7 @@ static int parse_cluster(struct kc *k, struct fy_node *cl, struct kube__auth *a)
     if (r < 0)
         return r;
     if (!server)
-        return error_set(k->err, -EINVAL, "kubeconfig %s: the cluster has no \"server\"",
-                         k->path);
+        return error_set(k->err, -EINVAL, "kubeconfig %s: the cluster has no \"server\"", k->path);
     if (!str_startswith(server, "https://") && !str_startswith(server, "http://"))
         return error_set(k->err, -EINVAL,
                          "kubeconfig %s:%d: server \"%s\" must start with https:// (or "
@@ -246,8 +243,8 @@ static int parse_cluster(struct kc *k, struct fy_node *cl, struct kube__auth *a)
                              k->path, insecure);
     }
     if (r >= 0)
-        r = get_file_or_data(k, cl, "cluster", "certificate-authority", &a->ca_file,
-                             &a->ca_data, &a->ca_len);
+        r = get_file_or_data(k, cl, "cluster", "certificate-authority", &a->ca_file, &a->ca_data,
+                             &a->ca_len);
     return r;
 }
 
@@ -283,8 +280,7 @@ static int parse_user(struct kc *k, struct fy_node *u, struct kube__auth *a)
         r = get_file_or_data(k, u, "user", "client-certificate", &a->cert_file, &a->cert_data,
                              &a->cert_len);
     if (r >= 0)
-        r = get_file_or_data(k, u, "user", "client-key", &a->key_file, &a->key_data,
-                             &a->key_len);
+        r = get_file_or_data(k, u, "user", "client-key", &a->key_file, &a->key_data, &a->key_len);
     if (r >= 0 && (!a->cert_file && !a->cert_data) != (!a->key_file && !a->key_data))
         r = error_set(k->err, -EINVAL,
                       "kubeconfig %s: the user has a client certificate without a key or a key "
@@ -314,8 +310,9 @@ int kube__kubeconfig_parse(const char *text, size_t len, const char *path, const
     doc = fy_document_build_from_string(&cfg, text, len);
     root = doc ? fy_document_root(doc) : NULL;
     if (!root || fy_node_get_type(root) != FYNT_MAPPING) {
-        r = error_set(err, -EINVAL, "kubeconfig %s: not a YAML mapping (a kubeconfig file "
-                                    "starts with apiVersion: v1, kind: Config)",
+        r = error_set(err, -EINVAL,
+                      "kubeconfig %s: not a YAML mapping (a kubeconfig file "
+                      "starts with apiVersion: v1, kind: Config)",
                       k.path);
         goto out;
     }
@@ -388,15 +385,15 @@ int kube__incluster_auth(const char *sa_dir, struct kube__auth *ret, struct erro
     int r;
 
     if (!host || !*host)
-        return error_set(err, -ENOENT, "not running in a Kubernetes pod "
-                                       "(KUBERNETES_SERVICE_HOST is unset)");
+        return error_set(err, -ENOENT,
+                         "not running in a Kubernetes pod "
+                         "(KUBERNETES_SERVICE_HOST is unset)");
     if (!port || !*port)
         port = "443";
     if (parse_uint(port, &port_n) < 0 || port_n == 0 || port_n > 65535)
         return error_set(err, -EINVAL, "KUBERNETES_SERVICE_PORT \"%s\" is not a port", port);
     /* An IPv6 address goes in brackets. */
-    r = strbuf_printf(&sb, strchr(host, ':') ? "https://[%s]:%u" : "https://%s:%u", host,
-                      port_n);
+    r = strbuf_printf(&sb, strchr(host, ':') ? "https://[%s]:%u" : "https://%s:%u", host, port_n);
     if (r < 0)
         goto out;
     a.server = strbuf_take(&sb);

@@ -175,8 +175,8 @@ static json_t *load(const char *body, size_t len, const char *what, struct error
     json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
 
     if (!j)
-        error_set(err, -EINVAL, "%s is not JSON: %s (line %d, column %d)", what, je.text,
-                  je.line, je.column);
+        error_set(err, -EINVAL, "%s is not JSON: %s (line %d, column %d)", what, je.text, je.line,
+                  je.column);
     return j;
 }
 
@@ -212,9 +212,10 @@ int kube__node_list_parse(const char *body, size_t len, const char *node, const 
         r = error_set(err, -EINVAL, "not a NodeList (no items or metadata.resourceVersion)");
         goto out;
     }
-    json_array_foreach (items, i, item) {
-        const char *name = json_string_value(json_object_get(json_object_get(item, "metadata"),
-                                                              "name"));
+    json_array_foreach(items, i, item)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
         if (!str_eq(name, node))
             continue;
         r = kube__node_info_from_json(item, label_key, &n, err);
@@ -252,9 +253,8 @@ static const struct {
     const char *name;
     enum kube__event_type type;
 } event_types[] = {
-    {"ADDED", KUBE__EV_ADDED},       {"MODIFIED", KUBE__EV_MODIFIED},
-    {"DELETED", KUBE__EV_DELETED},   {"BOOKMARK", KUBE__EV_BOOKMARK},
-    {"ERROR", KUBE__EV_ERROR},
+    {"ADDED", KUBE__EV_ADDED},       {"MODIFIED", KUBE__EV_MODIFIED}, {"DELETED", KUBE__EV_DELETED},
+    {"BOOKMARK", KUBE__EV_BOOKMARK}, {"ERROR", KUBE__EV_ERROR},
 };
 
 int kube__watch_event_parse(const char *line, size_t len, const char *label_key,

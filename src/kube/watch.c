@@ -34,7 +34,7 @@ struct kube_node_watch {
     struct error last_err;
 
     /* The watcher thread's own state. */
-    char *rv;              /* resume point; NULL = list first */
+    char *rv; /* resume point; NULL = list first */
     enum reach reach;
     struct kube__lines lines;
     struct error *stream_err;
@@ -60,8 +60,8 @@ static void set_value(struct kube_node_watch *w, bool has_label, const char *val
             return; /* the next event or list tries again */
     }
     pthread_mutex_lock(&w->lock);
-    changed = !w->known || (w->value != NULL) != has_label ||
-              (has_label && strcmp(w->value, value) != 0);
+    changed =
+        !w->known || (w->value != NULL) != has_label || (has_label && strcmp(w->value, value) != 0);
     if (changed) {
         free(w->value);
         w->value = copy;
@@ -315,8 +315,8 @@ static void *watch_thread(void *userdata)
         w->rv = NULL;
         if (wait_stop(w, backoff_ms))
             break;
-        backoff_ms = backoff_ms * 2 > KUBE_WATCH_BACKOFF_MAX_MS ? KUBE_WATCH_BACKOFF_MAX_MS
-                                                                : backoff_ms * 2;
+        backoff_ms =
+            backoff_ms * 2 > KUBE_WATCH_BACKOFF_MAX_MS ? KUBE_WATCH_BACKOFF_MAX_MS : backoff_ms * 2;
     }
     return NULL;
 }
@@ -349,8 +349,9 @@ int kube_node_watch_start(struct kube_client *c, const char *node, const char *l
 
     node = node ? node : c->node_name;
     if (!node || !*node)
-        return error_set(err, -EINVAL, "no node name to watch: set NODE_NAME (from "
-                                       "spec.nodeName through the downward API)");
+        return error_set(err, -EINVAL,
+                         "no node name to watch: set NODE_NAME (from "
+                         "spec.nodeName through the downward API)");
     if (!label_key || !*label_key)
         return error_set(err, -EINVAL, "no label key to watch");
     w = calloc(1, sizeof(*w));

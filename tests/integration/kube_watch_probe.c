@@ -110,14 +110,13 @@ static int run_watch(struct kube_client *c, const char *label)
                    (json_int_t)stats.n_gone, "failures", (json_int_t)stats.n_failures, "changes",
                    (json_int_t)stats.n_changes));
     r = 0;
-out:
-    {
-        uint64_t t0 = time_now_ms();
-        kube_node_watch_stop(w);
-        if (w)
-            emit(json_pack("{s:s, s:I}", "event", "stopped", "stop_ms",
-                           (json_int_t)(time_now_ms() - t0)));
-    }
+out : {
+    uint64_t t0 = time_now_ms();
+    kube_node_watch_stop(w);
+    if (w)
+        emit(json_pack("{s:s, s:I}", "event", "stopped", "stop_ms",
+                       (json_int_t)(time_now_ms() - t0)));
+}
     free(last);
     if (sfd >= 0)
         close(sfd);

@@ -20,10 +20,10 @@ static void test_http_error_table(void **state)
         int r;
         const char *want;
     } cases[] = {
-        {403,
-         "{\"kind\":\"Status\",\"message\":\"nodes \\\"n\\\" is forbidden\",\"code\":403}",
-         -EACCES, "GET https://h/api/v1/nodes/n: HTTP 403: nodes \"n\" is forbidden; grant "
-                  "get/list/watch on nodes and create on events"},
+        {403, "{\"kind\":\"Status\",\"message\":\"nodes \\\"n\\\" is forbidden\",\"code\":403}",
+         -EACCES,
+         "GET https://h/api/v1/nodes/n: HTTP 403: nodes \"n\" is forbidden; grant "
+         "get/list/watch on nodes and create on events"},
         {401, "{\"kind\":\"Status\",\"message\":\"Unauthorized\"}", -EACCES,
          "HTTP 401: Unauthorized; the credentials were refused"},
         {404, "", -ENOENT, "HTTP 404: (no message); check the name"},

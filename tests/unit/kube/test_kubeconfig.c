@@ -45,9 +45,8 @@ static void test_kubeconfig_parse_current_context_with_data_blobs(void **state)
     struct kube__auth a = {0};
     struct error err = {0};
 
-    assert_int_equal(kube__kubeconfig_parse(kc_full, strlen(kc_full), "/etc/kube/config", NULL,
-                                            &a, &err),
-                     0);
+    assert_int_equal(
+        kube__kubeconfig_parse(kc_full, strlen(kc_full), "/etc/kube/config", NULL, &a, &err), 0);
     assert_string_equal(a.server, "https://api.example.com:6443");
     assert_int_equal(a.ca_len, 6);
     assert_memory_equal(a.ca_data, "CA-PEM", 6);
@@ -66,9 +65,8 @@ static void test_kubeconfig_parse_named_context_files_relative_to_kubeconfig(voi
 {
     struct kube__auth a = {0};
 
-    assert_int_equal(kube__kubeconfig_parse(kc_full, strlen(kc_full), "/etc/kube/config", "dev",
-                                            &a, NULL),
-                     0);
+    assert_int_equal(
+        kube__kubeconfig_parse(kc_full, strlen(kc_full), "/etc/kube/config", "dev", &a, NULL), 0);
     assert_string_equal(a.server, "https://other:6443");
     assert_string_equal(a.token, "abc.def");
     assert_string_equal(a.cert_file, "/etc/kube/certs/u2.crt");
@@ -140,8 +138,8 @@ static void test_kubeconfig_parse_refuses_with_messages(void **state)
     for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
         struct kube__auth a = {0};
         struct error err = {0};
-        int r = kube__kubeconfig_parse(cases[i].yaml, strlen(cases[i].yaml), "/k/config", NULL,
-                                       &a, &err);
+        int r = kube__kubeconfig_parse(cases[i].yaml, strlen(cases[i].yaml), "/k/config", NULL, &a,
+                                       &err);
         if (r != cases[i].r || !strstr(err.msg, cases[i].want))
             fail_msg("case %zu: r=%d msg=\"%s\", want %d \"%s\"", i, r, err.msg, cases[i].r,
                      cases[i].want);
@@ -156,11 +154,18 @@ static void test_base64_decode_table(void **state)
         const char *in, *out;
         int r;
     } cases[] = {
-        {"", "", 0},          {"Zg==", "f", 0},        {"Zm8=", "fo", 0},
-        {"Zm9v", "foo", 0},   {"Zm9v\nYmFy", "foobar", 0},
-        {"Zm9vYg==", "foob", 0}, {"Zm9", NULL, -EINVAL}, {"Z", NULL, -EINVAL},
+        {"", "", 0},
+        {"Zg==", "f", 0},
+        {"Zm8=", "fo", 0},
+        {"Zm9v", "foo", 0},
+        {"Zm9v\nYmFy", "foobar", 0},
+        {"Zm9vYg==", "foob", 0},
+        {"Zm9", NULL, -EINVAL},
+        {"Z", NULL, -EINVAL},
         {"Zm==", NULL, -EINVAL}, /* non-zero leftover bits */
-        {"Zg==Zg==", NULL, -EINVAL}, {"Zm9v!", NULL, -EINVAL}, {"Zg===", NULL, -EINVAL},
+        {"Zg==Zg==", NULL, -EINVAL},
+        {"Zm9v!", NULL, -EINVAL},
+        {"Zg===", NULL, -EINVAL},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
         char *out = NULL;
