@@ -245,6 +245,15 @@ static int read_token(const struct kube__auth *a, char **ret, struct error *err)
     return 0;
 }
 
+/* A token goes into a header line: control characters would end or split it. */
+static bool token_is_printable(const char *t)
+{
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
 static int set_blob(CURL *e, CURLoption opt, char *data, size_t len)
 {
     struct curl_blob b = {.data = data, .len = len, .flags = CURL_BLOB_COPY};
@@ -288,6 +297,12 @@ static int setup_auth(struct kube_client *c, CURL *e, struct curl_slist **header
     r = read_token(a, &token, err);
     if (r < 0 || !token)
         return r;
+    if (!token_is_printable(token)) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+        return error_set(err, -EINVAL, "the bearer token (%s) holds control characters",
+                         a->token_file ? a->token_file : "kubeconfig user.token");
+    }
     r = strbuf_printf(&sb, "Authorization: Bearer %s", token);
     explicit_bzero(token, strlen(token));
     free(token);
@@ -515,6 +530,8 @@ int kube_node_get_label(struct kube_client *c, const char *node, const char *lab
     node = node_or_default(c, node, err);
     if (!node)
         return -EINVAL;
+    if (!label_key || !*label_key)
+        return error_set(err, -EINVAL, "no label key to read");
     body.max_len = KUBE__BODY_MAX_BYTES;
     r = kube__url_node(c->auth.server, node, &url);
     if (r < 0)

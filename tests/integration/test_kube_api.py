@@ -366,6 +366,15 @@ users:
         ev = http(self.ctl, "GET", "/_test/events")["items"][0]
         self.assertEqual(ev["metadata"]["namespace"], "gpu-system")
 
+    def test_token_with_control_characters_refused(self):
+        self.srv.state.token = "t"
+        kc = self.kubeconfig('"t\\r\\nX-Injected: 1"')
+        rc, _, err = self.run_probe(["--kubeconfig", kc, "--node", "node-1", "get"])
+        self.assertEqual(rc, 1)
+        self.assertIn("control characters", err)
+        self.assertFalse([r for r in http(self.ctl, "GET", "/_test/requests")["items"]
+                          if not r["path"].startswith("/_test/")])
+
     def test_no_configuration(self):
         env = {k: v for k, v in os.environ.items()
                if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}

@@ -132,6 +132,8 @@ static void test_calls_check_arguments_before_the_network(void **state)
     assert_null(kube_client_node_name(c));
     assert_int_equal(kube_node_get_label(c, NULL, "k", &v, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "NODE_NAME"));
+    assert_int_equal(kube_node_get_label(c, "n", "", &v, &err), -EINVAL);
+    assert_null(v);
     assert_int_equal(kube_event_post(c, "n", "Error", "R", "m", &err), -EINVAL);
     assert_non_null(strstr(err.msg, "Normal or Warning"));
     assert_int_equal(kube_event_post(c, "n", "Normal", "", "m", &err), -EINVAL);
