@@ -80,7 +80,8 @@ struct kube_watch_callbacks {
     /* The label value changed (value NULL: label absent; borrowed for the call). Called once
      * after the first successful list too. */
     void (*on_change)(const char *value, void *userdata);
-    /* The API became unreachable (reachable false, err says why) or reachable again. */
+    /* The API became reachable (the first success too) or unreachable (reachable false, err
+     * says why, borrowed for the call). Only changes are reported. */
     void (*on_status)(bool reachable, const struct error *err, void *userdata);
     void *userdata;
 };
