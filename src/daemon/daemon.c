@@ -92,7 +92,7 @@ static char *env_new_id(void *userdata)
 /* ---- plugins and registration ------------------------------------------------------------ */
 
 void daemon__log_resource(const char *what, const struct model_resource *res,
-                         const struct dp_plugin *p)
+                          const struct dp_plugin *p)
 {
     log_info("%s resource=%s count=%zu sharing=%s replicas=%u endpoint=%s", what, res->name,
              res->n_devices, cfg_sharing_strategy_name(res->sharing), res->replicas,
@@ -153,7 +153,8 @@ void daemon__slot_register(struct daemon *d, struct daemon__slot *s, bool again)
 }
 
 /* Creates and starts the plugin of slot s for `name`. */
-int daemon__slot_start(struct daemon *d, struct daemon__slot *s, const char *name, struct error *err)
+int daemon__slot_start(struct daemon *d, struct daemon__slot *s, const char *name,
+                       struct error *err)
 {
     int r;
 

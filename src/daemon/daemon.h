@@ -35,14 +35,14 @@ struct daemon_options {
                                                         * FALLBACK_STRATEGIES, default
                                                         * named,single,empty */
     size_t n_fallbacks;
-    const char *node_label;  /* --node-label / NODE_LABEL (DAEMON_DEFAULT_NODE_LABEL) */
-    const char *kubeconfig;  /* --kubeconfig / KUBECONFIG; NULL: in-cluster */
-    const char *node_name;   /* NODE_NAME: the node whose label selects the config */
-    const char *kube_api_server; /* --kube-api-server / GPUSLICE_KUBE_API_SERVER (tests) */
-    int64_t inventory_interval_ms; /* --inventory-interval / INVENTORY_INTERVAL, 0 = never */
-    int64_t retire_check_ms;       /* --retire-check-interval / RETIRE_CHECK_INTERVAL */
+    const char *node_label;           /* --node-label / NODE_LABEL (DAEMON_DEFAULT_NODE_LABEL) */
+    const char *kubeconfig;           /* --kubeconfig / KUBECONFIG; NULL: in-cluster */
+    const char *node_name;            /* NODE_NAME: the node whose label selects the config */
+    const char *kube_api_server;      /* --kube-api-server / GPUSLICE_KUBE_API_SERVER (tests) */
+    int64_t inventory_interval_ms;    /* --inventory-interval / INVENTORY_INTERVAL, 0 = never */
+    int64_t retire_check_ms;          /* --retire-check-interval / RETIRE_CHECK_INTERVAL */
     const char *pod_resources_socket; /* --pod-resources-socket / POD_RESOURCES_SOCKET */
-    const char *plugin_dir;     /* --device-plugin-dir, default DAEMON_DEFAULT_PLUGIN_DIR */
+    const char *plugin_dir;           /* --device-plugin-dir, default DAEMON_DEFAULT_PLUGIN_DIR */
     const char *kubelet_socket; /* --kubelet-socket / KUBELET_SOCKET; NULL = <dir>/kubelet.sock,
                                  * "" = do not register */
     const char *disable_healthchecks; /* DP_DISABLE_HEALTHCHECKS */

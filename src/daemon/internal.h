@@ -59,8 +59,8 @@ struct daemon {
     int wd_config;          /* inotify watch of the config directory (or the file's one) */
     char *config_base;      /* the config file's basename; NULL when the path is a directory */
     bool config_is_dir;
-    int debounce_fd, inventory_fd, retire_fd; /* timerfds */
-    size_t n_retiring;                        /* devices kept Unhealthy for their pods */
+    int debounce_fd, inventory_fd, retire_fd;  /* timerfds */
+    size_t n_retiring;                         /* devices kept Unhealthy for their pods */
     unsigned long long config_reload_failures; /* for metrics */
     unsigned long long reloads;                /* applied changes */
     struct daemon__xid_mark xid_marks[DAEMON_XID_MARKS_MAX];

@@ -78,13 +78,20 @@ static const struct {
     const char *name;
     enum own_flag id;
 } own_flags[] = {
-    {"config-name", OWN_CONFIG_NAME},   {"device-plugin-dir", OWN_PLUGIN_DIR},
-    {"nvml-library", OWN_NVML_LIBRARY}, {"log-format", OWN_LOG_FORMAT},
-    {"log-level", OWN_LOG_LEVEL},       {"v", OWN_V},
-    {"default-config", OWN_DEFAULT_CONFIG}, {"fallback-strategies", OWN_FALLBACKS},
-    {"node-label", OWN_NODE_LABEL},         {"kubeconfig", OWN_KUBECONFIG},
-    {"kube-api-server", OWN_KUBE_API_SERVER}, {"inventory-interval", OWN_INVENTORY_INTERVAL},
-    {"retire-check-interval", OWN_RETIRE_CHECK}, {"pod-resources-socket", OWN_POD_RESOURCES},
+    {"config-name", OWN_CONFIG_NAME},
+    {"device-plugin-dir", OWN_PLUGIN_DIR},
+    {"nvml-library", OWN_NVML_LIBRARY},
+    {"log-format", OWN_LOG_FORMAT},
+    {"log-level", OWN_LOG_LEVEL},
+    {"v", OWN_V},
+    {"default-config", OWN_DEFAULT_CONFIG},
+    {"fallback-strategies", OWN_FALLBACKS},
+    {"node-label", OWN_NODE_LABEL},
+    {"kubeconfig", OWN_KUBECONFIG},
+    {"kube-api-server", OWN_KUBE_API_SERVER},
+    {"inventory-interval", OWN_INVENTORY_INTERVAL},
+    {"retire-check-interval", OWN_RETIRE_CHECK},
+    {"pod-resources-socket", OWN_POD_RESOURCES},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -101,8 +108,8 @@ static int parse_fallbacks(struct daemon_options *o, const char *flag, const cha
             return error_set(err, -EINVAL, "%s: bad list '%s' (named, single, empty)", flag, v);
         str_copy(word, v, len + 1);
         if (cfg_fallback_parse(word, &o->fallbacks[n]) < 0)
-            return error_set(err, -EINVAL, "%s: unknown strategy '%s' (named, single, empty)",
-                             flag, word);
+            return error_set(err, -EINVAL, "%s: unknown strategy '%s' (named, single, empty)", flag,
+                             word);
         n++;
         v += len + (v[len] == ',');
     }
@@ -116,8 +123,8 @@ static int parse_interval(const char *flag, const char *v, int64_t *ret, struct 
     int64_t ms;
 
     if (cfg_duration_parse_ms(v, &ms, NULL) < 0)
-        return error_set(err, -EINVAL, "%s takes a duration like 30s, 500ms or 1m, not '%s'",
-                         flag, v);
+        return error_set(err, -EINVAL, "%s takes a duration like 30s, 500ms or 1m, not '%s'", flag,
+                         v);
     *ret = ms < 0 ? 0 : ms;
     return 0;
 }

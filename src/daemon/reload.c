@@ -94,14 +94,17 @@ static int load_config(struct daemon *d, const char *label, struct cfg_config **
     return r;
 }
 
-static int read_inventory(struct daemon *d, const struct cfg_config *cfg,
+/* `strict`: an NVML that cannot be loaded or initialised is an error even when
+ * failOnInitError is false. Re-reads use it, so a passing NVML hiccup keeps the devices
+ * instead of reporting an empty node and withdrawing everything. */
+static int read_inventory(struct daemon *d, const struct cfg_config *cfg, bool strict,
                           struct inv_inventory **ret, struct error *err)
 {
     char **warnings = NULL;
     int r;
 
-    r = gpu_inventory_open_and_read(&d->o->nvml, cfg->flags.fail_on_init_error, ret, &warnings,
-                                    err);
+    r = gpu_inventory_open_and_read(&d->o->nvml, strict || cfg->flags.fail_on_init_error, ret,
+                                    &warnings, err);
     for (size_t i = 0; r == 0 && warnings[i]; i++)
         log_warn("%s", warnings[i]);
     strv_free(warnings);
@@ -147,7 +150,7 @@ int daemon__load_initial(struct daemon *d, struct error *err)
     }
     if (r < 0)
         goto out;
-    r = read_inventory(d, cfg, &inv, err);
+    r = read_inventory(d, cfg, false, &inv, err);
     if (r < 0)
         goto out;
     r = build_model(d, inv, cfg, true, &m, err);
@@ -421,8 +424,8 @@ static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, const char
             removed++;
             continue;
         }
-        same = same_settings && model_resource_equal(model_find_resource(om, name),
-                                                     &nm->resources[j]);
+        same =
+            same_settings && model_resource_equal(model_find_resource(om, name), &nm->resources[j]);
         if (dp_plugin_replace_snapshot(s->p, snap, !same, &err) < 0)
             log_warn("%s", err.msg);
         slots[j] = *s;
@@ -500,10 +503,9 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
         }
     }
     if (what & DAEMON_RELOAD_INVENTORY) {
-        r = read_inventory(d, cfg ? cfg : d->cfg, &inv, &err);
+        r = read_inventory(d, cfg ? cfg : d->cfg, cur_inv && cur_inv->n_gpus > 0, &inv, &err);
         if (r < 0) {
-            log_error("%s: reading the inventory: %s, keeping the current devices", why,
-                      err.msg);
+            log_error("%s: reading the inventory: %s, keeping the current devices", why, err.msg);
             goto out;
         }
         inv_changed = !inventory_same_devices(inv, cur_inv);

@@ -26,8 +26,8 @@ void dp_pod_devices_release(struct dp_pod_devices *l)
     l->n = 0;
 }
 
-static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *resource,
-                      const char *id, const char *ns, const char *pod)
+static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *resource, const char *id,
+                      const char *ns, const char *pod)
 {
     struct dp_pod_device *d;
     struct strbuf sb = STRBUF_INIT;

@@ -8,8 +8,8 @@
 
 #include "model/internal.h"
 
-int model_removed_ids(const struct model *m, const struct model_resource *old_res,
-                      char ***ret_ids, struct error *err)
+int model_removed_ids(const struct model *m, const struct model_resource *old_res, char ***ret_ids,
+                      struct error *err)
 {
     const struct model_resource *res = model_find_resource(m, old_res->name);
     char **ids = strv_new();

@@ -255,7 +255,7 @@ class LiveReload(ReloadCase):
 
         def total():
             return sum(c["capacity"] for c in self.caps(n).values())
-        self.assertEqual(total(), 16)
+        wait_for(lambda: total() == 16, 10, "all three MIG resources listed")
         destroy_first_mig(state, os.path.join(MACHINES, "a100-80gb-all-balanced.yaml"))
         t0 = time.monotonic()
         n.daemon.send_signal(signal.SIGHUP)
@@ -263,6 +263,19 @@ class LiveReload(ReloadCase):
         took = time.monotonic() - t0
         self.assertEqual(n.daemon.pid, pid)
         print("MIG change + SIGHUP -> one device fewer in %.0f ms" % (took * 1e3), file=sys.stderr)
+
+    def test_mig_layout_change_on_inventory_interval(self):
+        state = os.path.join(self.root, "n0", "nvml.state")
+        n = self.node("a100-80gb-all-balanced", ["--mig-strategy", "mixed",
+                                                 "--inventory-interval", "300ms"])
+        self.wait_capacity(n, 8, 10, "nvidia.com/mig-1g.10gb")
+
+        def total():
+            return sum(c["capacity"] for c in self.caps(n).values())
+        wait_for(lambda: total() == 16, 10, "all three MIG resources listed")
+        destroy_first_mig(state, os.path.join(MACHINES, "a100-80gb-all-balanced.yaml"))
+        wait_for(lambda: total() == 15, APPLY_S + 1, "one MIG device fewer, no signal")
+        self.assertIn("inventory interval: the GPUs or MIG devices changed", self.log_text(n))
 
 
 def destroy_first_mig(state, machine):

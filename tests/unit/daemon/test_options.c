@@ -180,15 +180,30 @@ static void test_daemon_options_parse_reload_defaults(void **state)
 
 static void test_daemon_options_parse_reload_env_and_flags(void **state)
 {
-    static const char *const env[] = {"DEFAULT_CONFIG", "l20", "FALLBACK_STRATEGIES", "empty",
-                                      "NODE_LABEL", "example.com/gpu-config", "NODE_NAME",
-                                      "node-7", "INVENTORY_INTERVAL", "1m30s",
-                                      "KUBECONFIG", "/root/.kube/config", NULL};
+    static const char *const env[] = {"DEFAULT_CONFIG",
+                                      "l20",
+                                      "FALLBACK_STRATEGIES",
+                                      "empty",
+                                      "NODE_LABEL",
+                                      "example.com/gpu-config",
+                                      "NODE_NAME",
+                                      "node-7",
+                                      "INVENTORY_INTERVAL",
+                                      "1m30s",
+                                      "KUBECONFIG",
+                                      "/root/.kube/config",
+                                      NULL};
     static const char *const none[] = {NULL};
-    static const char *const args[] = {"--default-config=t4", "--inventory-interval", "0",
-                                       "--pod-resources-socket", "/tmp/pr.sock",
-                                       "--retire-check-interval", "250ms", "--node-label",
-                                       "a/b", NULL};
+    static const char *const args[] = {"--default-config=t4",
+                                       "--inventory-interval",
+                                       "0",
+                                       "--pod-resources-socket",
+                                       "/tmp/pr.sock",
+                                       "--retire-check-interval",
+                                       "250ms",
+                                       "--node-label",
+                                       "a/b",
+                                       NULL};
     struct daemon_options o;
 
     (void)state;
