@@ -289,12 +289,45 @@ static int parse_user(struct kc *k, struct fy_node *u, struct kube__auth *a)
     return r;
 }
 
+/* Parses the text with libfyaml's messages collected (a library never prints them); a syntax
+ * error comes back with its position. *ret_diag (destroy it after the document) is set even
+ * on failure. */
+static int build_document(struct kc *k, const char *text, size_t len, struct fy_document **ret_doc,
+                          struct fy_diag **ret_diag)
+{
+    struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
+    struct fy_diag_cfg dcfg;
+    struct fy_diag_error *e;
+    void *it = NULL;
+
+    *ret_diag = NULL;
+    if (memchr(text, '\0', len))
+        return error_set(k->err, -EINVAL, "kubeconfig %s: holds a NUL byte; it must be YAML text",
+                         k->path);
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.colorize = false;
+    pcfg.diag = fy_diag_create(&dcfg);
+    if (!pcfg.diag)
+        return error_set(k->err, -ENOMEM, "out of memory");
+    fy_diag_set_collect_errors(pcfg.diag, true);
+    *ret_diag = pcfg.diag;
+    *ret_doc = fy_document_build_from_string(&pcfg, text, len);
+    if (*ret_doc)
+        return 0;
+    e = fy_diag_errors_iterate(pcfg.diag, &it);
+    if (e && e->msg)
+        return error_set(k->err, -EINVAL, "kubeconfig %s:%d:%d: invalid YAML: %s", k->path, e->line,
+                         e->column, e->msg);
+    return error_set(k->err, -EINVAL, "kubeconfig %s: invalid YAML", k->path);
+}
+
 int kube__kubeconfig_parse(const char *text, size_t len, const char *path, const char *context,
                            struct kube__auth *ret, struct error *err)
 {
     struct kc k = {.path = path ? path : "<kubeconfig>", .err = err};
     struct kube__auth a = {0};
-    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
+    struct fy_diag *diag = NULL;
     struct fy_document *doc = NULL;
     struct fy_node *root, *ctx = NULL, *cl = NULL, *user = NULL;
     const char *cluster_name = NULL, *user_name = NULL, *ns = NULL;
@@ -307,8 +340,10 @@ int kube__kubeconfig_parse(const char *text, size_t len, const char *path, const
             return -ENOMEM;
         k.dir = dirname(path_copy);
     }
-    doc = fy_document_build_from_string(&cfg, text, len);
-    root = doc ? fy_document_root(doc) : NULL;
+    r = build_document(&k, text, len, &doc, &diag);
+    if (r < 0)
+        goto out;
+    root = fy_document_root(doc);
     if (!root || fy_node_get_type(root) != FYNT_MAPPING) {
         r = error_set(err, -EINVAL,
                       "kubeconfig %s: not a YAML mapping (a kubeconfig file "
@@ -361,6 +396,8 @@ out:
         error_set(err, r, "kubeconfig %s: out of memory", k.path);
     kube__auth_release(&a);
     fy_document_destroy(doc);
+    if (diag)
+        fy_diag_destroy(diag);
     free(path_copy);
     return r;
 }

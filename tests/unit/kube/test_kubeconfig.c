@@ -133,7 +133,7 @@ static void test_kubeconfig_parse_refuses_with_messages(void **state)
         {"current-context: x\ncontexts:\n- {name: x, context: {cluster: c, user: nobody}}\n"
          "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n",
          "no users entry named \"nobody\"", -ENOENT},
-        {"current-context: [x\n", "not a YAML mapping", -EINVAL},
+        {"current-context: [x\n", ":2:1: invalid YAML: ", -EINVAL},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
         struct kube__auth a = {0};
@@ -146,6 +146,16 @@ static void test_kubeconfig_parse_refuses_with_messages(void **state)
         assert_true(str_startswith(err.msg, "kubeconfig /k/config"));
         assert_null(a.server); /* nothing written on failure */
     }
+}
+
+static void test_kubeconfig_parse_refuses_nul_byte(void **state)
+{
+    static const char text[] = "current-context: x\0\n";
+    struct kube__auth a = {0};
+    struct error err = {0};
+
+    assert_int_equal(kube__kubeconfig_parse(text, sizeof(text) - 1, "k", NULL, &a, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "holds a NUL byte"));
 }
 
 static void test_base64_decode_table(void **state)
@@ -261,6 +271,7 @@ int run_kubeconfig_tests(void)
         cmocka_unit_test(test_kubeconfig_parse_named_context_files_relative_to_kubeconfig),
         cmocka_unit_test(test_kubeconfig_parse_json_insecure_token_file),
         cmocka_unit_test(test_kubeconfig_parse_refuses_with_messages),
+        cmocka_unit_test(test_kubeconfig_parse_refuses_nul_byte),
         cmocka_unit_test(test_base64_decode_table),
         cmocka_unit_test(test_incluster_auth_from_env_and_dir),
     };

@@ -208,6 +208,14 @@ static int collect(const char *line, size_t len, void *userdata)
     return c->n == c->fail_at ? -EIO : 0;
 }
 
+static int collect_any(const char *line, size_t len, void *userdata)
+{
+    struct collected *c = userdata;
+    assert_true(len > 0 && line[len] == '\0');
+    c->n++;
+    return 0;
+}
+
 static void test_lines_feed_splits_across_chunks(void **state)
 {
     /* The same stream cut at every possible point gives the same lines. */
@@ -248,6 +256,94 @@ static void test_lines_feed_caps_and_stops(void **state)
     kube__lines_release(&l);
 }
 
+/* Not a fuzzer (fuzz/ links a fixed library list), but the same idea in every test run:
+ * seeds mutated by a fixed-seed generator go through every parser; ASan/valgrind check the
+ * memory, the asserts check that a failure always comes with a message. */
+static uint64_t next_random(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void mutate(char *buf, size_t *len, size_t cap, uint64_t *rng)
+{
+    static const char tokens[] = "{}[]\":,\\\n 0-9aZ\x80\xff";
+    unsigned n = 1 + next_random(rng) % 4;
+
+    for (unsigned i = 0; i<n && * len> 0; i++) {
+        size_t at = next_random(rng) % *len;
+        switch (next_random(rng) % 4) {
+        case 0: /* replace a byte */
+            buf[at] = tokens[next_random(rng) % (sizeof(tokens) - 1)];
+            break;
+        case 1: /* truncate */
+            *len = at;
+            break;
+        case 2: /* delete a byte */
+            memmove(buf + at, buf + at + 1, *len - at - 1);
+            (*len)--;
+            break;
+        default: /* duplicate a run */
+            if (*len + 8 < cap) {
+                memmove(buf + at + 8, buf + at, *len - at);
+                *len += 8;
+            }
+            break;
+        }
+    }
+    buf[*len] = '\0';
+}
+
+static void test_parsers_survive_mutated_input(void **state)
+{
+    static const char *const seeds[] = {
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\","
+        "\"uid\":\"u\",\"resourceVersion\":\"12\",\"labels\":{\"" LABEL "\":\"t4\"}}}}\n",
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"message\":\"gone\",\"code\":410}}\n",
+        "{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[{\"metadata\":"
+        "{\"name\":\"n\",\"labels\":{\"" LABEL "\":\"a\"}}}]}",
+        "current-context: x\ncontexts:\n- {name: x, context: {cluster: c, user: u}}\nclusters:\n"
+        "- {name: c, cluster: {server: 'https://h', certificate-authority-data: Q0E=}}\n"
+        "users:\n- {name: u, user: {token: t, client-certificate-data: Q0VSVA==, "
+        "client-key-data: S0VZIQ==}}\n",
+    };
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    char buf[1024];
+
+    for (unsigned iter = 0; iter < 20000; iter++) {
+        const char *seed = seeds[iter % GS_ARRAY_SIZE(seeds)];
+        size_t len = strlen(seed);
+        struct kube__watch_event ev = {0};
+        struct kube__node_info n = {0};
+        struct kube__auth a = {0};
+        struct kube__lines l = {STRBUF_INIT};
+        struct collected c = {0};
+        struct error err = {0};
+        bool found;
+        char *m;
+
+        memcpy(buf, seed, len + 1);
+        mutate(buf, &len, sizeof(buf) - 16, &rng);
+        if (kube__watch_event_parse(buf, len, LABEL, &ev, &err) < 0)
+            assert_true(err.msg[0] != '\0');
+        kube__watch_event_release(&ev);
+        err.msg[0] = '\0';
+        if (kube__node_list_parse(buf, len, "n", LABEL, &n, &found, &err) < 0)
+            assert_true(err.msg[0] != '\0');
+        kube__node_info_release(&n);
+        err.msg[0] = '\0';
+        if (kube__kubeconfig_parse(buf, len, "/k/c", NULL, &a, &err) < 0)
+            assert_true(err.msg[0] != '\0');
+        kube__auth_release(&a);
+        m = kube__status_message(buf, len);
+        free(m);
+        (void)kube__lines_feed(&l, buf, len, 64, collect_any, &c);
+        kube__lines_release(&l);
+    }
+}
+
 int run_objects_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +356,7 @@ int run_objects_tests(void)
         cmocka_unit_test(test_status_message_only_from_status),
         cmocka_unit_test(test_lines_feed_splits_across_chunks),
         cmocka_unit_test(test_lines_feed_caps_and_stops),
+        cmocka_unit_test(test_parsers_survive_mutated_input),
     };
     return cmocka_run_group_tests_name("kube_objects", tests, NULL, NULL);
 }
