@@ -72,6 +72,7 @@ static int pick_kubeconfig(const char *list, char **ret)
 
 static int load_kubeconfig(const char *path, struct kube__auth *ret, struct error *err)
 {
+    struct kube__auth a = {0};
     char *text = NULL;
     size_t len = 0;
     int r;
@@ -81,11 +82,30 @@ static int load_kubeconfig(const char *path, struct kube__auth *ret, struct erro
         error_prefix(err, "kubeconfig");
         return r;
     }
-    r = kube__kubeconfig_parse(text, len, path, NULL, ret, err);
-    if (text)
-        explicit_bzero(text, len); /* it may hold a token or key */
+    r = kube__kubeconfig_parse(text, len, path, NULL, &a, err);
+    explicit_bzero(text, len); /* it may hold a token or key */
     free(text);
-    return r;
+    if (r < 0)
+        return r;
+    /* Say which file is missing now rather than as a TLS failure on every request. */
+    const struct {
+        const char *field, *file;
+    } files[] = {
+        {"certificate-authority", a.ca_file},
+        {"client-certificate", a.cert_file},
+        {"client-key", a.key_file},
+        {"tokenFile", a.token_file},
+    };
+    for (size_t i = 0; i < GS_ARRAY_SIZE(files); i++) {
+        if (files[i].file && !path_exists(files[i].file)) {
+            r = error_set(err, -ENOENT, "kubeconfig %s: %s file \"%s\" does not exist", path,
+                          files[i].field, files[i].file);
+            kube__auth_release(&a);
+            return r;
+        }
+    }
+    *ret = a;
+    return 0;
 }
 
 int kube_client_new(const struct kube_options *o, struct kube_client **ret, struct error *err)

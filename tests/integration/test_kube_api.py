@@ -471,6 +471,15 @@ class KubeTlsTest(unittest.TestCase):
         rc, _, err = self.get(kc)
         self.assertEqual(rc, 0, err)
 
+    def test_missing_certificate_file_named(self):
+        kc = self.kubeconfig("    certificate-authority: ca.pem\n",
+                             "    client-certificate: gone.pem\n"
+                             "    client-key: client.key\n")
+        rc, _, err = self.get(kc)
+        self.assertEqual(rc, 1)
+        self.assertIn('client-certificate file "%s" does not exist'
+                      % os.path.join(self.d, "gone.pem"), err)
+
     def test_wrong_ca_names_the_fix(self):
         kc = self.kubeconfig("    certificate-authority: otherca.pem\n",
                              "    client-certificate: client.pem\n"
