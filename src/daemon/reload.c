@@ -322,7 +322,8 @@ static void pod_view_fill(struct daemon *d, struct pod_view *pv)
 }
 
 /* Adds to m, as Unhealthy, the devices of the served model that m drops while pods hold
- * them (or while nobody can tell). Logs who holds what when `verbose`. */
+ * them (or while nobody can tell). Logs who holds what for newly kept devices, and for
+ * every kept one when `verbose` (a config change). */
 static int retire_held(struct daemon *d, struct model *m, bool verbose, struct error *err)
 {
     const struct model *om = dp_snapshot_model(d->snap);
@@ -527,7 +528,7 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
         goto out;
     }
     apply_health_marks(d, m);
-    r = retire_held(d, m, what != 0, &err);
+    r = retire_held(d, m, (what & DAEMON_RELOAD_CONFIG) != 0, &err);
     if (r < 0) {
         log_error("%s: %s, keeping the current devices", why, err.msg);
         goto out;
