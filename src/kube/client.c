@@ -9,22 +9,14 @@
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
+#include "kube/curl.h"
 #include "kube/internal.h"
 
 #define KUBE_CONNECT_TIMEOUT_MS 5000L
 #define KUBE_ERROR_BODY_MAX_BYTES (64u << 10)
 #define KUBE_EVENT_MESSAGE_MAX_BYTES 1024
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_result;
-
-static void curl_init_once(void)
-{
-    curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* ---- client ------------------------------------------------------------------------------ */
 
@@ -117,10 +109,6 @@ int kube_client_new(const struct kube_options *o, struct kube_client **ret, stru
     int r;
 
     o = o ? o : &none;
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_result != CURLE_OK)
-        return error_set(err, -EIO, "libcurl initialisation failed: %s",
-                         curl_easy_strerror(curl_init_result));
     c = calloc(1, sizeof(*c));
     if (!c)
         return error_set(err, -ENOMEM, "out of memory");
@@ -164,6 +152,10 @@ int kube_client_new(const struct kube_options *o, struct kube_client **ret, stru
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
     }
+    /* Last: libcurl and its TLS stack are mapped only once an API is actually configured. */
+    r = kube__curl_load(&c->curl, err);
+    if (r < 0)
+        goto out;
     *ret = c;
     c = NULL;
     r = 0;
@@ -213,6 +205,7 @@ void kube__remember_uid(struct kube_client *c, const char *node, const char *uid
 /* ---- one request ------------------------------------------------------------------------- */
 
 struct transfer {
+    const struct kube_curl *curl;
     const struct kube__request *rq;
     CURL *easy;
     struct strbuf *body;    /* a 2xx answer without on_data */
@@ -227,7 +220,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
     long status = 0;
     int r;
 
-    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    t->curl->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
     if (status < 200 || status > 299)
         r = strbuf_append(&t->err_body, data, n);
     else if (t->rq->on_data)
@@ -274,10 +267,10 @@ static bool token_is_printable(const char *t)
     return true;
 }
 
-static int set_blob(CURL *e, CURLoption opt, char *data, size_t len)
+static int set_blob(const struct kube_curl *k, CURL *e, CURLoption opt, char *data, size_t len)
 {
     struct curl_blob b = {.data = data, .len = len, .flags = CURL_BLOB_COPY};
-    return curl_easy_setopt(e, opt, &b) == CURLE_OK ? 0 : -ENOTSUP;
+    return k->easy_setopt(e, opt, &b) == CURLE_OK ? 0 : -ENOTSUP;
 }
 
 /* TLS and credentials. The Authorization header is appended to *headers. */
@@ -285,34 +278,35 @@ static int setup_auth(struct kube_client *c, CURL *e, struct curl_slist **header
                       struct error *err)
 {
     const struct kube__auth *a = &c->auth;
+    const struct kube_curl *k = c->curl;
     struct strbuf sb = STRBUF_INIT;
     struct curl_slist *h;
     char *token = NULL;
     int r = 0;
 
     if (a->ca_data)
-        r = set_blob(e, CURLOPT_CAINFO_BLOB, a->ca_data, a->ca_len);
+        r = set_blob(k, e, CURLOPT_CAINFO_BLOB, a->ca_data, a->ca_len);
     else if (a->ca_file)
-        curl_easy_setopt(e, CURLOPT_CAINFO, a->ca_file);
+        k->easy_setopt(e, CURLOPT_CAINFO, a->ca_file);
     if (a->insecure_skip_tls_verify) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+        k->easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        k->easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     if (r >= 0 && a->cert_data)
-        r = set_blob(e, CURLOPT_SSLCERT_BLOB, a->cert_data, a->cert_len);
+        r = set_blob(k, e, CURLOPT_SSLCERT_BLOB, a->cert_data, a->cert_len);
     else if (a->cert_file)
-        curl_easy_setopt(e, CURLOPT_SSLCERT, a->cert_file);
+        k->easy_setopt(e, CURLOPT_SSLCERT, a->cert_file);
     if (r >= 0 && a->key_data)
-        r = set_blob(e, CURLOPT_SSLKEY_BLOB, a->key_data, a->key_len);
+        r = set_blob(k, e, CURLOPT_SSLKEY_BLOB, a->key_data, a->key_len);
     else if (a->key_file)
-        curl_easy_setopt(e, CURLOPT_SSLKEY, a->key_file);
+        k->easy_setopt(e, CURLOPT_SSLKEY, a->key_file);
     if (r < 0)
         return error_set(err, r,
                          "this libcurl cannot take certificates from memory; use "
                          "certificate files in the kubeconfig");
     if (a->username) {
-        curl_easy_setopt(e, CURLOPT_USERNAME, a->username);
-        curl_easy_setopt(e, CURLOPT_PASSWORD, a->password ? a->password : "");
+        k->easy_setopt(e, CURLOPT_USERNAME, a->username);
+        k->easy_setopt(e, CURLOPT_PASSWORD, a->password ? a->password : "");
     }
     r = read_token(a, &token, err);
     if (r < 0 || !token)
@@ -328,7 +322,7 @@ static int setup_auth(struct kube_client *c, CURL *e, struct curl_slist **header
     free(token);
     if (r < 0)
         goto out;
-    h = curl_slist_append(*headers, sb.buf);
+    h = k->slist_append(*headers, sb.buf);
     if (!h) {
         r = -ENOMEM;
         goto out;
@@ -341,16 +335,17 @@ out:
     return r < 0 ? error_set(err, r, "out of memory") : 0;
 }
 
-static void free_headers(struct curl_slist *headers)
+static void free_headers(const struct kube_curl *k, struct curl_slist *headers)
 {
     for (struct curl_slist *h = headers; h; h = h->next)
         explicit_bzero(h->data, strlen(h->data)); /* the bearer token */
-    curl_slist_free_all(headers);
+    k->slist_free_all(headers);
 }
 
 /* Runs the transfer on the caller's multi handle so that another thread can interrupt it
  * (curl_multi_wakeup) at once, however quiet the connection. */
-static CURLcode run_cancellable(CURL *e, struct kube__cancel *cancel, bool *ret_cancelled)
+static CURLcode run_cancellable(const struct kube_curl *k, CURL *e, struct kube__cancel *cancel,
+                                bool *ret_cancelled)
 {
     CURLM *m = cancel->multi;
     CURLcode res = CURLE_OK;
@@ -358,31 +353,31 @@ static CURLcode run_cancellable(CURL *e, struct kube__cancel *cancel, bool *ret_
     int running = 1, n_msgs;
 
     *ret_cancelled = false;
-    if (curl_multi_add_handle(m, e) != CURLM_OK)
+    if (k->multi_add_handle(m, e) != CURLM_OK)
         return CURLE_FAILED_INIT;
     while (running) {
         if (atomic_load(&cancel->stop)) {
             *ret_cancelled = true;
             break;
         }
-        if (curl_multi_perform(m, &running) != CURLM_OK) {
+        if (k->multi_perform(m, &running) != CURLM_OK) {
             res = CURLE_FAILED_INIT;
             break;
         }
         if (running)
-            curl_multi_poll(m, NULL, 0, 1000, NULL);
+            k->multi_poll(m, NULL, 0, 1000, NULL);
     }
-    for (msg = curl_multi_info_read(m, &n_msgs); msg; msg = curl_multi_info_read(m, &n_msgs))
+    for (msg = k->multi_info_read(m, &n_msgs); msg; msg = k->multi_info_read(m, &n_msgs))
         if (msg->msg == CURLMSG_DONE && msg->easy_handle == e)
             res = msg->data.result;
-    curl_multi_remove_handle(m, e);
+    k->multi_remove_handle(m, e);
     return res;
 }
 
-static int transport_error(const char *method, const char *url, CURLcode res, const char *errbuf,
-                           struct error *err)
+static int transport_error(const struct kube_curl *k, const char *method, const char *url,
+                           CURLcode res, const char *errbuf, struct error *err)
 {
-    const char *what = errbuf && *errbuf ? errbuf : curl_easy_strerror(res);
+    const char *what = errbuf && *errbuf ? errbuf : k->easy_strerror(res);
 
     switch (res) {
     case CURLE_OPERATION_TIMEDOUT:
@@ -450,7 +445,8 @@ int kube__http_error(const char *method, const char *url, long status, const cha
 int kube__perform(struct kube_client *c, const struct kube__request *rq, struct strbuf *response,
                   long *ret_status, struct error *err)
 {
-    struct transfer t = {.rq = rq, .body = response, .err_body = STRBUF_INIT};
+    const struct kube_curl *k = c->curl;
+    struct transfer t = {.curl = k, .rq = rq, .body = response, .err_body = STRBUF_INIT};
     struct curl_slist *headers = NULL, *h;
     char errbuf[CURL_ERROR_SIZE] = "";
     bool cancelled = false;
@@ -461,13 +457,13 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
 
     t.err_body.max_len = KUBE_ERROR_BODY_MAX_BYTES;
     *ret_status = 0;
-    e = curl_easy_init();
+    e = k->easy_init();
     if (!e)
         return error_set(err, -ENOMEM, "%s %s: cannot create a curl handle", rq->method, rq->url);
     t.easy = e;
-    h = curl_slist_append(NULL, "Accept: application/json");
+    h = k->slist_append(NULL, "Accept: application/json");
     if (h && rq->body)
-        h = curl_slist_append(h, "Content-Type: application/json");
+        h = k->slist_append(h, "Content-Type: application/json");
     if (!h) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
@@ -478,30 +474,30 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
         error_prefix(err, "%s %s", rq->method, rq->url);
         goto out;
     }
-    curl_easy_setopt(e, CURLOPT_URL, rq->url);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuslice");
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
+    k->easy_setopt(e, CURLOPT_URL, rq->url);
+    k->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    k->easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+    k->easy_setopt(e, CURLOPT_USERAGENT, "gpuslice");
+    k->easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    k->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    k->easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    k->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_TIMEOUT_MS);
+    k->easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    k->easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    k->easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    k->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
     if (rq->timeout_ms > 0)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
+        k->easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
     if (rq->body)
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
+        k->easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
     else
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        k->easy_setopt(e, CURLOPT_HTTPGET, 1L);
 
     if (rq->cancel)
-        res = run_cancellable(e, rq->cancel, &cancelled);
+        res = run_cancellable(k, e, rq->cancel, &cancelled);
     else
-        res = curl_easy_perform(e);
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        res = k->easy_perform(e);
+    k->easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     *ret_status = status;
     if (cancelled) {
         r = error_set(err, -ECANCELED, "%s %s: cancelled", rq->method, rq->url);
@@ -512,15 +508,15 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
         r = error_set(err, t.cb_error, "%s %s: the answer is too large or memory ran out",
                       rq->method, rq->url);
     } else if (res != CURLE_OK) {
-        r = transport_error(rq->method, rq->url, res, errbuf, err);
+        r = transport_error(k, rq->method, rq->url, res, errbuf, err);
     } else if (status < 200 || status > 299) {
         r = kube__http_error(rq->method, rq->url, status, t.err_body.buf, t.err_body.len, err);
     } else {
         r = 0;
     }
 out:
-    curl_easy_cleanup(e);
-    free_headers(headers);
+    k->easy_cleanup(e);
+    free_headers(k, headers);
     strbuf_release(&t.err_body);
     return r;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* internal.h: declarations shared by the files of src/kube only (never included from outside):
  * the resolved connection settings, the pure helpers (kubeconfig parsing, URL building, watch
- * line splitting and parsing, API Status messages) that the unit tests drive directly, and
- * the one HTTP request helper over libcurl. */
+ * line splitting and parsing, API Status messages) that the unit tests drive directly, the
+ * run-time loader of libcurl and the one HTTP request helper over it. */
 #ifndef GS_KUBE_INTERNAL_H
 #define GS_KUBE_INTERNAL_H
 
@@ -56,7 +56,23 @@ int kube__base64_decode(const char *in, size_t in_len, char **ret, size_t *ret_l
 /* In-cluster settings from KUBERNETES_SERVICE_HOST/_PORT and the service account dir. */
 int kube__incluster_auth(const char *sa_dir, struct kube__auth *ret, struct error *err);
 
+/* ---- libcurl, loaded at run time (curl.c; the table itself is in kube/curl.h) ----------- */
+
+struct kube_curl;
+
+/* Opens `library` (dlopen, RTLD_NOW | RTLD_LOCAL) and resolves every function of struct
+ * kube_curl into *ret. A missing library or symbol → -ELIBACC / -ELIBBAD and a message naming
+ * the library, dlerror's reason and what to install; nothing stays open then. On success the
+ * library stays open for good (no handle is returned). No curl_global_init. */
+int kube__curl_open(const char *library, struct kube_curl *ret, struct error *err);
+/* The process-wide table: the first call (thread-safe, pthread_once) opens libcurl.so.4, or
+ * $GPUSLICE_LIBCURL when set, and runs curl_global_init; later calls give the same table or
+ * the same error. *ret is borrowed, valid until exit (the library is never closed, see
+ * curl.c). */
+int kube__curl_load(const struct kube_curl **ret, struct error *err);
+
 struct kube_client {
+    const struct kube_curl *curl; /* borrowed from kube__curl_load */
     struct kube__auth auth;
     char *node_name;
     char *event_namespace;

@@ -10,8 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
+#include "kube/curl.h"
 #include "kube/internal.h"
 
 enum reach { REACH_UNKNOWN, REACH_YES, REACH_NO };
@@ -326,7 +325,7 @@ static void watch_free(struct kube_node_watch *w)
     if (!w)
         return;
     if (w->cancel.multi)
-        curl_multi_cleanup(w->cancel.multi);
+        w->c->curl->multi_cleanup(w->cancel.multi);
     if (w->efd >= 0)
         close(w->efd);
     pthread_cond_destroy(&w->cond);
@@ -368,7 +367,7 @@ int kube_node_watch_start(struct kube_client *c, const char *node, const char *l
         w->cb = *cb;
     w->node = strdup(node);
     w->label_key = strdup(label_key);
-    w->cancel.multi = curl_multi_init();
+    w->cancel.multi = c->curl->multi_init();
     if (!w->node || !w->label_key || !w->cancel.multi) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
@@ -433,7 +432,7 @@ void kube_node_watch_stop(struct kube_node_watch *w)
         atomic_store(&w->cancel.stop, true);
         pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->lock);
-        curl_multi_wakeup(w->cancel.multi);
+        w->c->curl->multi_wakeup(w->cancel.multi);
         pthread_join(w->thread, NULL);
     }
     watch_free(w);

@@ -9,5 +9,6 @@ int main(void)
     failed += run_objects_tests();
     failed += run_kubeconfig_tests();
     failed += run_client_tests();
+    failed += run_curl_tests();
     return failed ? 1 : 0;
 }
