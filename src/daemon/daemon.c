@@ -111,11 +111,33 @@ static bool stop_pending(void)
            sigismember(&pending, SIGQUIT) == 1;
 }
 
+/* Identity of the socket file now at path; !valid when there is none. */
+static struct daemon__sock_id sock_id_of(const char *path)
+{
+    struct daemon__sock_id id = {0};
+    struct stat st;
+
+    if (path && stat(path, &st) == 0) {
+        id.valid = true;
+        id.dev = (uint64_t)st.st_dev;
+        id.ino = (uint64_t)st.st_ino;
+        id.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+    }
+    return id;
+}
+
+static bool sock_id_equal(const struct daemon__sock_id *a, const struct daemon__sock_id *b)
+{
+    return a->valid && b->valid && a->dev == b->dev && a->ino == b->ino &&
+           a->ctime_ns == b->ctime_ns;
+}
+
 void daemon__slot_register(struct daemon *d, struct daemon__slot *s, bool again)
 {
     const char *name = dp_plugin_resource_name(s->p);
     struct error err = {0};
     const struct model_resource *res;
+    struct daemon__sock_id kubelet_id;
     int r;
 
     if (!d->kubelet_socket)
@@ -124,6 +146,9 @@ void daemon__slot_register(struct daemon *d, struct daemon__slot *s, bool again)
         s->retry_at_ms = 0; /* the loop stops before any retry */
         return;
     }
+    /* Taken before dialling: if the kubelet restarts in between, the new socket differs and
+     * its IN_CREATE makes us register again. */
+    kubelet_id = sock_id_of(d->kubelet_socket);
     r = dp_register(d->kubelet_socket, dp_plugin_endpoint(s->p), name, DAEMON_REGISTER_TIMEOUT_MS,
                     &err);
     if (r < 0) {
@@ -147,6 +172,7 @@ void daemon__slot_register(struct daemon *d, struct daemon__slot *s, bool again)
         daemon__log_resource(again ? "re-registered" : "registered", res, s->p);
     dp_snapshot_unlock(d->snap);
     s->registered = true;
+    s->kubelet_id = kubelet_id;
     s->backoff_ms = 0;
     s->retry_at_ms = 0;
     s->fast_retries = 0;
@@ -292,11 +318,21 @@ static void daemon_on_inotify(struct daemon *d)
     if (deleted)
         daemon_check_sockets(d, !(kubelet_created && d->kubelet_socket));
     if (kubelet_created && d->kubelet_socket) {
+        struct daemon__sock_id now = sock_id_of(d->kubelet_socket);
+
         log_info("kubelet socket %s was created (kubelet restart), registering again",
                  d->kubelet_socket);
         for (size_t i = 0; i < d->n_slots; i++) {
             if (!d->slots[i].p)
                 continue;
+            /* Already registered with this very socket (its creation was still queued when
+             * we registered, e.g. at start-up): registering again would only make the
+             * kubelet drop and redo the ListAndWatch stream. */
+            if (d->slots[i].registered && sock_id_equal(&d->slots[i].kubelet_id, &now)) {
+                log_debug("resource=%s already registered with this kubelet socket",
+                          dp_plugin_resource_name(d->slots[i].p));
+                continue;
+            }
             d->slots[i].backoff_ms = 0;
             d->slots[i].fast_retries = DAEMON_FAST_RETRIES;
             daemon__slot_register(d, &d->slots[i], true);

@@ -26,12 +26,21 @@ struct daemon__health;
 struct daemon__kube;
 
 /* One served resource: its plugin and registration state. */
+struct daemon__sock_id {
+    bool valid;
+    uint64_t dev, ino;
+    int64_t ctime_ns;
+};
+
 struct daemon__slot {
     struct dp_plugin *p;
     bool registered;
     unsigned backoff_ms;
     uint64_t retry_at_ms;  /* 0 = not scheduled */
     unsigned fast_retries; /* after kubelet.sock appeared: it may not listen yet */
+    /* Which kubelet.sock the last successful Register went to (dev, inode, ctime): an
+     * IN_CREATE for the socket we already registered with is not a kubelet restart. */
+    struct daemon__sock_id kubelet_id;
 };
 
 /* A device an XID made Unhealthy: applied again to every rebuilt model. */
