@@ -305,7 +305,7 @@ int main(void)
         free(r);
     }
     mem_after = mem_of(pid);
-    /* RSS counts the shared libraries' pages (libgrpc alone is ~4.8 MiB); PSS splits
+    /* RSS counts the shared libraries' pages (hence grpc_unsecure, static gRPC); PSS splits
      * them between processes; Anonymous is the daemon's own memory. */
     printf("{\"bench\":\"daemon_memory\",\"rss_kib\":%ld,\"pss_kib\":%ld,\"anon_kib\":%ld,"
            "\"rss_after_100000_allocates_kib\":%ld,\"pss_after_kib\":%ld,"
