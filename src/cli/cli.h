@@ -42,6 +42,11 @@ enum {
         {"driver-root-ctr-path", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH},        \
         {"container-driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH}
 
+/* The usage error for what getopt_long returned when it did not recognise an option: ':'
+ * (a missing value, with optstring starting with ':') or '?' (unknown). Returns
+ * CLI_EXIT_USAGE. Uses optind, so call it right after getopt_long. */
+int cli_getopt_error(const char *cmd, int c, char **argv);
+
 /* True when `opt` is one of CLI_NVML_LONGOPTS; its value (borrowed) is stored in nvml. */
 bool cli_nvml_option(int opt, const char *arg, struct gpu_nvml_options *nvml);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli_common.c: option handling shared by the subcommands, so that every command spells
  * NVIDIA's NVML-related flags and `-o text|json` the same way. */
+#include <getopt.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -20,6 +21,13 @@ bool cli_nvml_option(int opt, const char *arg, struct gpu_nvml_options *nvml)
     default:
         return false;
     }
+}
+
+int cli_getopt_error(const char *cmd, int c, char **argv)
+{
+    if (c == ':')
+        return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+    return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 }
 
 int cli_output_option(const char *cmd, const char *arg, bool *ret_json)

@@ -357,10 +357,8 @@ static int parse_args(int argc, char **argv, struct inventory_args *a)
         case 'h':
             usage(stdout);
             return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("inventory", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("inventory", "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error("inventory", c, argv);
         }
     }
     if (optind < argc)

@@ -98,10 +98,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
         case 'h':
             usage(stdout);
             return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error("plan", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("plan", "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error("plan", c, argv);
         }
     }
     if (optind < argc)
