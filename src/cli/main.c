@@ -20,6 +20,26 @@ static const struct cli_command commands[] = {
     {"inventory", "survey this node's GPUs (NVML)", cmd_inventory},
     {"plan", "show what this node will advertise to the kubelet", cmd_plan},
     {"device-plugin", "serve GPUs to the kubelet (NVIDIA device plugin compatible)", cmd_device_plugin},
+    {"config-manager", "pick the node's config from its label (NVIDIA config-manager)", cmd_config_manager},
+    {"labels", "print this node's GPU labels", cmd_labels},
+    {"feature-discovery", "label the node (NVIDIA gpu-feature-discovery compatible)", cmd_feature_discovery},
+    {"mig", "partition MIG and plan layouts (nvidia-mig-parted compatible)", cmd_mig},
+    {"mps-control-daemon", "run and supervise MPS control daemons", cmd_mps_control_daemon},
+    {"cdi", "write the CDI spec for this node's GPUs", cmd_cdi},
+    {"top", "GPUs and the pods using them, live", cmd_top},
+};
+
+/* argv[0] names under which the binary stands in for NVIDIA's programs (the image links
+ * each to gpuslice), and the command each runs with the same flags. */
+static const struct {
+    const char *argv0;
+    const char *command;
+} aliases[] = {
+    {"nvidia-device-plugin", "device-plugin"},
+    {"config-manager", "config-manager"},
+    {"gpu-feature-discovery", "feature-discovery"},
+    {"mps-control-daemon", "mps-control-daemon"},
+    {"nvidia-mig-parted", "mig"},
 };
 
 static void usage(FILE *f)
@@ -28,8 +48,11 @@ static void usage(FILE *f)
                "GPU sharing for Kubernetes: whole GPUs, MIG, time-slicing and MPS.\n\n"
                "Commands:\n");
     for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++)
-        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "  %-12s %s\n", "help", "show this help, or a command's: gpuslice help <command>");
+        fprintf(f, "  %-18s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-18s %s\n", "help", "show this help, or a command's: gpuslice help <command>");
+    fprintf(f, "\nAlso runs as NVIDIA's programs when invoked under their names (argv[0]):\n");
+    for (size_t i = 0; i < GS_ARRAY_SIZE(aliases); i++)
+        fprintf(f, "  %-22s = gpuslice %s\n", aliases[i].argv0, aliases[i].command);
     fprintf(f, "\nRun 'gpuslice <command> --help' for a command's options.\n");
 }
 
@@ -100,10 +123,12 @@ int main(int argc, char **argv)
     base = base ? base + 1 : argv[0];
     cli_setup_logging();
 
-    /* Invoked as NVIDIA's binary name: behave as its replacement, same flags. */
-    if (strcmp(base, "nvidia-device-plugin") == 0 && (cmd = find_command("device-plugin"))) {
-        argv[0] = (char *)"device-plugin";
-        return cmd->run(argc, argv);
+    /* Invoked as one of NVIDIA's binary names: behave as its replacement, same flags. */
+    for (size_t i = 0; i < GS_ARRAY_SIZE(aliases); i++) {
+        if (strcmp(base, aliases[i].argv0) == 0 && (cmd = find_command(aliases[i].command))) {
+            argv[0] = (char *)aliases[i].command;
+            return cmd->run(argc, argv);
+        }
     }
 
     if (argc < 2) {
