@@ -200,7 +200,7 @@ int cfgmgr_options_parse(struct cfgmgr_options *o, int argc, char **argv,
         const char *v = opt_defs[i].env ? getenv_fn(opt_defs[i].env) : NULL;
         char what[64];
 
-        if (!v)
+        if (!v || !*v) /* the chart renders unset values as "" (SIGNAL, DEFAULT_CONFIG) */
             continue;
         snprintf(what, sizeof(what), "env %s", opt_defs[i].env);
         r = set_value(o, &opt_defs[i], what, v, err);

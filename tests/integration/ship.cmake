@@ -1,0 +1,11 @@
+# Issue 9 (ship): NVIDIA's chart with only the image swapped (test_nvidia_chart), our
+# kustomize manifests and admission policy rendered and checked (test_manifests), and the
+# image rootfs run under chroot (test_image_rootfs; skipped with the reason when it cannot
+# be built here).
+if(GS_PYTHON_GRPC AND TARGET gpuslice AND TARGET fake_nvml AND TARGET kubelet-sim AND TARGET gs_kube)
+    add_test(NAME test_nvidia_chart
+        COMMAND ${GS_PYTHON_GRPC} ${CMAKE_CURRENT_SOURCE_DIR}/test_nvidia_chart.py
+                ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+    set_tests_properties(test_nvidia_chart PROPERTIES TIMEOUT 300
+        ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1")
+endif()
