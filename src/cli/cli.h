@@ -68,4 +68,9 @@ int cmd_mps_control_daemon(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
+/* admission.c: `gpuslice plan --admission-params` (the admission policy's parameter
+ * ConfigMap); cmd_plan hands its arguments over when the flag is present. */
+bool cli_admission_params_requested(int argc, char **argv);
+int cli_plan_admission_params(int argc, char **argv);
+
 #endif

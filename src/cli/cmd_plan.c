@@ -150,6 +150,8 @@ int cmd_plan(int argc, char **argv)
     struct error err = {0};
     int rc = CLI_EXIT_FAILURE;
 
+    if (cli_admission_params_requested(argc, argv))
+        return cli_plan_admission_params(argc, argv);
     cfg_overrides_init(&a.overrides, CFG_BIN_PLUGIN);
     /* env first: flags set later replace env values */
     if (cfg_overrides_from_env(&a.overrides, env_get, &err) < 0) {

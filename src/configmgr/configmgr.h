@@ -68,4 +68,9 @@ int cfgmgr_find_process(const char *proc_root, const char *name, pid_t *ret_pid,
 /* "1", "SIGHUP" or "HUP" (1..64). -EINVAL otherwise. */
 int cfgmgr_signal_parse(const char *s, int *ret);
 
+/* Appends to *names (an owned strv, from strv_new) the resource names `cfg` advertises for
+ * shared devices that refuse requests above 1 (failRequestsGreaterThanOne; MPS defaults to
+ * it), as the model names them; names already there are not repeated. Only -ENOMEM. */
+int cfgmgr_admission_resources(const struct cfg_config *cfg, char ***names, struct error *err);
+
 #endif
