@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# test_manifests.py: renders every kustomize overlay (deployments/kustomize) with
+# `kubectl kustomize` (offline) and checks the rendered objects against issue 9 §2-3:
+# least-privilege RBAC with every verb justified, one device-plugin DaemonSet without sidecar,
+# the downward-API node name, the kubelet/pod-resources/driver-root/ConfigMap mounts, NVIDIA's
+# tolerations and affinity, memory sized from the measured RSS, dropped capabilities, probes
+# on the metrics port; the per-node overlay is the seed's cluster; the admission policy is
+# well formed (a CEL-subset parser) and rejects what it should on sample objects (a CEL-subset
+# evaluator, not the API server's CEL); its parameters match `gpuslice plan --admission-params`.
+# Usage: test_manifests.py SOURCE_DIR BUILD_DIR
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cel_subset  # noqa: E402
+
+SRC, BUILD = (os.path.abspath(a) for a in sys.argv[1:3])
+KUST = os.path.join(SRC, "deployments/kustomize")
+OVERLAYS = ["time-slicing", "per-node", "mps", "mig-mixed"]
+SHARED = {"time-slicing", "per-node", "mps"}  # overlays with shared resources: admission
+RSS_MIB = 8.6 + 5.5  # docs/device-plugin.md serving RSS + libcurl/TLS when the API is used
+NVIDIA_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
+                      {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+NVIDIA_AFFINITY_KEYS = {("feature.node.kubernetes.io/pci-10de.present", "true"),
+                        ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+                        ("nvidia.com/gpu.present", "true")}
+KUBECTL = shutil.which("kubectl")
+
+
+def render(overlay):
+    r = subprocess.run([KUBECTL, "kustomize", os.path.join(KUST, "overlays", overlay)],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("kubectl kustomize %s: %s" % (overlay, r.stderr))
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
+def mib(q):
+    m = re.fullmatch(r"(\d+)(Mi|Gi)", q)
+    assert m, "memory %r is not in Mi/Gi" % q
+    return int(m.group(1)) * (1024 if m.group(2) == "Gi" else 1)
+
+
+def one(docs, kind, name=None):
+    found = [d for d in docs if d["kind"] == kind and (name is None or
+                                                       d["metadata"]["name"] == name)]
+    assert len(found) == 1, "%d %s %s" % (len(found), kind, name or "")
+    return found[0]
+
+
+@unittest.skipIf(not KUBECTL, "kubectl not installed (it renders the kustomize overlays)")
+class Overlays(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = {o: render(o) for o in OVERLAYS}
+
+    def plugin(self, o):
+        return one(self.docs[o], "DaemonSet", "gpuslice-device-plugin")
+
+    def test_rbac_least_privilege_and_justified(self):
+        for o in OVERLAYS:
+            role = one(self.docs[o], "ClusterRole", "gpuslice")
+            rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): sorted(r["verbs"])
+                     for r in role["rules"]}
+            self.assertEqual(rules, {(("",), ("nodes",)): ["get", "list", "watch"],
+                                     (("",), ("events",)): ["create", "patch"]}, o)
+            sa = one(self.docs[o], "ServiceAccount", "gpuslice")
+            b = one(self.docs[o], "ClusterRoleBinding", "gpuslice")
+            self.assertEqual(b["roleRef"]["name"], "gpuslice")
+            self.assertEqual(b["subjects"], [{"kind": "ServiceAccount", "name": "gpuslice",
+                                              "namespace": sa["metadata"]["namespace"]}])
+            self.assertEqual(self.plugin(o)["spec"]["template"]["spec"]["serviceAccountName"],
+                             "gpuslice")
+            one(self.docs[o], "Namespace", "gpuslice")
+        # every verb is named in the comment above its rule
+        with open(os.path.join(KUST, "base/rbac.yaml")) as f:
+            src = f.read()
+        for block in re.findall(r"((?:\s*#.*\n)+)\s*verbs: \[([^\]]*)\]", src):
+            for verb in re.findall(r'"(\w+)"', block[1]):
+                self.assertRegex(block[0], r"\b%s\b" % verb, "verb %s not justified" % verb)
+        self.assertEqual(len(re.findall(r"verbs:", src)), 2)
+
+    def test_one_daemonset_no_sidecar(self):
+        for o in OVERLAYS:
+            ds = [d for d in self.docs[o] if d["kind"] == "DaemonSet"]
+            plugin = [d for d in ds if "device-plugin" in d["spec"]["template"]["spec"]
+                      ["containers"][0]["command"]]
+            self.assertEqual(len(plugin), 1, o)
+            spec = plugin[0]["spec"]["template"]["spec"]
+            self.assertEqual(len(spec["containers"]), 1, o)
+            self.assertNotIn("initContainers", spec, o)
+            self.assertNotIn("shareProcessNamespace", spec, o)
+            self.assertEqual(spec["priorityClassName"], "system-node-critical")
+            self.assertEqual(spec["tolerations"], NVIDIA_TOLERATIONS)
+            terms = spec["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            self.assertEqual({(t["matchExpressions"][0]["key"], t["matchExpressions"][0]["values"][0])
+                              for t in terms}, NVIDIA_AFFINITY_KEYS)
+            self.assertEqual(ds[0]["metadata"]["namespace"], "gpuslice")
+
+    def test_container_env_mounts_and_configmap_directory(self):
+        for o in OVERLAYS:
+            spec = self.plugin(o)["spec"]["template"]["spec"]
+            c = spec["containers"][0]
+            self.assertEqual(c["command"], ["gpuslice", "device-plugin"])
+            env = {e["name"]: e for e in c["env"]}
+            self.assertEqual(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"],
+                             "spec.nodeName")
+            vols = {v["name"]: v for v in spec["volumes"]}
+            mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+            host = {m["mountPath"]: vols[m["name"]].get("hostPath", {}).get("path")
+                    for m in c["volumeMounts"]}
+            self.assertEqual(host["/var/lib/kubelet/device-plugins"],
+                             "/var/lib/kubelet/device-plugins")
+            self.assertFalse(mounts["/var/lib/kubelet/device-plugins"].get("readOnly", False))
+            self.assertEqual(host["/var/lib/kubelet/pod-resources"],
+                             "/var/lib/kubelet/pod-resources")
+            self.assertTrue(mounts["/var/lib/kubelet/pod-resources"]["readOnly"])
+            self.assertEqual(env["POD_RESOURCES_SOCKET"]["value"],
+                             "/var/lib/kubelet/pod-resources/kubelet.sock")
+            # the driver root: host NVIDIA_DRIVER_ROOT at DRIVER_ROOT_CTR_PATH, read-only
+            ctr = env["DRIVER_ROOT_CTR_PATH"]["value"]
+            self.assertEqual(host[ctr], env["NVIDIA_DRIVER_ROOT"]["value"])
+            self.assertTrue(mounts[ctr]["readOnly"])
+            # the ConfigMap as a directory (no subPath: kubelet updates it), CONFIG_FILE there
+            cfg = mounts[env["CONFIG_FILE"]["value"]]
+            self.assertNotIn("subPath", cfg)
+            self.assertEqual(vols[cfg["name"]]["configMap"]["name"], "gpuslice-configs")
+            cm = one(self.docs[o], "ConfigMap", "gpuslice-configs")
+            self.assertTrue(cm["data"])
+            with tempfile.TemporaryDirectory() as tmp:  # every config is valid
+                for key, text in cm["data"].items():
+                    path = os.path.join(tmp, key)
+                    with open(path, "w") as f:
+                        f.write(text)
+                    r = subprocess.run([os.path.join(BUILD, "gpuslice"), "config", "validate",
+                                        path], capture_output=True, text=True, timeout=30)
+                    self.assertEqual(r.returncode, 0, "%s/%s: %s" % (o, key, r.stderr))
+
+    def test_resources_security_probes(self):
+        for o in OVERLAYS:
+            c = self.plugin(o)["spec"]["template"]["spec"]["containers"][0]
+            req, lim = c["resources"]["requests"], c["resources"]["limits"]
+            self.assertGreaterEqual(mib(req["memory"]), RSS_MIB, o)
+            self.assertLessEqual(mib(req["memory"]), 4 * RSS_MIB, o)  # sized, not guessed high
+            self.assertGreaterEqual(mib(lim["memory"]), 2 * mib(req["memory"]), o)
+            self.assertIn("cpu", req)
+            sc = c["securityContext"]
+            self.assertEqual(sc["capabilities"]["drop"], ["ALL"], o)
+            self.assertFalse(sc["allowPrivilegeEscalation"])
+            self.assertTrue(sc["readOnlyRootFilesystem"])
+            self.assertNotIn("privileged", sc)
+            self.assertEqual(sc["capabilities"].get("add", []),
+                             ["SYS_ADMIN"] if o == "mig-mixed" else [], o)
+            port = {p["name"]: p["containerPort"] for p in c["ports"]}["metrics"]
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            self.assertEqual(env["GPUSLICE_METRICS_ADDRESS"], ":%d" % port)
+            self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "metrics"})
+            self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "metrics"})
+
+    def test_per_node_is_the_seeds_cluster(self):
+        docs = self.docs["per-node"]
+        cm = one(docs, "ConfigMap", "gpuslice-configs")
+        seed = os.path.join(SRC, "examples/demo/time-slicing-config")
+        self.assertEqual(sorted(cm["data"]), ["any", "l20", "t4"])
+        for key in cm["data"]:
+            with open(os.path.join(seed, key)) as f:
+                self.assertEqual(yaml.safe_load(cm["data"][key]), yaml.safe_load(f))
+        spec = self.plugin("per-node")["spec"]["template"]["spec"]
+        env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+        self.assertEqual(env["DEFAULT_CONFIG"], "any")
+        self.assertNotIn("CONFIG_NAME", env)  # the node label picks it, not the manifest
+        self.assertNotIn("nodeSelector", spec)  # one DaemonSet for every GPU node
+        self.assertEqual(len([d for d in docs if d["kind"] == "DaemonSet"]), 1)
+
+
+@unittest.skipIf(not KUBECTL, "kubectl not installed (it renders the kustomize overlays)")
+class Admission(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = {o: render(o) for o in OVERLAYS}
+
+    def policy(self, o):
+        return one(self.docs[o], "ValidatingAdmissionPolicy", "gpuslice-shared-requests")
+
+    def test_present_where_shared(self):
+        for o in OVERLAYS:
+            kinds = {d["kind"] for d in self.docs[o]}
+            self.assertEqual("ValidatingAdmissionPolicy" in kinds, o in SHARED, o)
+
+    def test_structure(self):
+        for o in SHARED:
+            p = self.policy(o)
+            b = one(self.docs[o], "ValidatingAdmissionPolicyBinding")
+            params = one(self.docs[o], "ConfigMap", "gpuslice-admission-params")
+            self.assertEqual(p["apiVersion"], "admissionregistration.k8s.io/v1")
+            self.assertEqual(b["apiVersion"], "admissionregistration.k8s.io/v1")
+            self.assertNotIn("namespace", p["metadata"])  # cluster-scoped
+            self.assertEqual(p["spec"]["paramKind"], {"apiVersion": "v1", "kind": "ConfigMap"})
+            self.assertEqual(p["spec"]["failurePolicy"], "Fail")
+            res = {(g, r) for rule in p["spec"]["matchConstraints"]["resourceRules"]
+                   for g in rule["apiGroups"] for r in rule["resources"]
+                   if "CREATE" in rule["operations"]}
+            for want in [("", "pods"), ("apps", "deployments"), ("apps", "statefulsets"),
+                         ("apps", "daemonsets"), ("batch", "jobs")]:
+                self.assertIn(want, res)
+            self.assertEqual(b["spec"]["policyName"], p["metadata"]["name"])
+            self.assertEqual(b["spec"]["validationActions"], ["Deny"])
+            self.assertEqual(b["spec"]["paramRef"]["name"], params["metadata"]["name"])
+            self.assertEqual(b["spec"]["paramRef"]["namespace"], params["metadata"]["namespace"])
+            self.assertIn(b["spec"]["paramRef"]["parameterNotFoundAction"], ("Allow", "Deny"))
+            for v in p["spec"]["variables"]:
+                cel_subset.parse(v["expression"])
+            for v in p["spec"]["validations"]:
+                cel_subset.parse(v["expression"])
+                cel_subset.parse(v["messageExpression"])
+            names = {v["name"] for v in p["spec"]["variables"]}
+            text = yaml.safe_dump(p["spec"])
+            self.assertTrue(set(re.findall(r"variables\.(\w+)", text)) <= names)
+
+    def test_params_match_gpuslice(self):
+        for o in SHARED:
+            r = subprocess.run([os.path.join(BUILD, "gpuslice"), "plan", "--admission-params",
+                                "--config", os.path.join(KUST, "overlays", o, "configs")],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            gen = yaml.safe_load(r.stdout)
+            cm = one(self.docs[o], "ConfigMap", "gpuslice-admission-params")
+            self.assertEqual(cm["data"], gen["data"],
+                             "%s: admission-params.yaml is stale; regenerate it with gpuslice "
+                             "plan --admission-params (docs/deploy.md)" % o)
+        self.assertEqual(one(self.docs["time-slicing"], "ConfigMap",
+                             "gpuslice-admission-params")["data"]["resources"],
+                         "nvidia.com/gpu.shared")
+        self.assertEqual(one(self.docs["per-node"], "ConfigMap",
+                             "gpuslice-admission-params")["data"]["resources"], "nvidia.com/gpu")
+
+    def test_behaviour_on_sample_objects(self):
+        p = self.policy("time-slicing")
+        params = one(self.docs["time-slicing"], "ConfigMap", "gpuslice-admission-params")
+        res = "nvidia.com/gpu.shared"
+
+        def ctr(n, where="limits", name="main"):
+            return {"name": name, "image": "x", "resources": {where: {res: n}}}
+
+        def pod(*containers, init=()):
+            spec = {"containers": list(containers)}
+            if init:
+                spec["initContainers"] = list(init)
+            return {"kind": "Pod", "spec": spec}
+
+        def templ(kind, spec):
+            if kind == "CronJob":
+                return {"kind": kind, "spec": {"jobTemplate": {"spec": {"template":
+                                                                        {"spec": spec}}}}}
+            return {"kind": kind, "spec": {"template": {"spec": spec}}}
+
+        run = lambda obj, prm=params: cel_subset.run_policy(p, obj, prm)  # noqa: E731
+        self.assertIsNone(run(pod(ctr("1"))))
+        self.assertIsNone(run(pod({"name": "cpu", "image": "x"})))
+        self.assertIsNone(run(pod({"name": "g", "resources": {"limits": {"nvidia.com/gpu": "4"}}})))
+        msg = run(pod(ctr("2")))
+        self.assertIn(res, msg)
+        self.assertIn("ask for 1", msg)
+        self.assertIsNotNone(run(pod(ctr(2))))  # an int quantity too
+        self.assertIsNotNone(run(pod(ctr("2", "requests"))))
+        self.assertIsNotNone(run(pod(ctr("1"), init=[ctr("3", name="init")])))
+        for kind in ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"):
+            self.assertIsNotNone(run(templ(kind, pod(ctr("2"))["spec"])), kind)
+            self.assertIsNone(run(templ(kind, pod(ctr("1"))["spec"])), kind)
+        # empty parameter list: nothing refused
+        self.assertIsNone(run(pod(ctr("2")), {"data": {"resources": ""}}))
+        self.assertIsNone(run(pod(ctr("2")), {}))
+
+    def test_cel_subset_rejects_malformed(self):
+        for bad in ["size(variables.over == 0", "a ? b", "a &&", "'open", "x.", "f(a,,b)"]:
+            with self.assertRaises(cel_subset.CelError, msg=bad):
+                cel_subset.parse(bad)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)
