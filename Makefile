@@ -48,3 +48,9 @@ format:
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+
+# image-rootfs: the container image's runtime root filesystem, without docker, in
+# $(BUILD)/rootfs (deployments/container: the Dockerfile and this read one package list).
+.PHONY: image-rootfs
+image-rootfs: all
+	scripts/image-rootfs $(BUILD)
