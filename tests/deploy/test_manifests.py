@@ -26,7 +26,7 @@ SRC, BUILD = (os.path.abspath(a) for a in sys.argv[1:3])
 KUST = os.path.join(SRC, "deployments/kustomize")
 OVERLAYS = ["time-slicing", "per-node", "mps", "mig-mixed"]
 SHARED = {"time-slicing", "per-node", "mps"}  # overlays with shared resources: admission
-RSS_MIB = 8.6 + 5.5  # docs/device-plugin.md serving RSS + libcurl/TLS when the API is used
+RSS_MIB = 16.5  # measured with the label watch on (docs/deploy.md, Resources)
 NVIDIA_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                       {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 NVIDIA_AFFINITY_KEYS = {("feature.node.kubernetes.io/pci-10de.present", "true"),
