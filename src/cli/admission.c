@@ -127,8 +127,9 @@ int cli_plan_admission_params(int argc, char **argv)
         goto out;
     }
     if (!str_dns_subdomain_valid(name, strlen(name)) || !str_dns_subdomain_valid(ns, strlen(ns))) {
-        rc = cli_usage_error("plan", "'%s' / '%s' is not a valid ConfigMap name / namespace: use "
-                                     "lowercase letters, digits, '-' and '.'",
+        rc = cli_usage_error("plan",
+                             "'%s' / '%s' is not a valid ConfigMap name / namespace: use "
+                             "lowercase letters, digits, '-' and '.'",
                              name, ns);
         goto out;
     }

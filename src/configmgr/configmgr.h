@@ -41,9 +41,9 @@ struct cfgmgr_options {
 const char *cfgmgr_usage(void);
 
 /* Flags win over env (getenv_fn, e.g. getenv), which wins over the defaults. An empty env
- * value counts as unset, as in NVIDIA's (its chart renders SIGNAL="" for the init container). Checks the
- * required values unless --help was given. -EINVAL with err naming the flag or env var, its
- * value and what is accepted. */
+ * value counts as unset, as in NVIDIA's (its chart renders SIGNAL="" for the init container).
+ * Checks the required values unless --help was given. -EINVAL with err naming the flag or env var,
+ * its value and what is accepted. */
 int cfgmgr_options_parse(struct cfgmgr_options *o, int argc, char **argv,
                          const char *(*getenv_fn)(const char *), struct error *err);
 

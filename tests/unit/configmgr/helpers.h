@@ -21,5 +21,7 @@ extern const struct CMUnitTest configmgr_tests[];
 extern const size_t n_configmgr_tests;
 extern const struct CMUnitTest proc_tests[];
 extern const size_t n_proc_tests;
+extern const struct CMUnitTest admission_tests[];
+extern const size_t n_admission_tests;
 
 #endif

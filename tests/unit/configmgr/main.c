@@ -55,5 +55,6 @@ int main(void)
     int failed = 0;
     failed += _cmocka_run_group_tests("configmgr", configmgr_tests, n_configmgr_tests, NULL, NULL);
     failed += _cmocka_run_group_tests("proc", proc_tests, n_proc_tests, NULL, NULL);
+    failed += _cmocka_run_group_tests("admission", admission_tests, n_admission_tests, NULL, NULL);
     return failed ? 1 : 0;
 }
