@@ -57,10 +57,18 @@ def one(docs, kind, name=None):
 
 
 @unittest.skipIf(not KUBECTL, "kubectl not installed (it renders the kustomize overlays)")
-class Overlays(unittest.TestCase):
+class Rendered(unittest.TestCase):
+    """Every overlay rendered once for all the tests (self.docs)."""
+    _docs = None
+
     @classmethod
     def setUpClass(cls):
-        cls.docs = {o: render(o) for o in OVERLAYS}
+        if Rendered._docs is None:
+            Rendered._docs = {o: render(o) for o in OVERLAYS}
+        cls.docs = Rendered._docs
+
+
+class Overlays(Rendered):
 
     def plugin(self, o):
         return one(self.docs[o], "DaemonSet", "gpuslice-device-plugin")
@@ -182,12 +190,7 @@ class Overlays(unittest.TestCase):
         self.assertEqual(len([d for d in docs if d["kind"] == "DaemonSet"]), 1)
 
 
-@unittest.skipIf(not KUBECTL, "kubectl not installed (it renders the kustomize overlays)")
-class Admission(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.docs = {o: render(o) for o in OVERLAYS}
-
+class Admission(Rendered):
     def policy(self, o):
         return one(self.docs[o], "ValidatingAdmissionPolicy", "gpuslice-shared-requests")
 
