@@ -16,6 +16,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || skip "needs root for chroot (CI runs as root)"
 command -v chroot >/dev/null || skip "chroot not installed"
+ldd "$build/gpuslice" 2>/dev/null | grep -qE 'lib(a|ub|t)san' &&
+    skip "a sanitizer build: the image carries a release binary (make test runs this)"
 out=$build/rootfs-test
 "$src/scripts/image-rootfs" "$build" "$out"
 rc=$?
