@@ -289,5 +289,38 @@ class Admission(Rendered):
                 cel_subset.parse(bad)
 
 
+class Dockerfile(unittest.TestCase):
+    """docker is not available here: the Dockerfile is checked as text against the files it
+    shares with `make image-rootfs` (test_image_rootfs.sh runs what that produces)."""
+
+    def setUp(self):
+        ctr = os.path.join(SRC, "deployments/container")
+        with open(os.path.join(ctr, "Dockerfile")) as f:
+            self.text = f.read()
+        self.stages = re.findall(r"^FROM (\S+)", self.text, re.M)
+
+    def test_stages_and_entrypoint(self):
+        self.assertEqual(self.stages, ["debian:12", "debian:12-slim"])
+        runtime = self.text[self.text.rindex("FROM "):]
+        self.assertIn("scripts/install-deps", self.text[:self.text.rindex("FROM ")])
+        self.assertFalse(re.search(r"^ENTRYPOINT", self.text, re.M))  # the chart's command wins
+        # the runtime stage installs exactly the shared list and links the shared names
+        self.assertIn("runtime-packages.txt", runtime)
+        self.assertIn("links.txt", runtime)
+        self.assertIn("--no-install-recommends", runtime)
+        code = [line for line in self.text.splitlines() if not line.lstrip().startswith("#")]
+        self.assertFalse([line for line in code if "nvidia-ml" in line or "libnvidia" in line])
+        with open(os.path.join(SRC, "scripts/image-rootfs")) as f:
+            script = f.read()
+        self.assertIn("runtime-packages.txt", script)
+        self.assertIn("links.txt", script)
+
+    def test_package_list_has_no_nvml(self):
+        with open(os.path.join(SRC, "deployments/container/runtime-packages.txt")) as f:
+            pkgs = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+        self.assertIn("libc6", pkgs)
+        self.assertFalse([p for p in pkgs if "nvidia" in p], pkgs)
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)
