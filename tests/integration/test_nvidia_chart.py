@@ -286,6 +286,38 @@ class ConfigMapCase(ChartCase):
                 stand_in.wait()
 
 
+class ConfigManagerErrors(ChartCase):
+    def init(self):
+        pod = self.pod("configmap.yaml", "nvdp-nvidia-device-plugin")
+        return pod, container(pod.spec, "nvidia-device-plugin-init")
+
+    def test_api_unreachable_fails_the_init_container(self):
+        pod, init = self.init()
+        self.api.down()
+        rc, out = pod.run(init, self.stand_ins(), wait=True)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("reading node gpu-node-1 label nvidia.com/device-plugin.config", out)
+        self.assertIn("check that the API server is reachable", out)
+        self.assertFalse(os.path.lexists(pod.path(init, "/config/config.yaml")))
+
+    def test_missing_node_name_is_a_usage_error(self):
+        pod, init = self.init()
+        env = pod.env(init, self.stand_ins())
+        del env["NODE_NAME"]
+        r = subprocess.run(["config-manager"], executable=GPUSLICE, env=env,
+                           capture_output=True, text=True, timeout=STEP_S)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no node name: set NODE_NAME", r.stderr)
+
+    def test_destination_is_a_directory(self):
+        pod, init = self.init()
+        self.set_label("l20")
+        os.makedirs(pod.path(init, "/config/config.yaml"))
+        rc, out = pod.run(init, self.stand_ins(), wait=True)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("CONFIG_FILE_DST is a directory", out)
+
+
 class OtherNames(unittest.TestCase):
     def test_every_command_name_exists(self):
         """Each chart command dispatches to a gpuslice command: a working --help, or, for a
