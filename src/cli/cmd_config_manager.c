@@ -20,6 +20,7 @@
 struct manager {
     const struct cfgmgr_options *o;
     struct kube_client *client;
+    char *reported; /* the unknown label value last reported (one Event per value) */
 };
 
 static const char *env_get(const char *name)
@@ -65,10 +66,14 @@ static int apply(struct manager *m, const char *value, struct error *err)
         char cur[8];
         bool have_current = readlink(o->dst, cur, sizeof(cur)) >= 0;
 
-        log_error("node label %s=%s: %s; %s", o->node_label, value, err->msg,
-                  have_current ? "keeping the current config"
-                               : "no current config, using the default config instead");
-        post_event(m, "ConfigNotFound", err->msg);
+        if (!str_eq(m->reported, value)) { /* a reconnect re-reads it: say it once */
+            log_error("node label %s=%s: %s; %s", o->node_label, value, err->msg,
+                      have_current ? "keeping the current config"
+                                   : "no current config, using the default config instead");
+            post_event(m, "ConfigNotFound", err->msg);
+            free(m->reported);
+            m->reported = str_dup(value);
+        }
         if (have_current)
             return 0;
         *err = (struct error){0};
@@ -79,6 +84,10 @@ static int apply(struct manager *m, const char *value, struct error *err)
     r = cfgmgr_link_update(o->dst, target, &changed, err);
     if (r < 0)
         goto out;
+    if (!str_eq(m->reported, value)) { /* a good choice: a bad value later is news again */
+        free(m->reported);
+        m->reported = NULL;
+    }
     if (!changed) {
         log_info("node label %s=%s: %s already points at %s", o->node_label,
                  value ? value : "(none)", o->dst, target);
@@ -226,5 +235,6 @@ int cmd_config_manager(int argc, char **argv)
              o.node_label, o.srcdir, o.dst, o.oneshot ? ", one-shot" : "");
     rc = o.oneshot ? run_oneshot(&m) : run_watch(&m);
     kube_client_free(m.client);
+    free(m.reported);
     return rc;
 }

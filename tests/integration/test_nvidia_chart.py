@@ -250,6 +250,29 @@ class ConfigMapCase(ChartCase):
         self.wait_allocatable(2)
         self.assertTrue(all(p.poll() is None for p in pod.procs))
 
+    def test_unknown_label_reported_once_across_reconnects(self):
+        pod = self.pod("configmap.yaml", "nvdp-nvidia-device-plugin")
+        sidecar = container(pod.spec, "nvidia-device-plugin-sidecar")
+        dst = pod.path(sidecar, "/config/config.yaml")
+        self.set_label("t4")
+        pod.run(sidecar, self.stand_ins(), log=self.log)
+        self.wait(lambda: os.path.lexists(dst), "the first link")
+        self.set_label("h100")
+        not_found = lambda: [e for e in self.api.state.events  # noqa: E731
+                             if e.get("reason") == "ConfigNotFound"]
+        self.wait(not_found, "a ConfigNotFound Event")
+        self.api.down()
+        self.wait(lambda: "Kubernetes API unreachable" in self.log_text(), "the watch to notice")
+        self.api.up()
+        self.wait(lambda: self.log_text().count("Kubernetes API reachable\n") >= 2,
+                  "the watch to reconnect")
+        self.assertEqual(len(not_found()), 1)  # the same bad value is not reported again
+        self.assertEqual(os.path.basename(os.readlink(dst)), "t4")
+        self.set_label("l20")  # good again, then bad again: reported again
+        self.wait(lambda: os.path.basename(os.readlink(dst)) == "l20", "l20")
+        self.set_label("h100")
+        self.wait(lambda: len(not_found()) == 2, "the second Event")
+
     def test_init_with_unknown_label_starts_on_the_default(self):
         pod = self.pod("configmap.yaml", "nvdp-nvidia-device-plugin")
         init = container(pod.spec, "nvidia-device-plugin-init")
