@@ -21,11 +21,5 @@ if(TARGET gpuslice AND TARGET fake_nvml AND TARGET kubelet-sim)
     add_test(NAME test_image_rootfs
         COMMAND ${CMAKE_SOURCE_DIR}/tests/deploy/test_image_rootfs.sh ${CMAKE_SOURCE_DIR}
                 ${CMAKE_BINARY_DIR})
-    set_tests_properties(test_image_rootfs PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
-        RESOURCE_LOCK gs_argv0_nvidia_device_plugin)
-endif()
-if(TEST test_nvidia_chart)
-    # config-manager signals the first process whose argv[0] is nvidia-device-plugin: keep
-    # the two tests that run one from overlapping
-    set_tests_properties(test_nvidia_chart PROPERTIES RESOURCE_LOCK gs_argv0_nvidia_device_plugin)
+    set_tests_properties(test_image_rootfs PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()

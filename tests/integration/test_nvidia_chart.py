@@ -10,7 +10,9 @@
 # A pod's filesystem is simulated: each volume is a temp dir and env values under a
 # mountPath are rewritten to it. What stands in for the cluster is added to the env and
 # said so: GPUSLICE_KUBE_API_SERVER (the in-cluster service account), GPUSLICE_NVML_LIBRARY
-# (the driver root) and the plugin's --device-plugin-dir (the hostPath mount).
+# (the driver root), the plugin's --device-plugin-dir (the hostPath mount) and, for the
+# sidecars, GPUSLICE_PROC_ROOT: a /proc holding only the pod's processes (what
+# shareProcessNamespace shows), so a sidecar never signals another test's process.
 # Usage: test_nvidia_chart.py SOURCE_DIR BUILD_DIR
 import os
 import shutil
@@ -44,6 +46,11 @@ def daemonset(docs, name):
     return [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] == name][0]
 
 
+def argv0(pid):
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        return f.read().split(b"\0")[0]
+
+
 def container(pod, name):
     for c in pod.get("initContainers", []) + pod["containers"]:
         if c["name"] == name:
@@ -56,6 +63,7 @@ class Pod:
 
     def __init__(self, root, docs, ds, node_dir):
         self.spec = ds["spec"]["template"]["spec"]
+        self.root = root
         self.dirs = {}
         cms = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "ConfigMap"}
         for v in self.spec["volumes"]:
@@ -102,6 +110,18 @@ class Pod:
             return p.returncode, out
         self.procs.append(p)
         return p
+
+    def proc_view(self, procs):
+        """The pod's own processes as a /proc for GPUSLICE_PROC_ROOT: what
+        shareProcessNamespace shows the sidecar, so it cannot signal another test's
+        nvidia-device-plugin running on this machine at the same time."""
+        root = os.path.join(self.root, "proc")
+        for p in procs:
+            os.makedirs(os.path.join(root, str(p.pid)), exist_ok=True)
+            with open("/proc/%d/cmdline" % p.pid, "rb") as src, \
+                    open(os.path.join(root, str(p.pid), "cmdline"), "wb") as dst:
+                dst.write(src.read())
+        return root
 
     def stop(self):
         rcs = []
@@ -221,7 +241,8 @@ class ConfigMapCase(ChartCase):
 
         plugin = self.start_plugin(pod)
         self.wait_capacity(8)
-        pod.run(sidecar, self.stand_ins(), log=self.log)
+        pod.run(sidecar, dict(self.stand_ins(), GPUSLICE_PROC_ROOT=pod.proc_view([plugin])),
+                log=self.log)
         self.wait(lambda: "already points at" in self.log_text(),
                   "the sidecar's first look at the label")
         self.assertNotIn("sent signal", self.log_text())  # nothing changed, nothing sent
@@ -296,7 +317,11 @@ class ConfigMapCase(ChartCase):
         self.set_label("l20")
         stand_in = subprocess.Popen(["mps-control-daemon", "3600"], executable="sleep")
         try:
-            pod.run(sidecar, self.stand_ins(), log=self.log)
+            # the stand-in's cmdline is read once exec has happened (its argv[0] is ours)
+            self.wait(lambda: argv0(stand_in.pid) == b"mps-control-daemon",
+                      "the stand-in to start")
+            pod.run(sidecar, dict(self.stand_ins(),
+                                  GPUSLICE_PROC_ROOT=pod.proc_view([stand_in])), log=self.log)
             self.wait(lambda: os.path.lexists(pod.path(sidecar, "/config/config.yaml")),
                       "the first link")  # nothing was linked before: a change, signalled
             stand_in.wait(timeout=STEP_S)

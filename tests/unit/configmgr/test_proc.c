@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "configmgr/configmgr.h"
@@ -54,12 +55,28 @@ static void test_find_process_forms(void **state)
 static void test_find_process_real_proc(void **state)
 {
     struct error err = {0};
-    pid_t pid = 0;
-    char argv0[] = "/nonexistent/gs-test-no-such-process-name";
+    char name[64], full[96];
+    pid_t child, pid = 0;
+    int r = -ESRCH, status;
 
     (void)state;
-    /* /proc works and a name nobody runs is not found */
-    assert_int_equal(cfgmgr_find_process(NULL, argv0, &pid, &err), -ESRCH);
+    /* a child whose argv[0] nobody else has, found in the real /proc by either form */
+    snprintf(name, sizeof(name), "gs-cfgmgr-test-%ld", (long)getpid());
+    snprintf(full, sizeof(full), "/usr/bin/%s", name);
+    assert_int_equal(cfgmgr_find_process(NULL, name, &pid, &err), -ESRCH);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        execl("/bin/sleep", name, "30", (char *)NULL);
+        _exit(127);
+    }
+    /* exec happens in the child on its own schedule: wait for it, with a limit */
+    for (uint64_t end = time_now_ms() + 5000; r == -ESRCH && time_now_ms() < end;)
+        r = cfgmgr_find_process(NULL, full, &pid, &err);
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    assert_int_equal(r, 0);
+    assert_int_equal(pid, child);
 }
 
 static void test_signal_parse(void **state)
