@@ -5,7 +5,8 @@
 # chroot: the dynamic loader finds every library; no libnvidia-ml in the image; every NVIDIA
 # name answers --help (or, for a feature not built yet, its clear exit-1 placeholder);
 # --version; `plan` and a short `device-plugin` run against the fake NVML placed under
-# /driver-root as the host driver would be mounted, with kubelet-sim copied in.
+# /driver-root as the host driver would be mounted, with kubelet-sim copied in; the plugin
+# started as the image's ENTRYPOINT with the args of NVIDIA's static manifests.
 # Needs root (chroot) and apt; without them it exits 77 (CTest: skipped) and says why.
 set -uo pipefail
 
@@ -87,7 +88,13 @@ chroot "$out" /test/kubelet-sim --dir $dir --wait-resources 1 --capacity --timeo
 sim_pid=$!
 for _ in $(seq 1 500); do [ -S "$out$dir/kubelet.sock" ] && break; sleep 0.02; done
 [ -S "$out$dir/kubelet.sock" ] || fail "kubelet-sim did not create kubelet.sock"
-chroot "$out" nvidia-device-plugin --pod-resources-socket "" >"$build/rootfs-test.dp" 2>&1 &
+# as the runtime starts it for NVIDIA's static manifests: the image's ENTRYPOINT plus their
+# args (--pod-resources-socket "": no kubelet pod-resources here)
+mapfile -t entry < <(sed -n 's/^ENTRYPOINT \["\(.*\)"\]$/\1/p' "$src/deployments/container/Dockerfile" |
+    sed 's/", "/\n/g')
+[ "${#entry[@]}" -gt 0 ] || fail "no ENTRYPOINT in the Dockerfile"
+chroot "$out" "${entry[@]}" --fail-on-init-error=false --pod-resources-socket "" \
+    >"$build/rootfs-test.dp" 2>&1 &
 dp_pid=$!
 wait "$sim_pid"
 rc=$?
@@ -100,5 +107,5 @@ wait "$dp_pid"
 rc=$?
 dp_pid=
 [ $rc = 0 ] || fail "device plugin exited $rc on SIGTERM: $(tail -5 "$build/rootfs-test.dp")"
-echo "ok: nvidia-device-plugin registered inside the rootfs and stopped cleanly on SIGTERM"
+echo "ok: ENTRYPOINT ${entry[*]} with NVIDIA's static-manifest args registered inside the rootfs and stopped cleanly on SIGTERM"
 rm -f "$build/rootfs-test.sim" "$build/rootfs-test.dp"

@@ -303,7 +303,12 @@ class Dockerfile(unittest.TestCase):
         self.assertEqual(self.stages, ["debian:12", "debian:12-slim"])
         runtime = self.text[self.text.rindex("FROM "):]
         self.assertIn("scripts/install-deps", self.text[:self.text.rindex("FROM ")])
-        self.assertFalse(re.search(r"^ENTRYPOINT", self.text, re.M))  # the chart's command wins
+        # NVIDIA's: `command:` replaces it, `args:` alone (static manifests) are appended to it
+        self.assertEqual(re.findall(r"^ENTRYPOINT (.*)$", self.text, re.M),
+                         ['["nvidia-device-plugin"]'])
+        self.assertFalse(re.search(r"^CMD", self.text, re.M))  # args replace CMD: none needed
+        self.assertRegex(self.text, r"ENV NVIDIA_VISIBLE_DEVICES=all "
+                                    r"NVIDIA_DRIVER_CAPABILITIES=compute,utility")
         # the runtime stage installs exactly the shared list and links the shared names
         self.assertIn("runtime-packages.txt", runtime)
         self.assertIn("links.txt", runtime)
