@@ -14,6 +14,7 @@
 # sidecars, GPUSLICE_PROC_ROOT: a /proc holding only the pod's processes (what
 # shareProcessNamespace shows), so a sidecar never signals another test's process.
 # Usage: test_nvidia_chart.py SOURCE_DIR BUILD_DIR
+import json
 import os
 import shutil
 import signal
@@ -44,6 +45,15 @@ def load(name):
 
 def daemonset(docs, name):
     return [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] == name][0]
+
+
+def entrypoint():
+    """The image's ENTRYPOINT, from the Dockerfile (what a container without command runs)."""
+    with open(os.path.join(SRC, "deployments/container/Dockerfile")) as f:
+        for line in f:
+            if line.startswith("ENTRYPOINT "):
+                return json.loads(line[len("ENTRYPOINT "):])
+    raise AssertionError("no ENTRYPOINT in the Dockerfile")
 
 
 def argv0(pid):
@@ -101,7 +111,8 @@ class Pod:
         return env
 
     def run(self, c, extra_env, args=(), log=None, wait=False):
-        argv = list(c["command"]) + list(args)
+        # Kubernetes: command replaces the image's ENTRYPOINT, args are appended to it
+        argv = list(c.get("command") or entrypoint()) + c.get("args", []) + list(args)
         p = subprocess.Popen(argv, executable=GPUSLICE, env=self.env(c, extra_env),
                              stdout=log or subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
@@ -180,7 +191,7 @@ class ChartCase(unittest.TestCase):
 
     def start_plugin(self, pod):
         c = container(pod.spec, "nvidia-device-plugin-ctr")
-        self.assertEqual(c["command"], ["nvidia-device-plugin"])
+        self.assertEqual(c.get("command", entrypoint()), ["nvidia-device-plugin"])
         plugin_dir = pod.path(c, "/var/lib/kubelet/device-plugins")
         return pod.run(c, self.stand_ins(), ["--device-plugin-dir", plugin_dir], self.log)
 
@@ -223,6 +234,16 @@ class DefaultValues(ChartCase):
         self.wait_capacity(1)  # one L20, no sharing: the chart's default
         self.assertIn("nvidia.com/gpu", [r["resource"] for r in
                                          self.node.sim.must("capacity")["resources"]])
+
+
+class StaticManifest(ChartCase):
+    def test_args_only_manifest_runs_the_plugin(self):
+        """NVIDIA's static manifests give args and no command: the image's ENTRYPOINT runs."""
+        pod = self.pod("static.yaml", "nvidia-device-plugin-daemonset")
+        self.assertNotIn("command", pod.spec["containers"][0])
+        p = self.start_plugin(pod)
+        self.wait_capacity(1)
+        self.assertEqual(argv0(p.pid), b"nvidia-device-plugin")
 
 
 class ConfigMapCase(ChartCase):
