@@ -263,6 +263,9 @@ static int add_envvar(struct resp_builder *b, const struct model_settings *s,
     return r;
 }
 
+/* The device-list mounts of /dev/null carry no read_only, as NVIDIA's do: the NVIDIA
+ * container runtime reads only their paths, and answers byte-identical to NVIDIA's keep
+ * checkpointed pods and hooks that compare responses unsurprised. */
 static int add_volume_mounts(struct resp_builder *b, const struct model_settings *s,
                              const struct model_device *const *devs, size_t n)
 {
@@ -273,13 +276,13 @@ static int add_volume_mounts(struct resp_builder *b, const struct model_settings
         strbuf_reset(&sb);
         r = strbuf_printf(&sb, DEVICE_LIST_DIR "/%s", devs[i]->base_id);
         if (r == 0)
-            r = mount_add(b, "/dev/null", strbuf_str(&sb), true);
+            r = mount_add(b, "/dev/null", strbuf_str(&sb), false);
     }
     for (size_t i = 0; i < s->n_imex_channel_ids && r == 0; i++) {
         strbuf_reset(&sb);
         r = strbuf_printf(&sb, DEVICE_LIST_DIR "/imex/%u", s->imex_channel_ids[i]);
         if (r == 0)
-            r = mount_add(b, "/dev/null", strbuf_str(&sb), true);
+            r = mount_add(b, "/dev/null", strbuf_str(&sb), false);
     }
     strbuf_release(&sb);
     return r;

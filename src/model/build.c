@@ -524,23 +524,26 @@ static const char *unit_name(const struct unit *u)
     return u->out_name ? u->out_name : u->base_name;
 }
 
+/* The advertised ID is always UUID-based (NVIDIA's contract: "<uuid>" or "<uuid>::<n>", for
+ * every --device-id-strategy), so replica IDs stay stable when GPUs are re-enumerated and the
+ * kubelet's checkpoint survives a switch from NVIDIA's plugin. The strategy only decides
+ * base_id, the value Allocate hands to the container runtime ("0", "0:1" for MIG). */
 static int device_ids(const struct builder *b, const struct unit *u, unsigned replica,
                       struct model_device *d)
 {
+    const char *uuid = u->mig ? u->mig->uuid : u->gpu->uuid;
     struct strbuf sb = STRBUF_INIT;
     int r;
 
-    if (b->cfg->flags.plugin.device_id_strategy == CFG_DEVICE_ID_INDEX) {
+    if (b->cfg->flags.plugin.device_id_strategy == CFG_DEVICE_ID_INDEX)
         r = u->mig ? strbuf_printf(&sb, "%u:%u", u->gpu->index, u->mig->index)
                    : strbuf_printf(&sb, "%u", u->gpu->index);
-    } else {
-        r = strbuf_puts(&sb, u->mig ? u->mig->uuid : u->gpu->uuid);
-    }
+    else
+        r = strbuf_puts(&sb, uuid);
     if (r < 0)
         goto out;
-    d->base_id = strdup(strbuf_str(&sb));
-    if (u->replicas > 1)
-        r = strbuf_printf(&sb, "::%u", replica);
+    d->base_id = strbuf_take(&sb);
+    r = u->replicas > 1 ? strbuf_printf(&sb, "%s::%u", uuid, replica) : strbuf_puts(&sb, uuid);
     if (r < 0)
         goto out;
     d->id = strbuf_take(&sb);
@@ -675,7 +678,6 @@ static size_t decimal_len(uint64_t v)
  * with topology): the kubelet's gRPC client refuses messages over 4 MiB. */
 static uint64_t list_and_watch_bytes(const struct builder *b, const char *name)
 {
-    bool by_index = b->cfg->flags.plugin.device_id_strategy == CFG_DEVICE_ID_INDEX;
     uint64_t total = 0;
 
     for (size_t i = 0; i < b->n_units; i++) {
@@ -683,10 +685,7 @@ static uint64_t list_and_watch_bytes(const struct builder *b, const char *name)
         size_t id_len;
         if (u->dropped || strcmp(unit_name(u), name) != 0)
             continue;
-        if (by_index)
-            id_len = decimal_len(u->gpu->index) + (u->mig ? 1 + decimal_len(u->mig->index) : 0);
-        else
-            id_len = strlen(u->mig ? u->mig->uuid : u->gpu->uuid);
+        id_len = strlen(u->mig ? u->mig->uuid : u->gpu->uuid); /* IDs are always UUIDs */
         for (unsigned k = 0; k < u->replicas; k++) {
             uint64_t idk = id_len + (u->replicas > 1 ? 2 + decimal_len(k) : 0);
             uint64_t dev = 1 + varint_len(idk) + idk + 2 + strlen(MODEL_UNHEALTHY) + 6;

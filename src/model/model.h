@@ -28,8 +28,10 @@
 
 /* One advertised device: a whole GPU, a MIG device, or a replica of either. */
 struct model_device {
-    char *id;          /* advertised ID: uuid | index | "<uuid or index>::<n>" (owned) */
-    char *base_id;     /* the ID without "::<n>": what NVIDIA_VISIBLE_DEVICES carries (owned) */
+    char *id;          /* advertised ID, UUID-based under every strategy: "<uuid>" or
+                        * "<uuid>::<n>" (owned) */
+    char *base_id;     /* what NVIDIA_VISIBLE_DEVICES carries: the uuid, or "<gpu>" /
+                        * "<gpu>:<mig>" under --device-id-strategy=index (owned) */
     unsigned gpu_index; /* parent GPU index */
     int mig_index;      /* MIG device index under the parent, -1 for a whole GPU */
     unsigned replica;   /* replica number, 0..replicas-1 (0 when not shared) */
@@ -152,7 +154,8 @@ char *model_mig_resource_name(const char *profile);
  * §3.4) with NVIDIA's tie-break; distributed also prefers distinct physical devices.
  * `topology` may be NULL (then whole GPUs fall back to the distributed order).
  * On success *ret_ids is an owned NULL-terminated strv (strv_free()), must-include first.
- * Errors: -EINVAL for an unknown ID or not enough devices (NVIDIA's texts). */
+ * Errors: -EINVAL for an unknown ID, or not enough devices for a shared or MIG resource
+ * (NVIDIA's text); not enough whole GPUs is an empty list, as NVIDIA answers. */
 int model_preferred_allocation(const struct model *m, const struct model_resource *res,
                                const char *const *available, size_t n_available,
                                const char *const *must_include, size_t n_must, size_t size,

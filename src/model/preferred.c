@@ -356,9 +356,22 @@ int model_preferred_allocation(const struct model *m, const struct model_resourc
     if (r < 0)
         goto out;
     if (q.n_must > size || size - q.n_must > q.n_avail) {
-        r = error_set(err, -EINVAL, "not enough available devices to satisfy allocation "
-                      "(%zu asked, %zu available, %zu must be included)", size,
-                      q.n_avail + q.n_must, q.n_must);
+        /* NVIDIA's answers (facts §3.4): whole GPUs go through go-gpuallocator, which
+         * returns an empty preference; replicas and MIG devices go through its greedy
+         * path, which fails the call with this exact text. */
+        if (res->sharing == CFG_SHARING_NONE && !res->is_mig) {
+            ids = strv_new();
+            if (!ids) {
+                r = error_set(err, -ENOMEM, "out of memory");
+                goto out;
+            }
+            *ret_ids = ids;
+            ids = NULL;
+            r = 0;
+            goto out;
+        }
+        r = error_set(err, -EINVAL, "error getting list of preferred allocation devices: "
+                      "not enough available devices to satisfy allocation");
         goto out;
     }
     k = size - q.n_must;

@@ -345,7 +345,13 @@ class DaemonTest(unittest.TestCase):
                                   stdout=d.log)
         self.registered(d, 1)
         w = Watch(d.sock("nvidia-gpu.sock"))
-        self.assertEqual([x.ID for x in w.next().devices], ["0"])
+        # NVIDIA advertises UUIDs under every --device-id-strategy; indices appear only in
+        # what Allocate returns
+        ids = [x.ID for x in w.next().devices]
+        self.assertEqual(len(ids), 1)
+        self.assertTrue(ids[0].startswith("GPU-"), ids)
+        r = d.allocate("nvidia-gpu.sock", ids)
+        self.assertEqual(r.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"], "0")
         w.close()
         self.assertStoppedClean(d)
 
@@ -410,8 +416,12 @@ class DaemonTest(unittest.TestCase):
         w = Watch(d.sock("nvidia-gpu.sock"))
         ids = [x.ID for x in w.next().devices]
         w.close()
-        self.assertIn("3::15", ids)
-        r = d.allocate("nvidia-gpu.sock", ["3::15"], ["0::0"])
+        # advertised IDs stay "<uuid>::<n>" (NVIDIA's contract under every strategy), in GPU
+        # index order; only the runtime's values are indices
+        self.assertFalse([i for i in ids if not i.startswith("GPU-")], ids)
+        gpu3, gpu0 = ids[16 * 3 + 15], ids[0]
+        self.assertTrue(gpu3.endswith("::15") and gpu0.endswith("::0"), (gpu3, gpu0))
+        r = d.allocate("nvidia-gpu.sock", [gpu3], [gpu0])
         self.assertEqual(r.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"], "3")
         self.assertEqual(r.container_responses[1].envs["NVIDIA_VISIBLE_DEVICES"], "0")
         self.assertStoppedClean(d)

@@ -212,7 +212,7 @@ static void test_model_allocate_strategies(void **state)
         snprintf(mnt, sizeof(mnt), "/var/run/nvidia-container-devices/%s", ids[0]);
         if (sc->n_mounts) {
             assert_true(has_mount(r, "/dev/null", mnt));
-            assert_true(r->mounts[0].read_only);
+            assert_false(r->mounts[0].read_only); /* NVIDIA sets none */
         }
         if (sc->n_annotations) {
             assert_string_equal(r->annotations[0].key, "cdi.k8s.io/nvidia-device-plugin_"
@@ -235,10 +235,13 @@ static void test_model_allocate_index_ids_and_prefix(void **state)
 {
     struct alloc_fx f;
     struct model_alloc_response *r;
-    const char *ids[] = {"1", "0"};
+    const char *ids[2];
 
     (void)state;
     fx_setup(&f, fx_generic(2), 1, false);
+    /* advertised IDs are the UUIDs; the runtime gets the indices */
+    ids[0] = f.inv->gpus[1].uuid;
+    ids[1] = f.inv->gpus[0].uuid;
     f.cfg.flags.plugin.device_id_strategy = CFG_DEVICE_ID_INDEX;
     f.cfg.flags.plugin.device_list_strategies = CFG_LIST_ENVVAR | CFG_LIST_CDI_ANNOTATIONS;
     f.cfg.flags.plugin.cdi_annotation_prefix = "example.com/";

@@ -212,14 +212,19 @@ static void test_model_build_index_strategy(void **state)
     struct inv_inventory *inv = fx_a100_1g10gb(1);
     struct model *m = a100_mig_shared(inv, true, CFG_DEVICE_ID_INDEX);
     const struct model_resource *res;
+    char want[INV_UUID_MAX + 8];
 
     (void)state;
     res = model_find_resource(m, "nvidia.com/mig-1g.10gb.shared");
     assert_non_null(res);
     assert_string_equal(res->socket_name, "nvidia-mig-1g.10gb.shared.sock");
     assert_true(res->is_mig);
-    assert_string_equal(res->devices[0].id, "0:0::0");
-    assert_string_equal(res->devices[3].id, "0:1::1");
+    /* IDs stay UUID-based under the index strategy (NVIDIA's contract); only the value
+     * handed to the runtime is the index */
+    snprintf(want, sizeof(want), "%s::0", inv->gpus[0].migs[0].uuid);
+    assert_string_equal(res->devices[0].id, want);
+    snprintf(want, sizeof(want), "%s::1", inv->gpus[0].migs[1].uuid);
+    assert_string_equal(res->devices[3].id, want);
     assert_string_equal(res->devices[3].base_id, "0:1");
     assert_string_equal(res->devices[3].profile, "1g.10gb");
     assert_int_equal(res->devices[3].gi_id, 8);

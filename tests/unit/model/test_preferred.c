@@ -355,6 +355,34 @@ static void test_model_preferred_allocation_mig_devices(void **state)
     inv_free(inv);
 }
 
+/* NVIDIA's whole-GPU path (go-gpuallocator) answers an empty preference, not an error, when
+ * fewer GPUs are available than asked (facts §3.4). */
+static void test_model_preferred_allocation_whole_gpus_short_is_empty(void **state)
+{
+    struct inv_inventory *inv = fx_generic(2);
+    struct cfg_config cfg;
+    struct model *m;
+    const struct model_resource *res;
+    const char *avail[2];
+    char **ids = NULL;
+    struct error err = {0};
+
+    (void)state;
+    fx_cfg_init(&cfg);
+    m = fx_build(inv, &cfg);
+    res = model_find_resource(m, "nvidia.com/gpu");
+    assert_non_null(res);
+    avail[0] = res->devices[0].id;
+    avail[1] = res->devices[1].id;
+    assert_int_equal(model_preferred_allocation(m, res, avail, 2, NULL, 0, 3, inv, &ids, &err),
+                     0);
+    assert_non_null(ids);
+    assert_int_equal(ids_len(ids), 0);
+    strv_free(ids);
+    model_free(m);
+    inv_free(inv);
+}
+
 static void test_model_preferred_allocation_errors(void **state)
 {
     static const size_t avail[] = {0, 1};
@@ -374,7 +402,9 @@ static void test_model_preferred_allocation_errors(void **state)
     two[1] = s.res->devices[avail[1]].id;
     assert_int_equal(model_preferred_allocation(s.m, s.res, two, 2, NULL, 0, 3, NULL, &ids, &err),
                      -EINVAL);
-    assert_non_null(strstr(err.msg, "not enough available devices to satisfy allocation"));
+    assert_string_equal(err.msg, "error getting list of preferred allocation devices: not "
+                                 "enough available devices to satisfy allocation");
+    assert_null(ids);
     assert_int_equal(model_preferred_allocation(s.m, s.res, two, 2, two, 2, 1, NULL, &ids, &err),
                      -EINVAL);
     /* size 0: nothing */
@@ -396,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_model_preferred_allocation_must_include_counts),
         cmocka_unit_test(test_model_preferred_allocation_mig_devices),
         cmocka_unit_test(test_model_preferred_allocation_errors),
+        cmocka_unit_test(test_model_preferred_allocation_whole_gpus_short_is_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
