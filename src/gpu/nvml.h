@@ -392,8 +392,25 @@ typedef struct nvmlComputeInstanceInfo_st {
     nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+/* nvmlDeviceGetAttributes_v2: for a MIG device, its compute instance's SMs and shared
+ * engines and its GPU instance's slices and memory. */
+typedef struct nvmlDeviceAttributes_st {
+    unsigned int multiprocessorCount;
+    unsigned int sharedCopyEngineCount;
+    unsigned int sharedDecoderCount;
+    unsigned int sharedEncoderCount;
+    unsigned int sharedJpegCount;
+    unsigned int sharedOfaCount;
+    unsigned int gpuInstanceSliceCount;
+    unsigned int computeInstanceSliceCount;
+    unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
 #if defined(__x86_64__) || defined(__aarch64__)
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
+_Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t layout");
+_Static_assert(offsetof(nvmlDeviceAttributes_t, memorySizeMB) == 32,
+               "nvmlDeviceAttributes_t layout");
 _Static_assert(offsetof(nvmlPciInfo_t, pciDeviceId) == 28, "nvmlPciInfo_t layout");
 _Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t layout");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");
@@ -541,7 +558,11 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
       (nvmlDevice_t device, nvmlUtilization_t *utilization))                                 \
     X(nvmlDeviceGetTemperature, nvmlReturn_t,                                               \
       (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int *temp))        \
-    X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int *power))
+    X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int *power))    \
+    X(nvmlDeviceGetAttributes_v2, nvmlReturn_t,                                             \
+      (nvmlDevice_t device, nvmlDeviceAttributes_t *attributes))                             \
+    X(nvmlDeviceGetAttributes, nvmlReturn_t,                                                \
+      (nvmlDevice_t device, nvmlDeviceAttributes_t *attributes))
 
 #define NVML_DECLARE_PROTO(name, ret, params) NVML_EXPORT ret name params;
 #define NVML_DECLARE_FN_TYPE(name, ret, params) typedef ret(*name##_fn) params;

@@ -153,6 +153,10 @@ void fake_mig_profile_name(const struct fake_ci *ci, char *buf, size_t size);
 bool fake_ci_has_processes(const struct fake_gpu *g, unsigned gi_id, unsigned ci_id);
 
 /* state.c: the MIG state file. */
+/* nvml_caps.c: with FAKE_NVML_PROC_ROOT set, rewrites the driver's MIG capability files
+ * (mig-minors and the per-instance access files) under it to match m. Best effort. */
+void fake_caps_sync(const struct fake_machine *m);
+
 int fake_state_save(const struct fake_machine *m, const char *path, struct error *err);
 /* Applies the file to m; -ENOENT when absent, -ESTALE when written for another machine. */
 int fake_state_load(struct fake_machine *m, const char *path, struct error *err);

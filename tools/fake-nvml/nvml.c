@@ -140,6 +140,7 @@ static void state_save(void)
     struct error err = {0};
     struct stat st;
 
+    fake_caps_sync(ctx.m);
     if (fake_state_save(ctx.m, ctx.state_path, &err) < 0) {
         report(err.msg);
         return;
@@ -314,6 +315,7 @@ static nvmlReturn_t init_locked(void)
     ctx.seen_valid = false;
     ctx.refcount = 1;
     state_refresh();
+    fake_caps_sync(ctx.m);
     return NVML_SUCCESS;
 }
 

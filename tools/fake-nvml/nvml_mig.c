@@ -186,7 +186,7 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *i
 #define GI_INFO_SET(info, p)                               \
     do {                                                   \
         (info)->id = (p)->id;                              \
-        (info)->sliceCount = (p)->slices;                  \
+        (info)->sliceCount = (p)->compute_slices;          \
         (info)->instanceCount = (p)->max_instances;        \
         (info)->multiprocessorCount = (p)->sms;            \
         (info)->copyEngineCount = (p)->ce;                 \
@@ -385,6 +385,8 @@ nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile
     rc = profile_by_id(g, ci, profileId, &p);
     if (rc != NVML_SUCCESS)
         return fake_leave(rc);
+    if (!mig_on(g)) /* the header: NOT_SUPPORTED unless MIG mode is enabled */
+        return fake_leave(NVML_ERROR_NOT_SUPPORTED);
     for (size_t i = 0; i < FAKE_MAX_GI; i++) /* slot order is id order */
         if (g->gis[i].in_use && g->gis[i].profile == p) {
             if (gpuInstances && n < *count)
@@ -402,7 +404,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
     MIG_ENTER(device, false);
     if (!gpuInstance || ci)
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
-    if (!mig_capable(g, ci))
+    if (!mig_capable(g, ci) || !mig_on(g))
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
     if (id < 1 || id > FAKE_MAX_GI || !g->gis[id - 1].in_use)
         return fake_leave(NVML_ERROR_NOT_FOUND);

@@ -595,16 +595,21 @@ static void layout_dfs(struct layouts *L, unsigned min_key)
 
     for (unsigned start = 0; start < 8; start++)
         for (size_t i = 0; i < L->n_ids; i++) {
-            unsigned key = start * 8 + (unsigned)i + 1, size = 0;
-            nvmlGpuInstanceProfileInfo_t info;
-            nvmlGpuInstancePlacement_t pl;
+            unsigned key = start * 8 + (unsigned)i + 1, size = 0, n_pls = 8;
+            nvmlGpuInstancePlacement_t pl, pls[8];
             nvmlGpuInstance_t gi;
             if (key <= min_key)
                 continue;
-            for (unsigned idx = 0; idx < NVML_GPU_INSTANCE_PROFILE_COUNT; idx++)
-                if (nvmlDeviceGetGpuInstanceProfileInfo(L->d, idx, &info) == NVML_SUCCESS &&
-                    info.id == L->ids[i])
-                    size = info.sliceCount;
+            /* the placement size is in memory slices: take it from the placements, not
+             * from the profile's sliceCount (compute slices) */
+            if (nvmlDeviceGetGpuInstancePossiblePlacements_v2(L->d, L->ids[i], pls, &n_pls) !=
+                NVML_SUCCESS)
+                continue;
+            for (unsigned k = 0; k < n_pls; k++)
+                if (pls[k].start == start)
+                    size = pls[k].size;
+            if (!size)
+                continue;
             pl = (nvmlGpuInstancePlacement_t){start, size};
             if (nvmlDeviceCreateGpuInstanceWithPlacement(L->d, L->ids[i], &pl, &gi) !=
                 NVML_SUCCESS)

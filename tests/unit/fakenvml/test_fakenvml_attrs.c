@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_fakenvml_attrs.c: the fake NVML where it must match the real library for NVIDIA's
+ * own tools (issue: plugin and GFD died with "undefined symbol" on MIG nodes):
+ * nvmlDeviceGetAttributes(_v2), GPU-instance sliceCount in compute slices, instance queries
+ * with MIG off, and the driver's capability files under FAKE_NVML_PROC_ROOT. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dlfcn.h>
+#include <cmocka.h>
+
+#include "base/base.h"
+#include "gpu/nvml.h"
+
+#define OK(call) assert_int_equal((call), NVML_SUCCESS)
+
+static char tmpdir[256];
+
+static void use_machine(const char *name)
+{
+    char path[512], state[512];
+
+    snprintf(path, sizeof(path), "%s/examples/machines/%s", GS_SOURCE_DIR, name);
+    snprintf(state, sizeof(state), "%s/state", tmpdir);
+    remove(state);
+    setenv("FAKE_NVML_MACHINE", path, 1);
+    setenv("FAKE_NVML_STATE", state, 1);
+    unsetenv("FAKE_NVML_FAIL");
+}
+
+static nvmlDevice_t dev(unsigned i)
+{
+    nvmlDevice_t d = NULL;
+    OK(nvmlDeviceGetHandleByIndex_v2(i, &d));
+    return d;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/gs-fakeattrs-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+    (void)state;
+    nvmlShutdown();
+    unsetenv("FAKE_NVML_PROC_ROOT");
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+/* Both names are exported, as the real library does (NVIDIA's plugin resolves them). */
+static void test_attributes_symbols_exported(void **state)
+{
+    void *h = dlopen(NULL, RTLD_NOW);
+    (void)state;
+    assert_non_null(h);
+    assert_non_null(dlsym(h, "nvmlDeviceGetAttributes_v2"));
+    assert_non_null(dlsym(h, "nvmlDeviceGetAttributes"));
+    dlclose(h);
+}
+
+/* A100-80GB balanced: a 3g.40gb instance has 3 compute slices, 42 SMs, 40 GB. */
+static void test_attributes_of_mig_device(void **state)
+{
+    nvmlDevice_t mig = NULL;
+    nvmlDeviceAttributes_t a;
+    unsigned found = 0;
+    (void)state;
+
+    use_machine("a100-80gb-all-balanced.yaml");
+    OK(nvmlInit_v2());
+    for (unsigned i = 0; i < 7; i++) {
+        if (nvmlDeviceGetMigDeviceHandleByIndex(dev(0), i, &mig) != NVML_SUCCESS)
+            continue;
+        OK(nvmlDeviceGetAttributes_v2(mig, &a));
+        assert_true(a.gpuInstanceSliceCount == 1 || a.gpuInstanceSliceCount == 2 ||
+                    a.gpuInstanceSliceCount == 3);
+        assert_int_equal(a.computeInstanceSliceCount, a.gpuInstanceSliceCount);
+        if (a.gpuInstanceSliceCount == 3) {
+            found++;
+            assert_int_equal(a.multiprocessorCount, 42);
+            assert_true(a.memorySizeMB > 39000 && a.memorySizeMB < 41000);
+        }
+        OK(nvmlDeviceGetAttributes(mig, &a)); /* the unversioned name answers the same */
+    }
+    assert_int_equal(found, 1);
+    /* whole GPUs: NVML documents MIG device handles only */
+    assert_int_equal(nvmlDeviceGetAttributes_v2(dev(0), &a), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceGetAttributes_v2(mig, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    OK(nvmlShutdown());
+}
+
+/* sliceCount is compute slices (the "3" of 3g.40gb), not the placement's memory slices. */
+static void test_gi_profile_slice_count_is_compute_slices(void **state)
+{
+    nvmlGpuInstanceProfileInfo_t info;
+    (void)state;
+
+    use_machine("a100-80gb-all-balanced.yaml");
+    OK(nvmlInit_v2());
+    OK(nvmlDeviceGetGpuInstanceProfileInfo(dev(0), NVML_GPU_INSTANCE_PROFILE_3_SLICE, &info));
+    assert_int_equal(info.sliceCount, 3);
+    OK(nvmlDeviceGetGpuInstanceProfileInfo(dev(0), NVML_GPU_INSTANCE_PROFILE_7_SLICE, &info));
+    assert_int_equal(info.sliceCount, 7);
+    OK(nvmlShutdown());
+}
+
+/* The header: GetGpuInstances/ById need MIG mode on; a capable GPU with MIG off answers
+ * NOT_SUPPORTED. */
+static void test_gi_queries_with_mig_off(void **state)
+{
+    nvmlGpuInstance_t gis[8];
+    unsigned count = 8, cur = 0, pend = 0;
+    nvmlDevice_t d;
+    (void)state;
+
+    use_machine("h100-nvswitch-8.yaml");
+    OK(nvmlInit_v2());
+    d = dev(0);
+    OK(nvmlDeviceGetMigMode(d, &cur, &pend));
+    assert_int_equal(cur, NVML_DEVICE_MIG_DISABLE);
+    assert_int_equal(nvmlDeviceGetGpuInstances(d, 19, gis, &count), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceGetGpuInstanceById(d, 1, gis), NVML_ERROR_NOT_SUPPORTED);
+    OK(nvmlShutdown());
+}
+
+static char *slurp(const char *path)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    if (file_read_all(path, 1 << 20, &buf, &len, NULL) < 0)
+        return NULL;
+    return buf;
+}
+
+/* mig-minors beside the access files, in step with the instances. */
+static void test_caps_files_follow_instances(void **state)
+{
+    char root[300], path[512];
+    char *text;
+    (void)state;
+
+    snprintf(root, sizeof(root), "%s/proc", tmpdir);
+    setenv("FAKE_NVML_PROC_ROOT", root, 1);
+    use_machine("a100-80gb-all-balanced.yaml");
+    OK(nvmlInit_v2());
+    snprintf(path, sizeof(path), "%s/driver/nvidia-caps/mig-minors", root);
+    text = slurp(path);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\n"));
+    assert_non_null(strstr(text, "gpu1/gi0/access 138\n"));
+    free(text);
+    /* GPU instance 1 exists on GPU 0 of this machine: its access file names minor 12 */
+    snprintf(path, sizeof(path), "%s/driver/nvidia/capabilities/gpu0/mig/gi1/access", root);
+    text = slurp(path);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "DeviceFileMinor: 12\n"));
+    free(text);
+    snprintf(path, sizeof(path), "%s/driver/nvidia/capabilities/gpu0/mig/gi1/ci0/access", root);
+    text = slurp(path);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "DeviceFileMinor: 13\n"));
+    free(text);
+    snprintf(path, sizeof(path), "%s/driver/nvidia/capabilities/gpu0/mig/gi14/access", root);
+    assert_null(slurp(path)); /* no such instance, no file */
+    OK(nvmlShutdown());
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_attributes_symbols_exported),
+        cmocka_unit_test_setup_teardown(test_attributes_of_mig_device, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gi_profile_slice_count_is_compute_slices, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gi_queries_with_mig_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_caps_files_follow_instances, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
