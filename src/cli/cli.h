@@ -8,7 +8,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "config/config.h"
 #include "gpu/gpu.h"
+#include "model/model.h"
+
+struct option;
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAILURE 1
@@ -52,6 +56,52 @@ bool cli_nvml_option(int opt, const char *arg, struct gpu_nvml_options *nvml);
 
 /* Parses "-o text|json": returns -1 with *ret_json set, or CLI_EXIT_USAGE after printing. */
 int cli_output_option(const char *cmd, const char *arg, bool *ret_json);
+
+/* ---- node commands: one option parser (node_args.c) ---------------------------------------
+ * Commands that read this node take the daemon's names for the same things: --config-file
+ * (alias --config), --config-name, every flag and env var of config/'s option table for
+ * `binaries` (CFG_BIN_PLUGIN and/or CFG_BIN_GFD), the NVML options, -o text|json, -h. */
+struct cli_node_args {
+    const char *cmd;
+    const char *config_path; /* borrowed from argv/env; NULL: built-in defaults */
+    const char *config_name;
+    bool json;
+    struct gpu_nvml_options nvml;
+    struct cfg_overrides overrides;
+    struct option *longopts; /* private */
+};
+
+/* Reads the env (NVML and the option table). Returns -1 to go on, else an exit code (a bad
+ * env value is CLI_EXIT_USAGE, printed). */
+int cli_node_init(struct cli_node_args *a, const char *cmd, unsigned binaries);
+/* Parses argv. `extra` (NULL-name terminated, may be NULL) adds the command's own options;
+ * on_extra handles them and returns -1 to go on or an exit code. Returns -1 to go on, else
+ * the exit code (help printed with `usage`, or a usage error). */
+int cli_node_parse(struct cli_node_args *a, int argc, char **argv, const struct option *extra,
+                   int (*on_extra)(struct cli_node_args *a, int c, const char *arg, void *ctx),
+                   void *ctx, void (*usage)(FILE *f));
+void cli_node_release(struct cli_node_args *a);
+
+/* The node as the daemon would see it. Owned; cli_node_release_node() frees it. */
+struct cli_node {
+    struct cfg_config *cfg;
+    struct inv_inventory *inv;
+    struct model *model;
+};
+/* Loads the config (diagnostics on stderr), reads NVML, builds the model. 0, or <0 after
+ * printing the error. */
+int cli_node_load(const struct cli_node_args *a, bool keep_valid, struct cli_node *ret);
+int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_cfg);
+void cli_node_release_node(struct cli_node *n);
+
+/* Labels of the loaded node, with the host facts GFD reads (DMI product name from
+ * --machine-type-file, PCI class from sysfs, --no-timestamp). Owned result; <0 after
+ * printing the error. */
+struct labels_set;
+int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
+                    struct labels_set **ret_set);
+/* key=value lines (sorted), or a JSON object with -o json. */
+int cli_labels_print(const struct labels_set *set, bool json, FILE *f);
 
 int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);

@@ -455,6 +455,13 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
         gi_slices = gi_prof.sliceCount;
     if (!ci_slices)
         ci_slices = ci_prof.sliceCount;
+    m->gi_slices = gi_slices;
+    m->ci_slices = ci_slices;
+    m->copy_engines = ci_prof.sharedCopyEngineCount;
+    m->decoders = ci_prof.sharedDecoderCount;
+    m->encoders = ci_prof.sharedEncoderCount;
+    m->jpeg_engines = ci_prof.sharedJpegCount;
+    m->ofa_engines = ci_prof.sharedOfaCount;
     r = gpu_mig_profile_name(ci_slices, gi_slices,
                              gpu_mig_memory_gb(gi_prof.memorySizeMB, parent_total_bytes),
                              gi_profile_suffix(gi_index), m->profile, sizeof(m->profile));

@@ -42,6 +42,9 @@ struct inv_mig_device {
     unsigned multiprocessors;
     unsigned placement_start; /* memory slices */
     unsigned placement_size;
+    unsigned gi_slices, ci_slices; /* compute slices of the GPU / compute instance */
+    /* engines the compute instance shares (NVML's CI profile shared* counts) */
+    unsigned copy_engines, decoders, encoders, jpeg_engines, ofa_engines;
 };
 
 struct inv_gpu {

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cmd_labels.c: `gpuslice labels` — this node's GPU feature discovery labels, from the same
+ * config, inventory and model the device plugin serves. Wiring only: what the labels are is
+ * labels/; this file reads the few host facts labels/ takes as input (DMI product name, PCI
+ * class) and prints. cli_node_labels() is shared with feature-discovery. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "labels/labels.h"
+
+#define DEFAULT_MACHINE_TYPE_FILE "/sys/class/dmi/id/product_name"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: gpuslice labels [options]\n\n"
+            "Print this node's GPU labels (NVIDIA GPU feature discovery's, plus per-model and\n"
+            "per-resource labels), one key=value a line sorted by key, computed from the\n"
+            "same config and GPUs the device plugin serves.\n\n"
+            "Options:\n"
+            "      --config-file PATH     config file or ConfigMap directory (alias --config;\n"
+            "                             env CONFIG_FILE)\n"
+            "      --config-name NAME     named config in a directory\n"
+            "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
+            "      --machine-type-file P  DMI product name (default " DEFAULT_MACHINE_TYPE_FILE
+            ")\n"
+            "      --no-timestamp         leave out nvidia.com/gfd.timestamp\n"
+            "  -o, --output FORMAT        text (default) or json\n"
+            "      --nvml-library PATH    load this libnvidia-ml.so.1 (env GPUSLICE_NVML_LIBRARY)\n"
+            "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
+            "  -h, --help                 show this help\n"
+            "Every device plugin and GFD flag and env var is accepted (docs/labels.md).\n");
+}
+
+/* Drops trailing whitespace (sysfs and DMI files end in a newline); returns s. */
+static char *rstrip(char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* "0x030200" -> 0x030200; -EINVAL for anything else. */
+static int parse_hex(const char *s, unsigned long *ret)
+{
+    unsigned long v = 0;
+    size_t n = 0;
+
+    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+        return -EINVAL;
+    for (s += 2; *s && n < 8; s++, n++) {
+        int d = *s >= '0' && *s <= '9' ? *s - '0'
+                : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+                : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10 : -1;
+        if (d < 0)
+            return -EINVAL;
+        v = v * 16 + (unsigned long)d;
+    }
+    if (*s || n == 0)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+/* The PCI class (base << 8 | sub) from <sysfs>/bus/pci/devices/<bus id>/class, which holds
+ * "0x030200"; 0 when unreadable. NVML's bus id is "00000000:3B:00.0", sysfs's
+ * "0000:3b:00.0". */
+static uint32_t read_pci_class(const char *sysfs_root, const char *bus_id)
+{
+    char id[INV_BUS_ID_MAX], path[512], *text = NULL;
+    const char *p = bus_id;
+    unsigned long v = 0;
+    size_t len = 0, n = 0;
+
+    if (strlen(bus_id) == 16) /* 8-digit domain: keep the last 4 */
+        p += 4;
+    for (; *p && n + 1 < sizeof(id); p++)
+        id[n++] = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+    id[n] = '\0';
+    snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/class", sysfs_root, id);
+    if (file_read_all(path, 64, &text, &len, NULL) < 0)
+        return 0;
+    if (parse_hex(rstrip(text), &v) < 0)
+        v = 0;
+    free(text);
+    return (uint32_t)(v >> 8);
+}
+
+int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
+                    struct labels_set **ret_set)
+{
+    const char *machine_file = cfg_overrides_get(&a->overrides, CFG_OPT_GFD_MACHINE_TYPE_FILE);
+    const char *no_ts = cfg_overrides_get(&a->overrides, CFG_OPT_GFD_NO_TIMESTAMP);
+    const char *sysfs = a->nvml.sysfs_root ? a->nvml.sysfs_root : "/sys";
+    struct labels_options o = {.timestamp = (int64_t)time(NULL)};
+    uint32_t *classes = NULL;
+    char *machine = NULL;
+    size_t len = 0;
+    struct error err = {0};
+    int r;
+
+    o.no_timestamp = no_ts && strcmp(no_ts, "true") == 0;
+    if (!machine_file)
+        machine_file = DEFAULT_MACHINE_TYPE_FILE;
+    if (file_read_all(machine_file, 4096, &machine, &len, NULL) == 0)
+        o.machine_type = rstrip(machine);
+    if (node->inv->n_gpus) {
+        classes = calloc(node->inv->n_gpus, sizeof(*classes));
+        if (!classes) {
+            free(machine);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < node->inv->n_gpus; i++)
+            classes[i] = read_pci_class(sysfs, node->inv->gpus[i].pci_bus_id);
+        o.pci_class = classes;
+    }
+    r = labels_compute(node->inv, node->model, &o, ret_set, &err);
+    if (r < 0)
+        fprintf(stderr, "gpuslice %s: %s\n", a->cmd, err.msg);
+    free(classes);
+    free(machine);
+    return r;
+}
+
+int cli_labels_print(const struct labels_set *set, bool json, FILE *f)
+{
+    if (!json) {
+        for (size_t i = 0; i < set->n_labels; i++)
+            fprintf(f, "%s=%s\n", set->labels[i].key, set->labels[i].value);
+        return 0;
+    }
+    json_t *o = json_object();
+    char *text;
+    int r = o ? 0 : -ENOMEM;
+
+    for (size_t i = 0; i < set->n_labels && r == 0; i++)
+        if (json_object_set_new(o, set->labels[i].key, json_string(set->labels[i].value)) < 0)
+            r = -ENOMEM;
+    text = r == 0 ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    if (text)
+        fprintf(f, "%s\n", text);
+    else
+        r = -ENOMEM;
+    free(text);
+    json_decref(o);
+    return r;
+}
+
+int cmd_labels(int argc, char **argv)
+{
+    struct cli_node_args a;
+    struct cli_node node = {0};
+    struct labels_set *set = NULL;
+    int rc = cli_node_init(&a, "labels", CFG_BIN_PLUGIN | CFG_BIN_GFD);
+
+    if (rc >= 0)
+        return rc;
+    rc = cli_node_parse(&a, argc, argv, NULL, NULL, NULL, usage);
+    if (rc >= 0)
+        goto out;
+    rc = CLI_EXIT_FAILURE;
+    if (cli_node_load(&a, false, &node) < 0 || cli_node_labels(&a, &node, &set) < 0)
+        goto out;
+    rc = cli_labels_print(set, a.json, stdout) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+out:
+    labels_set_free(set);
+    cli_node_release_node(&node);
+    cli_node_release(&a);
+    return rc;
+}
