@@ -196,6 +196,10 @@ int cli_node_load(const struct cli_node_args *a, bool keep_valid, struct cli_nod
         fprintf(stderr, "gpuslice %s: %s\n", a->cmd, err.msg);
         goto out;
     }
+    for (size_t i = 0; i < n.model->n_diags; i++) /* kept-valid models carry their errors */
+        fprintf(stderr, "gpuslice %s: %s: %s\n", a->cmd,
+                n.model->diags[i].level == MODEL_DIAG_ERROR ? "error" : "warning",
+                n.model->diags[i].message);
     *ret = n;
     memset(&n, 0, sizeof(n));
 out:
