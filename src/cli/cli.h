@@ -66,6 +66,7 @@ struct cli_node_args {
     const char *config_path; /* borrowed from argv/env; NULL: built-in defaults */
     const char *config_name;
     bool json;
+    bool output_is_file; /* set before parsing: -o/--output name GFD's output file, not -o json */
     struct gpu_nvml_options nvml;
     struct cfg_overrides overrides;
     struct option *longopts; /* private */

@@ -68,7 +68,8 @@ static int build_longopts(struct cli_node_args *a, const struct option *extra)
     if (!a->longopts)
         return -ENOMEM;
     for (size_t i = 0; i < GS_ARRAY_SIZE(own); i++)
-        a->longopts[n++] = own[i];
+        if (!(a->output_is_file && strcmp(own[i].name, "output") == 0))
+            a->longopts[n++] = own[i];
     for (size_t i = 0; i < n_extra; i++)
         a->longopts[n++] = extra[i];
     for (size_t i = 0; i < n_table; i++) {
@@ -124,6 +125,11 @@ int cli_node_parse(struct cli_node_args *a, int argc, char **argv, const struct 
             a->config_name = optarg;
             break;
         case 'o':
+            if (a->output_is_file) { /* GFD's -o is its output file */
+                if (cfg_overrides_set(&a->overrides, "output-file", optarg, &err) < 0)
+                    return cli_usage_error(a->cmd, "%s", err.msg);
+                break;
+            }
             r = cli_output_option(a->cmd, optarg, &a->json);
             if (r >= 0)
                 return r;

@@ -423,6 +423,9 @@ int kube__http_error(const char *method, const char *url, long status, const cha
         hint = "; check the name (NODE_NAME should come from spec.nodeName through the "
                "downward API)";
         break;
+    case 409:
+        code = -EEXIST;
+        break;
     case 410:
         code = -ESTALE;
         break;
@@ -462,8 +465,12 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
         return error_set(err, -ENOMEM, "%s %s: cannot create a curl handle", rq->method, rq->url);
     t.easy = e;
     h = k->slist_append(NULL, "Accept: application/json");
-    if (h && rq->body)
-        h = k->slist_append(h, "Content-Type: application/json");
+    if (h && rq->body) {
+        char ct[128];
+        snprintf(ct, sizeof(ct), "Content-Type: %s",
+                 rq->content_type ? rq->content_type : "application/json");
+        h = k->slist_append(h, ct);
+    }
     if (!h) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
@@ -492,6 +499,8 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
         k->easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
     else
         k->easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    if (strcmp(rq->method, "PUT") == 0 || strcmp(rq->method, "PATCH") == 0)
+        k->easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
 
     if (rq->cancel)
         res = run_cancellable(k, e, rq->cancel, &cancelled);

@@ -72,6 +72,16 @@ int kube_node_get_label(struct kube_client *c, const char *node, const char *lab
 int kube_event_post(struct kube_client *c, const char *node, const char *type, const char *reason,
                     const char *message, struct error *err);
 
+/* ---- any object: for labels (NodeFeature objects, Node label patches) ------------------ */
+
+/* One request on an API path ("/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/ns/nodefeatures/x").
+ * method "GET", "POST", "PUT" or "PATCH"; body NULL for GET; content_type NULL =
+ * application/json (PATCH: "application/merge-patch+json"). On 2xx returns 0 and, when
+ * ret_body is not NULL, the owned response body. -ENOENT for 404, -EEXIST for 409, -EACCES
+ * for 401/403, -EIO/-ETIMEDOUT otherwise, with the API's message in err. */
+int kube_request(struct kube_client *c, const char *method, const char *path, const char *body,
+                 const char *content_type, char **ret_body, struct error *err);
+
 /* ---- watching one label of one node ------------------------------------------------------ */
 
 /* Called from the watcher thread, never with the watcher's lock held (a callback may call

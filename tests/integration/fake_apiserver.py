@@ -27,6 +27,7 @@ class State:
         self.compacted_rv = 0
         self.generation = 0  # bumped to drop every open watch
         self.events = []
+        self.objects = {}  # API path of an item -> object (custom resources: NodeFeature)
         self.requests = []
         self.watches_open = 0
         self.forbid = False
@@ -150,6 +151,66 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self.handle_any("POST")
 
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+    def objects(self, method, parts, body):
+        """Custom objects under /apis/<group>/<version>/namespaces/<ns>/<plural>[/<name>]:
+        POST creates (409 when present), GET reads, PUT replaces (404 when absent)."""
+        try:
+            obj = json.loads(body) if body else None
+        except ValueError:
+            return self.send_json(400, status(400, "BadRequest", "invalid JSON"))
+        with self.st.cond:
+            if method == "POST" and len(parts) == 6:
+                name = (obj or {}).get("metadata", {}).get("name", "")
+                key = "/".join(parts + [name])
+                if not name:
+                    return self.send_json(422, status(422, "Invalid", "metadata.name missing"))
+                if key in self.st.objects:
+                    return self.send_json(409, status(409, "AlreadyExists",
+                                                      '"%s" already exists' % name))
+                obj["metadata"]["resourceVersion"] = self.st.next_rv()
+                obj["metadata"]["uid"] = str(uuid.uuid4())
+                self.st.objects[key] = obj
+                return self.send_json(201, obj)
+            key = "/".join(parts)
+            if len(parts) != 7 or key not in self.st.objects:
+                return self.send_json(404, status(404, "NotFound", "not found"))
+            if method == "GET":
+                return self.send_json(200, self.st.objects[key])
+            if method == "PUT":
+                obj["metadata"]["resourceVersion"] = self.st.next_rv()
+                self.st.objects[key] = obj
+                return self.send_json(200, obj)
+        return self.send_json(405, status(405, "MethodNotAllowed", method))
+
+    def patch_node(self, name, body):
+        """JSON merge patch of a node's labels and annotations (null deletes)."""
+        try:
+            patch = json.loads(body)
+        except ValueError:
+            return self.send_json(400, status(400, "BadRequest", "invalid JSON"))
+        with self.st.cond:
+            node = self.st.nodes.get(name)
+            if not node:
+                return self.send_json(404, status(404, "NotFound",
+                                                  'nodes "%s" not found' % name))
+            for field in ("labels", "annotations"):
+                for k, v in patch.get("metadata", {}).get(field, {}).items():
+                    d = node["metadata"].setdefault(field, {})
+                    if v is None:
+                        d.pop(k, None)
+                    else:
+                        d[k] = v
+            node["metadata"]["resourceVersion"] = self.st.next_rv()
+            self.st.record("MODIFIED", node)
+            out = json.loads(json.dumps(node))
+        return self.send_json(200, out)
+
     def handle_any(self, method):
         u = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(u.query).items()}
@@ -170,6 +231,10 @@ class Handler(BaseHTTPRequestHandler):
                 403, "Forbidden",
                 'nodes is forbidden: User "system:serviceaccount:gpu:gpuslice" cannot get '
                 'resource "nodes" in API group "" at the cluster scope'))
+        if parts[:1] == ["apis"] and len(parts) >= 6 and parts[3] == "namespaces":
+            return self.objects(method, parts, body)
+        if method == "PATCH" and parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+            return self.patch_node(parts[3], body)
         if method == "GET" and parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
             with self.st.cond:
                 node = self.st.nodes.get(parts[3])
@@ -307,6 +372,12 @@ class Handler(BaseHTTPRequestHandler):
             self.server.owner.down()
         elif cmd == "up" and method == "POST":
             self.server.owner.up()
+        elif cmd == "objects" and method == "GET":
+            with st.cond:
+                return self.send_json(200, {"items": st.objects})
+        elif cmd == "node" and method == "GET":
+            with st.cond:
+                return self.send_json(200, st.nodes.get(node) or {})
         elif cmd == "events" and method == "GET":
             with st.cond:
                 return self.send_json(200, {"items": list(st.events)})

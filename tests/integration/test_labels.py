@@ -4,6 +4,7 @@
 compared exactly with tests/data/labels/expected/<machine>--<config>.txt (timestamp off).
 `--regenerate` rewrites the expected files (review the diff before committing).
 Also: the NFD file and loop of `gpu-feature-discovery` (argv[0] alias)."""
+import json
 import os
 import signal
 import subprocess
@@ -108,6 +109,129 @@ class ExpectedLabels(unittest.TestCase):
                                capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("MIG_STRATEGY", r.stderr)
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_apiserver import FakeApiServer  # noqa: E402
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def read_labels(path):
+    try:
+        with open(path) as f:
+            return dict(l.split("=", 1) for l in f.read().splitlines())
+    except FileNotFoundError:
+        return None
+
+
+def gfd(tmp, machine, args, env_extra=None):
+    """gpu-feature-discovery (the argv[0] alias) on the fake NVML."""
+    link = os.path.join(tmp, "gpu-feature-discovery")
+    if not os.path.exists(link):
+        os.symlink(os.path.abspath(GPUSLICE), link)
+    env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, machine),
+               FAKE_NVML_STATE=os.path.join(tmp, "state"))
+    env.update(env_extra or {})
+    return [link, "--nvml-library", NVML, "--no-timestamp"] + args, env
+
+
+class FeatureDiscovery(unittest.TestCase):
+    def test_oneshot_writes_nfd_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "features.d", "gfd")
+            os.makedirs(os.path.dirname(out))
+            cmd, env = gfd(tmp, "t4-node.yaml", ["--oneshot", "--use-node-feature-api=false",
+                                                "--output-file", out])
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(os.stat(out).st_mode & 0o777, 0o644)
+            labels = read_labels(out)
+            self.assertEqual(labels["nvidia.com/gpu.product"], "Tesla-T4")
+            # NVIDIA's env names work too, and an empty path writes to stdout
+            env.update(GFD_ONESHOT="true", GFD_USE_NODE_FEATURE_API="false")
+            r = subprocess.run(cmd[:4] + ["--output-file="], env=env, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("nvidia.com/gpu.product=Tesla-T4\n", r.stdout)
+
+    def test_loop_relabels_on_sighup_and_keeps_labels_on_exit(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "gfd")
+            cfg = os.path.join(tmp, "config.yaml")
+            with open(cfg, "w") as f:
+                f.write("version: v1\n")
+            cmd, env = gfd(tmp, "l20-node.yaml", ["--use-node-feature-api=false", "-o", out,
+                                                 "--sleep-interval", "infinite",
+                                                 "--config-file", cfg])
+            p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                first = wait_for(lambda: read_labels(out), what="first labels")
+                self.assertEqual(first["nvidia.com/gpu.replicas"], "1")
+                with open(os.path.join(DATA, "configs", "ts4.yaml")) as src, open(cfg, "w") as f:
+                    f.write(src.read())
+                p.send_signal(signal.SIGHUP)
+                wait_for(lambda: (read_labels(out) or {}).get("nvidia.com/gpu.replicas") == "4",
+                         what="relabel after SIGHUP")
+                self.assertEqual(read_labels(out)["nvidia.com/gpu.product"], "NVIDIA-L20-SHARED")
+            finally:
+                p.send_signal(signal.SIGTERM)
+                self.assertEqual(p.wait(timeout=10), 0)
+                p.stdout.close()
+                p.stderr.close()
+            # NVIDIA #796: labels stay when the process stops
+            self.assertEqual(read_labels(out)["nvidia.com/gpu.replicas"], "4")
+
+    def test_node_feature_created_then_updated(self):
+        api = FakeApiServer(["gpu-node-1"])
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                cfg = os.path.join(tmp, "config.yaml")
+                with open(cfg, "w") as f:
+                    f.write("version: v1\n")
+                cmd, env = gfd(tmp, "t4-node.yaml",
+                               ["--oneshot", "--config-file", cfg,
+                                "--api-server", "http://127.0.0.1:%d" % api.port],
+                               {"NODE_NAME": "gpu-node-1", "NAMESPACE": "gpu-operator"})
+                r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                key = ("apis/nfd.k8s-sigs.io/v1alpha1/namespaces/gpu-operator/nodefeatures/"
+                       "nvidia-features-for-gpu-node-1")
+                with api.state.cond:
+                    obj = json.loads(json.dumps(api.state.objects[key]))
+                self.assertEqual(obj["kind"], "NodeFeature")
+                self.assertEqual(obj["metadata"]["labels"],
+                                 {"nfd.node.kubernetes.io/node-name": "gpu-node-1"})
+                self.assertEqual(obj["spec"]["labels"]["nvidia.com/gpu.replicas"], "1")
+                rv1 = obj["metadata"]["resourceVersion"]
+                # unchanged labels: no write
+                r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with api.state.cond:
+                    self.assertEqual(api.state.objects[key]["metadata"]["resourceVersion"], rv1)
+                    puts = [q for q in api.state.requests if q["method"] == "PUT"]
+                self.assertEqual(puts, [])
+                # changed config: the same object is updated
+                with open(os.path.join(DATA, "configs", "ts4.yaml")) as src, open(cfg, "w") as f:
+                    f.write(src.read())
+                r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with api.state.cond:
+                    obj = json.loads(json.dumps(api.state.objects[key]))
+                    n = len(api.state.objects)
+                self.assertEqual(n, 1)
+                self.assertEqual(obj["spec"]["labels"]["nvidia.com/gpu.replicas"], "4")
+                self.assertNotEqual(obj["metadata"]["resourceVersion"], rv1)
+        finally:
+            api.down()
 
 
 if __name__ == "__main__":
