@@ -528,6 +528,8 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     if (r < 0)
         goto out;
     d.health = daemon__health_start(o, &d.xid, d.snap);
+    daemon__labels_start(&d);
+    daemon__labels_update(&d);
 
     for (;;) {
         struct pollfd pfd[8] = {
@@ -567,6 +569,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     }
     r = 0;
 out:
+    daemon__labels_stop(&d);
     daemon__health_stop(d.health);
     daemon_stop_plugins(&d);
     daemon__kube_stop(&d);

@@ -27,6 +27,14 @@
 /* ---- options ------------------------------------------------------------------------------ */
 
 /* Parsed command line + environment. Strings borrow from argv/environ. */
+/* Where the daemon writes the node's labels (--labels). */
+enum daemon_labels_mode {
+    DAEMON_LABELS_OFF = 0,     /* default: drop-in, GFD runs beside us */
+    DAEMON_LABELS_NFD_FILE,    /* NFD local-source file (--labels-output-file) */
+    DAEMON_LABELS_NODE_FEATURE, /* nfd.k8s-sigs.io NodeFeature object */
+    DAEMON_LABELS_NODE,        /* the Node's own labels (no NFD needed) */
+};
+
 struct daemon_options {
     const char *config_file;    /* --config-file / CONFIG_FILE, NULL = built-in defaults */
     const char *config_name;    /* --config-name / CONFIG_NAME */
@@ -49,6 +57,10 @@ struct daemon_options {
     const char *enable_healthchecks;  /* DP_ENABLE_HEALTHCHECKS */
     struct gpu_nvml_options nvml;     /* --nvml-library, --driver-root, ... */
     bool keep_serving_valid;          /* --keep-serving-valid */
+    enum daemon_labels_mode labels;   /* --labels / GPUSLICE_LABELS */
+    const char *labels_output_file;   /* --labels-output-file / GFD_OUTPUT_FILE (nfd-file) */
+    const char *labels_namespace;     /* NodeFeature namespace: NAMESPACE, else "default" */
+    const char *pod_name;             /* POD_NAME: owner of the NodeFeature */
     enum log_level log_level;
     enum log_format log_format;
     bool help;

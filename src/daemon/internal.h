@@ -24,6 +24,7 @@ struct daemon__health_msg {
 
 struct daemon__health;
 struct daemon__kube;
+struct daemon__labels;
 
 /* One served resource: its plugin and registration state. */
 struct daemon__sock_id {
@@ -78,6 +79,7 @@ struct daemon {
     /* the node label (label.c) */
     struct daemon__kube *kube; /* NULL: no Kubernetes API */
     char *label_value;         /* the label's value, NULL when absent or unknown */
+    struct daemon__labels *labels; /* labels.c; NULL with --labels=off */
 };
 
 /* ---- daemon.c ---------------------------------------------------------------------------- */
@@ -127,6 +129,15 @@ int daemon__kube_fd(const struct daemon__kube *k);
 void daemon__kube_on_event(struct daemon *d);
 /* Records a Warning Event on the node when a client exists (errors logged at debug). */
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message);
+
+/* ---- labels.c ---------------------------------------------------------------------------- */
+
+/* Starts the labels writer for --labels (no-op when off; never fails: logs and goes on). */
+void daemon__labels_start(struct daemon *d);
+/* Computes the labels of what d->snap serves and hands them to the writer (latest wins). */
+void daemon__labels_update(struct daemon *d);
+/* Stops and joins the writer; the labels written stay on the node. */
+void daemon__labels_stop(struct daemon *d);
 
 /* Starts the health thread for the GPUs of snap (it opens its own NVML). NULL when health
  * checks are disabled by policy, there are no GPUs, or it could not start (logged:

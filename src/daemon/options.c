@@ -25,6 +25,11 @@ static const char usage_text[] =
     "                                default named,single,empty)\n"
     "      --inventory-interval D    re-read the GPUs every D (env INVENTORY_INTERVAL;\n"
     "                                default 30s, 0: only on SIGHUP)\n"
+    "      --labels MODE             label the node from what is served: off (default),\n"
+    "                                nfd-file, node-feature or node (env GPUSLICE_LABELS)\n"
+    "      --labels-output-file P    NFD file for --labels=nfd-file (env GFD_OUTPUT_FILE;\n"
+    "                                default /etc/kubernetes/node-feature-discovery/\n"
+    "                                features.d/gfd)\n"
     "      --pod-resources-socket P  kubelet pod-resources API, asked before devices are\n"
     "                                removed (env POD_RESOURCES_SOCKET; default\n"
     "                                /var/lib/kubelet/pod-resources/kubelet.sock)\n"
@@ -72,6 +77,8 @@ enum own_flag {
     OWN_INVENTORY_INTERVAL,
     OWN_RETIRE_CHECK,
     OWN_POD_RESOURCES,
+    OWN_LABELS,
+    OWN_LABELS_OUTPUT,
 };
 
 static const struct {
@@ -92,6 +99,8 @@ static const struct {
     {"inventory-interval", OWN_INVENTORY_INTERVAL},
     {"retire-check-interval", OWN_RETIRE_CHECK},
     {"pod-resources-socket", OWN_POD_RESOURCES},
+    {"labels", OWN_LABELS},
+    {"labels-output-file", OWN_LABELS_OUTPUT},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -179,6 +188,22 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_POD_RESOURCES:
         o->pod_resources_socket = v;
         break;
+    case OWN_LABELS:
+        if (strcmp(v, "off") == 0 || !*v)
+            o->labels = DAEMON_LABELS_OFF;
+        else if (strcmp(v, "nfd-file") == 0)
+            o->labels = DAEMON_LABELS_NFD_FILE;
+        else if (strcmp(v, "node-feature") == 0)
+            o->labels = DAEMON_LABELS_NODE_FEATURE;
+        else if (strcmp(v, "node") == 0)
+            o->labels = DAEMON_LABELS_NODE;
+        else
+            return error_set(err, -EINVAL, "%s must be off, nfd-file, node-feature or node, "
+                             "not '%s'", flag, v);
+        break;
+    case OWN_LABELS_OUTPUT:
+        o->labels_output_file = v;
+        break;
     }
     return 0;
 }
@@ -252,6 +277,8 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     o->fallbacks[2] = CFG_FALLBACK_EMPTY;
     o->n_fallbacks = 3;
     o->node_name = getenv_fn("NODE_NAME");
+    o->labels_namespace = getenv_fn("NAMESPACE");
+    o->pod_name = getenv_fn("POD_NAME");
     {
         /* env values go through the flag parser: same checks, same messages */
         static const struct {
@@ -266,6 +293,8 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"INVENTORY_INTERVAL", OWN_INVENTORY_INTERVAL},
             {"RETIRE_CHECK_INTERVAL", OWN_RETIRE_CHECK},
             {"POD_RESOURCES_SOCKET", OWN_POD_RESOURCES},
+            {"GPUSLICE_LABELS", OWN_LABELS},
+            {"GFD_OUTPUT_FILE", OWN_LABELS_OUTPUT},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);

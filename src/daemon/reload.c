@@ -453,6 +453,7 @@ static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, const char
         daemon__slot_register(d, &slots[j], false);
     }
     d->reloads++;
+    daemon__labels_update(d); /* labels follow what is served */
     if (changed + added + removed > 0 || strcmp(why, "config change") == 0 ||
         strcmp(why, "SIGHUP") == 0 || strcmp(why, "node label") == 0)
         log_info("%s applied: resources unchanged=%zu changed=%zu added=%zu removed=%zu", why,

@@ -63,6 +63,37 @@ class LabelReload(ReloadCase):
         self.assertIn("node label %s changed: l20 -> t4" % LABEL, self.log_text(n))
         print("label l20 -> t4: capacity 3 in %.0f ms" % (took * 1e3), file=sys.stderr)
 
+    def node_labels(self):
+        return control(self.api.control_port, "GET", "/_test/node?node=" + NODE)["metadata"][
+            "labels"]
+
+    def test_daemon_labels_node_mode_follow_config_label(self):
+        """--labels=node: the daemon patches the Node's labels from what it serves; a config
+        label change l20 -> t4 shows within 2 s, labels set by others stay."""
+        n = self.labelled_node("l20", ["--labels", "node"])
+        self.wait_capacity(n, 8, 10)
+        wait_for(lambda: self.node_labels().get("nvidia.com/gpu.replicas") == "8", 5,
+                 "gpu.replicas=8 on the Node")
+        labels = self.node_labels()
+        self.assertEqual(labels["nvidia.com/gpu.product"], "NVIDIA-L20-SHARED")
+        self.assertEqual(labels["nvidia.com/gpu.sharing-strategy"], "time-slicing")
+        self.assertEqual(labels["kubernetes.io/hostname"], NODE)  # not ours: untouched
+        self.assertEqual(labels[LABEL], "l20")
+        pid = n.daemon.pid
+        start = time.monotonic()
+        self.set_label("t4")
+        wait_for(lambda: self.node_labels().get("nvidia.com/gpu.replicas") == "3", 2.0,
+                 "gpu.replicas=3 on the Node within 2 s")
+        took = time.monotonic() - start
+        self.assertEqual(n.daemon.pid, pid)
+        self.assertEqual(self.node_labels()[LABEL], "t4")
+        owned = control(self.api.control_port, "GET", "/_test/node?node=" + NODE)["metadata"][
+            "annotations"]["gpuslice.io/labels"].split(",")
+        self.assertIn("nvidia.com/gpu.replicas", owned)
+        self.assertNotIn(LABEL, owned)
+        self.assertNotIn("kubernetes.io/hostname", owned)
+        print("label l20 -> t4: node labels in %.0f ms" % (took * 1e3), file=sys.stderr)
+
     def test_unknown_label_keeps_config_and_posts_event(self):
         n = self.labelled_node("t4")
         self.wait_capacity(n, 3, 10)
