@@ -20,7 +20,9 @@ int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *r
     size_t len = 0, alloc = 0;
     int fd = -1, r;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put at the path must not hang the caller (the daemon's loop) in
+     * open(2) waiting for a writer; it is refused below. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         r = error_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
         goto out;
@@ -31,6 +33,13 @@ int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *r
     }
     if (S_ISDIR(st.st_mode)) {
         r = error_set(err, -EISDIR, "'%s' is a directory, expected a file", path);
+        goto out;
+    }
+    /* regular files, and character devices for /dev/null (config-manager's empty config) */
+    if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+        r = error_set(err, -EINVAL, "'%s' is a %s, not a regular file; put the config in a "
+                      "regular file", path, S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode)
+                      ? "socket" : "special file");
         goto out;
     }
     for (;;) {

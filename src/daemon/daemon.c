@@ -501,6 +501,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     sigset_t mask;
     int r;
 
+    /* A log reader (or any peer) going away must not kill the daemon and leave its sockets
+     * behind: writes to a closed pipe fail with EPIPE instead. */
+    signal(SIGPIPE, SIG_IGN);
     d.env.device_exists = env_device_exists;
     d.env.mig_cap_path = env_mig_cap_path;
     d.env.new_id = env_new_id;

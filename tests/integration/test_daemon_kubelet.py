@@ -357,6 +357,26 @@ class DaemonTest(unittest.TestCase):
 
     # ---- Allocate per device-list strategy ---------------------------------------------
 
+    def test_sigpipe_log_reader_gone(self):
+        """A log reader going away used to kill the daemon with SIGPIPE (leaving its socket
+        behind); now writes fail with EPIPE and the daemon goes on and stops cleanly."""
+        tmp = tempfile.mkdtemp(prefix="gs-sigpipe-")
+        try:
+            env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "l20-node.yaml"),
+                       FAKE_NVML_STATE=os.path.join(tmp, "state"), NODE_NAME="")
+            p = subprocess.Popen([GPUSLICE, "device-plugin", "--nvml-library", NVML_LIB,
+                                  "--device-plugin-dir", tmp, "--kubelet-socket", ""],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            while b"config '" not in p.stderr.readline():  # signals are routed by now
+                pass
+            p.stderr.close()      # the reader goes away
+            p.send_signal(signal.SIGHUP)   # logs a line into the closed pipe
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(timeout=10), 0)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "nvidia-gpu.sock")))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_allocate_envvar(self):
         d = self.start("l20-node.yaml", args=["--device-list-strategy", "envvar"])
         self.registered(d, 1)

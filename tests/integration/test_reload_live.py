@@ -144,6 +144,25 @@ class LiveReload(ReloadCase):
         self.assertEqual([i.split("::")[1] for i in ids], ["0", "1", "2", "3"])  # stable IDs
         print("config file edit -> capacity 4 in %.0f ms" % (took * 1e3), file=sys.stderr)
 
+    def test_fifo_at_config_path_keeps_serving(self):
+        """A FIFO put where the config file was hung the loop in open(2) for ever (issue 14):
+        now it is refused with a clear error, the last good config keeps serving, and
+        SIGTERM still stops the daemon."""
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, time_slicing(8))
+        n = self.node("l20-node", ["--config-file", cfg])
+        self.wait_capacity(n, 8, 10)
+        tmp = cfg + ".fifo"
+        os.mkfifo(tmp)
+        os.rename(tmp, cfg)
+        wait_for(lambda: "is a FIFO, not a regular file" in self.log_text(n), APPLY_S + 2,
+                 "the FIFO refused")
+        self.assertIn("keeping last good config", self.log_text(n))
+        self.assertEqual(self.caps(n)[GPU]["capacity"], 8)
+        write_file(cfg + ".new", time_slicing(4))  # a regular file again applies
+        os.rename(cfg + ".new", cfg)
+        self.wait_capacity(n, 4)  # tearDown's SIGTERM checks the clean exit
+
     def test_configmap_swap_the_kubelet_way(self):
         cm = ConfigMapDir(os.path.join(self.root, "cm"),
                           {"l20": time_slicing(8), "t4": time_slicing(3)})

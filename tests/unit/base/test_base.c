@@ -2,6 +2,7 @@
 /* test_base.c: unit tests for src/base (errors, strbuf, parsing, strv, files). */
 #include <errno.h>
 #include <setjmp.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -201,6 +202,30 @@ static void test_file_write_atomic_and_read_back(void **state)
     rmdir(dir);
 }
 
+/* A FIFO at a config path hung the daemon's loop in open(2): refused at once now. */
+static void test_file_read_all_refuses_fifo_accepts_dev_null(void **state)
+{
+    char dir[] = "/tmp/gs-test-XXXXXX";
+    char path[256];
+    char *data = NULL;
+    size_t len = 7;
+    struct error err = {0};
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/config.yaml", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(file_read_all(path, 1024, &data, &len, &err), -EINVAL);
+    assert_null(data);
+    assert_non_null(strstr(err.msg, "is a FIFO, not a regular file"));
+    unlink(path);
+    rmdir(dir);
+    /* config-manager points the config at /dev/null for the empty config */
+    assert_int_equal(file_read_all("/dev/null", 1024, &data, &len, &err), 0);
+    assert_int_equal(len, 0);
+    free(data);
+}
+
 static void test_log_level_parse(void **state)
 {
     enum log_level l;
@@ -245,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_str_helpers),
         cmocka_unit_test(test_strv_push_contains_free),
         cmocka_unit_test(test_file_write_atomic_and_read_back),
+        cmocka_unit_test(test_file_read_all_refuses_fifo_accepts_dev_null),
         cmocka_unit_test(test_log_level_parse),
         cmocka_unit_test(test_log_emit_one_line_json),
     };
