@@ -13,6 +13,9 @@
 #ifndef GS_VERSION
 #define GS_VERSION "0.0.0"
 #endif
+#ifndef GS_COMMIT
+#define GS_COMMIT "unknown"
+#endif
 
 static const struct cli_command commands[] = {
     {"version", "print the version", cmd_version},
@@ -89,7 +92,7 @@ int cmd_version(int argc, char **argv)
     (void)argv;
     if (argc > 1)
         return cli_usage_error("version", "unexpected argument '%s'", argv[1]);
-    printf("gpuslice %s\n", GS_VERSION);
+    printf("gpuslice %s (commit %s)\n", GS_VERSION, GS_COMMIT);
     return CLI_EXIT_OK;
 }
 
