@@ -4,7 +4,7 @@
 set -u
 BIN="$1"
 . "$(dirname "$0")/lib.sh"
-check version 0 '^gpuslice [0-9.]* (commit [0-9a-fu][0-9a-fnkow-]*)$' "$BIN" --version
+check version 0 '^gpuslice [0-9.]* (commit [0-9a-z-]*)$' "$BIN" --version
 check version-cmd 0 '^gpuslice [0-9]' "$BIN" version
 check help 0 'Usage: gpuslice <command>' "$BIN" help
 check no-args 2 'Usage: gpuslice' "$BIN"
