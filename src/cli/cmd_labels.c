@@ -75,16 +75,12 @@ static int parse_hex(const char *s, unsigned long *ret)
  * "0000:3b:00.0". */
 static uint32_t read_pci_class(const char *sysfs_root, const char *bus_id)
 {
-    char id[INV_BUS_ID_MAX], path[512], *text = NULL;
-    const char *p = bus_id;
+    char id[64], path[512], *text = NULL;
     unsigned long v = 0;
-    size_t len = 0, n = 0;
+    size_t len = 0;
 
-    if (strlen(bus_id) == 16) /* 8-digit domain: keep the last 4 */
-        p += 4;
-    for (; *p && n + 1 < sizeof(id); p++)
-        id[n++] = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
-    id[n] = '\0';
+    if (gpu_pci_sysfs_name(bus_id, id, sizeof(id)) < 0)
+        return 0;
     snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/class", sysfs_root, id);
     if (file_read_all(path, 64, &text, &len, NULL) < 0)
         return 0;

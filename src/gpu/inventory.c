@@ -264,21 +264,25 @@ out:
     return node;
 }
 
+/* sysfs first, as NVIDIA's plugin reads it (so both agree on real hardware), then NVML's
+ * nvmlDeviceGetNumaNodeId where sysfs has nothing (no numa_node file, or -1). */
 static int read_numa(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g)
 {
     unsigned node = 0;
     nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
 
+    g->numa_node = sysfs_numa_node(c->n, g->pci_bus_id);
+    if (g->numa_node >= 0)
+        return 0;
     if (c->n->nvmlDeviceGetNumaNodeId)
         rc = c->n->nvmlDeviceGetNumaNodeId(dev, &node);
     if (rc == NVML_SUCCESS && node < 65536) {
         g->numa_node = (int)node;
         return 0;
     }
-    g->numa_node = sysfs_numa_node(c->n, g->pci_bus_id);
-    /* NOT_SUPPORTED is the normal answer on x86 hosts: sysfs is the source there. */
+    /* NOT_SUPPORTED is the normal answer on x86 hosts without NUMA information */
     if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND)
-        return degrade(c, rc, "nvmlDeviceGetNumaNodeId", g, "NUMA node read from sysfs");
+        return degrade(c, rc, "nvmlDeviceGetNumaNodeId", g, "NUMA node unknown");
     return 0;
 }
 

@@ -695,6 +695,35 @@ static void test_gpu_inventory_read_numa_from_sysfs(void **state)
     strbuf_release(&rel);
 }
 
+/* NVIDIA's plugin reads sysfs; both must agree on real hardware: sysfs wins when NVML
+ * answers too, NVML fills in where sysfs has nothing. */
+static void test_gpu_inventory_numa_sysfs_before_nvml(void **state)
+{
+    struct fixture *f = *state;
+    struct inv_inventory *inv = NULL;
+    struct strbuf sysfs = STRBUF_INIT, rel = STRBUF_INIT;
+    struct error err = {0};
+    char **w = NULL;
+    char dev[32];
+    int nvml_node;
+
+    use_machine(f, FAULT_MACHINE);
+    assert_int_equal(read_fake(f, NULL, &inv, &w, &err), 0);
+    assert_int_equal(gpu_pci_sysfs_name(inv->gpus[0].pci_bus_id, dev, sizeof(dev)), 0);
+    nvml_node = inv->gpus[0].numa_node; /* what the fake NVML says */
+    inv_free(inv);
+    strv_free(w);
+    strbuf_printf(&sysfs, "%s/sysfs2", f->dir);
+    strbuf_printf(&rel, "sysfs2/bus/pci/devices/%s/numa_node", dev);
+    write_under(f->dir, strbuf_str(&rel), nvml_node == 5 ? "6\n" : "5\n");
+    assert_int_equal(read_fake(f, strbuf_str(&sysfs), &inv, &w, &err), 0);
+    assert_int_equal(inv->gpus[0].numa_node, nvml_node == 5 ? 6 : 5);
+    inv_free(inv);
+    strv_free(w);
+    strbuf_release(&sysfs);
+    strbuf_release(&rel);
+}
+
 static void test_gpu_inventory_read_twice_replaces_warnings(void **state)
 {
     struct fixture *f = *state;
@@ -868,6 +897,8 @@ int run_inventory_tests(void)
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_found_under_driver_root, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_open_and_read_fail_on_init_error, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_numa_sysfs_before_nvml, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_numa_from_sysfs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_twice_replaces_warnings, setup,
