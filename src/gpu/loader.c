@@ -68,6 +68,8 @@ void gpu_nvml_options_from_env(struct gpu_nvml_options *opts)
         opts->driver_root_ctr_path = getenv("DRIVER_ROOT_CTR_PATH");
     if (!opts->driver_root_ctr_path)
         opts->driver_root_ctr_path = getenv("CONTAINER_DRIVER_ROOT");
+    if (!opts->sysfs_root) /* where /sys is mounted elsewhere, and for tests */
+        opts->sysfs_root = getenv("GPUSLICE_SYSFS_ROOT");
 }
 
 /* Pushes <root><dir>/libnvidia-ml.so.1 for every lib dir; "/" and trailing slashes on root

@@ -101,6 +101,24 @@ class ExpectedLabels(unittest.TestCase):
         self.assertEqual(labels["nvidia.com/gpu.machine"], "PowerEdge-R750xa-SKU-0A1B")
         self.assertLess(abs(int(labels["nvidia.com/gfd.timestamp"]) - time.time()), 120)
 
+    def test_gpu_mode_from_pci_class(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "t4-node.yaml"),
+                       FAKE_NVML_STATE=os.path.join(tmp, "state"),
+                       GPUSLICE_SYSFS_ROOT=os.path.join(tmp, "sys"))
+            inv = json.loads(subprocess.run(
+                [GPUSLICE, "inventory", "--nvml-library", NVML, "-o", "json"], env=env,
+                capture_output=True, text=True, timeout=60).stdout)
+            bus = inv["gpus"][0]["pci"]["bus_id"]
+            dev = os.path.join(tmp, "sys", "bus", "pci", "devices", bus[4:].lower())
+            os.makedirs(dev)
+            with open(os.path.join(dev, "class"), "w") as f:
+                f.write("0x030200\n")
+            r = subprocess.run([GPUSLICE, "labels", "--nvml-library", NVML], env=env,
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("nvidia.com/gpu.mode=compute\n", r.stdout)
+
     def test_bad_env_is_usage_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "l20-node.yaml"),
