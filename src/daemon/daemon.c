@@ -274,13 +274,24 @@ static void daemon_check_sockets(struct daemon *d, bool register_now)
         struct daemon__slot *s = &d->slots[i];
         char *name;
 
-        if (!s->p || path_exists(dp_plugin_socket_path(s->p)))
+        struct stat st;
+        char *path;
+        bool replaced;
+
+        if (!s->p || dp_plugin_socket_ok(s->p))
             continue;
         name = str_dup(dp_plugin_resource_name(s->p));
-        log_info("socket %s was removed, serving resource=%s again", dp_plugin_socket_path(s->p),
-                 name);
-        dp_plugin_free(s->p);
+        path = str_dup(dp_plugin_socket_path(s->p));
+        replaced = path && lstat(path, &st) == 0;
+        log_info("socket %s was %s, serving resource=%s again", path ? path : "?",
+                 replaced ? "replaced by another file" : "removed", name ? name : "?");
+        dp_plugin_free(s->p); /* leaves the path alone: it is not our socket any more */
         s->p = NULL;
+        /* the socket name is ours in the device-plugin directory: take it back (never a
+         * directory) so the kubelet can reach us again */
+        if (replaced && !S_ISDIR(st.st_mode) && unlink(path) < 0)
+            log_warn("cannot remove '%s' that replaced our socket: %s", path, strerror(errno));
+        free(path);
         if (!name || daemon__slot_start(d, s, name, &err) < 0) {
             log_error("restarting resource=%s: %s", name ? name : "?", err.msg);
             s->retry_at_ms = 0;
@@ -310,7 +321,10 @@ static void daemon_on_inotify(struct daemon *d)
             if (ev->len > 0 && ev->wd == d->wd_kubelet && d->kubelet_name &&
                 strcmp(ev->name, d->kubelet_name) == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
                 kubelet_created = true;
-            if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
+            /* a socket removed, or another file put at a socket's name */
+            if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) ||
+                (ev->wd == d->wd_plugin && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+                 !(d->kubelet_name && ev->len > 0 && strcmp(ev->name, d->kubelet_name) == 0)))
                 deleted = true;
         }
     }

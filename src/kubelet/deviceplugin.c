@@ -722,6 +722,11 @@ const char *dp_plugin_socket_path(const struct dp_plugin *p)
     return p->socket_path;
 }
 
+bool dp_plugin_socket_ok(const struct dp_plugin *p)
+{
+    return p->srv && rpc_server_socket_is_ours(p->srv);
+}
+
 const char *dp_plugin_endpoint(const struct dp_plugin *p)
 {
     return p->endpoint;

@@ -73,6 +73,9 @@ int dp_plugin_replace_snapshot(struct dp_plugin *p, struct dp_snapshot *snap, bo
 int dp_plugin_push(struct dp_plugin *p);
 const char *dp_plugin_resource_name(const struct dp_plugin *p);
 const char *dp_plugin_socket_path(const struct dp_plugin *p);
+/* False when the socket path no longer is the socket this plugin bound (removed, or
+ * replaced by another file): the daemon then serves it again. */
+bool dp_plugin_socket_ok(const struct dp_plugin *p);
 /* Basename of the socket: the Register endpoint. */
 const char *dp_plugin_endpoint(const struct dp_plugin *p);
 size_t dp_plugin_n_watchers(struct dp_plugin *p);

@@ -7,6 +7,7 @@
 #include "kubelet/rpc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -177,6 +178,10 @@ struct rpc_method {
 
 struct rpc_server {
     char *socket_path;
+    /* The socket we bound (device, inode): only that one is ours to chmod and remove. */
+    bool have_sock_id;
+    dev_t sock_dev;
+    ino_t sock_ino;
     struct rpc_method *methods;
     size_t n_methods;
 
@@ -808,6 +813,52 @@ static int remove_stale_socket(const char *path, struct error *err)
     return 0;
 }
 
+/* Mode 0600 on the socket gRPC just bound, without following a link and without a race:
+ * the path is opened O_PATH|O_NOFOLLOW, the inode checked to be a socket, and the mode set
+ * through /proc/self/fd on that very inode. A symlink or a hard link someone put at the
+ * path (the directory is writable by whoever can place sockets there) makes this fail
+ * instead of changing the mode of the file it points to. Records the inode as ours. */
+static int secure_socket(struct rpc_server *srv, struct error *err)
+{
+    char proc[64];
+    struct stat st;
+    int fd = open(srv->socket_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int r = 0;
+
+    if (fd < 0)
+        return error_set(err, -errno, "cannot open the socket '%s' we bound: %s",
+                         srv->socket_path, strerror(errno));
+    if (fstat(fd, &st) < 0) {
+        r = error_set(err, -errno, "cannot stat '%s': %s", srv->socket_path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        r = error_set(err, -EPERM, "'%s' is no longer the socket we bound (replaced while "
+                      "starting); not changing its mode", srv->socket_path);
+        goto out;
+    }
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    if (chmod(proc, 0600) < 0) {
+        r = error_set(err, -errno, "cannot set mode 0600 on '%s': %s", srv->socket_path,
+                      strerror(errno));
+        goto out;
+    }
+    srv->have_sock_id = true;
+    srv->sock_dev = st.st_dev;
+    srv->sock_ino = st.st_ino;
+out:
+    close(fd);
+    return r;
+}
+
+bool rpc_server_socket_is_ours(const struct rpc_server *srv)
+{
+    struct stat st;
+
+    return srv && srv->have_sock_id && lstat(srv->socket_path, &st) == 0 &&
+           S_ISSOCK(st.st_mode) && st.st_dev == srv->sock_dev && st.st_ino == srv->sock_ino;
+}
+
 int rpc_server_start(struct rpc_server *srv, struct error *err)
 {
     grpc_server_credentials *creds = NULL;
@@ -842,17 +893,15 @@ int rpc_server_start(struct rpc_server *srv, struct error *err)
         goto out;
     }
     /* Connecting needs write permission on the socket: 0600 limits it to our user. */
-    if (chmod(srv->socket_path, 0600) < 0) {
-        r = error_set(err, -errno, "cannot set mode 0600 on '%s': %s", srv->socket_path,
-                      strerror(errno));
-        unlink(srv->socket_path);
+    r = secure_socket(srv, err);
+    if (r < 0)
         goto out;
-    }
     /* The thread first: after it nothing can fail, so a started server always has one. */
     r = pthread_create(&srv->thread, NULL, server_thread, srv);
     if (r != 0) {
         r = error_set(err, -r, "cannot start server thread: %s", strerror(r));
-        unlink(srv->socket_path);
+        if (rpc_server_socket_is_ours(srv))
+            unlink(srv->socket_path);
         goto out;
     }
     srv->thread_started = true;
@@ -926,7 +975,10 @@ void rpc_server_stop(struct rpc_server *srv)
     if (srv->thread_started)
         pthread_join(srv->thread, NULL);
     srv->thread_started = false;
-    if (unlink(srv->socket_path) < 0 && errno != ENOENT)
+    /* remove only the socket we bound: whatever replaced it is not ours to delete */
+    if (!rpc_server_socket_is_ours(srv))
+        log_debug("rpc: path=%s is no longer our socket, leaving it", srv->socket_path);
+    else if (unlink(srv->socket_path) < 0 && errno != ENOENT)
         log_debug("rpc: cannot remove socket path=%s: %s, ignoring", srv->socket_path,
                   strerror(errno));
     pthread_mutex_lock(&srv->lock);

@@ -89,13 +89,16 @@ int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_f
 int rpc_server_add_stream(struct rpc_server *srv, const char *method, rpc_stream_open_fn open,
                           rpc_stream_closed_fn closed, void *ctx, struct error *err);
 /* Removes a stale socket at the path (a non-socket file there is an error, -EEXIST), binds,
- * sets mode 0600 and starts serving: when it returns 0 a client can connect. Any
+ * sets mode 0600 (never through a link) and starts serving: when it returns 0 a client can connect. Any
  * `:authority` is accepted (kubelet sends "localhost" or the socket path). Once only. */
 int rpc_server_start(struct rpc_server *srv, struct error *err);
 /* Ends every open stream with UNAVAILABLE "server is stopping" (the closed callbacks run),
  * lets running calls finish (cancelling them after 1 s), stops the thread and removes the
  * socket file. Idempotent; must not be called from a handler or callback. */
 void rpc_server_stop(struct rpc_server *srv);
+/* True while the path is still the socket this server bound (same device and inode): a file
+ * put in its place, a removed or re-created path all answer false. */
+bool rpc_server_socket_is_ours(const struct rpc_server *srv);
 /* Stops the server if needed and frees it. Accepts NULL. Streams still referenced by their
  * handler stay valid (sends fail with -EPIPE) until their last rpc_stream_unref(). */
 void rpc_server_free(struct rpc_server *srv);

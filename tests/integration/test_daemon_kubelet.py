@@ -10,6 +10,7 @@ import os
 import queue
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -356,6 +357,27 @@ class DaemonTest(unittest.TestCase):
         self.assertStoppedClean(d)
 
     # ---- Allocate per device-list strategy ---------------------------------------------
+
+    def test_socket_replaced_by_file_is_served_again(self):
+        """A regular file put in place of our socket went unnoticed (the kubelet could no
+        longer connect), and SIGTERM deleted a file we did not create. Now the daemon sees
+        the path is not the socket it bound (device, inode), takes the name back and
+        registers again; a file at the path when it stops is left alone."""
+        d = self.start("l20-node.yaml")
+        self.registered(d, 1)
+        sock = d.sock("nvidia-gpu.sock")
+        self.assertEqual(os.stat(sock).st_mode & 0o777, 0o600)
+        tmp = sock + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("not a socket\n")
+        os.rename(tmp, sock)
+        self.waitLog(d, "was replaced by another file, serving resource=nvidia.com/gpu again")
+        self.registered(d, 2)
+        wait_until(lambda: stat.S_ISSOCK(os.lstat(sock).st_mode), what="our socket back")
+        w = Watch(sock)
+        self.assertEqual(len(w.next().devices), 1)
+        w.close()
+        self.assertStoppedClean(d)
 
     def test_sigpipe_log_reader_gone(self):
         """A log reader going away used to kill the daemon with SIGPIPE (leaving its socket

@@ -410,9 +410,25 @@ static void test_rpc_server_start_socket_mode_and_stale(void **state)
     close(fd);
     assert_int_equal(rpc_server_new(path, &srv, &err), 0);
     assert_int_equal(rpc_server_start(srv, &err), 0);
+    assert_true(rpc_server_socket_is_ours(srv));
     rpc_server_stop(srv);
     assert_false(path_exists(path));
     rpc_server_free(srv);
+
+    /* A file put in place of our socket: noticed, and not deleted when we stop. */
+    assert_int_equal(rpc_server_new(path, &srv, &err), 0);
+    assert_int_equal(rpc_server_start(srv, &err), 0);
+    snprintf(file, sizeof(file), "%s/intruder", f->dir);
+    assert_int_equal(file_write_atomic(file, "x", 1, 0644, NULL), 0);
+    assert_int_equal(rename(file, path), 0);
+    assert_false(rpc_server_socket_is_ours(srv));
+    rpc_server_stop(srv);
+    assert_true(path_exists(path));
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0644); /* and its mode untouched */
+    rpc_server_free(srv);
+    unlink(path);
 
     /* A regular file is not ours to delete. */
     snprintf(file, sizeof(file), "%s/file.sock", f->dir);
