@@ -189,7 +189,8 @@ static int on_line(const char *line, size_t len, void *userdata)
         w->stream_failed = true;
         return r;
     }
-    w->n_stream_events++;
+    if (ev.type != KUBE__EV_ERROR) /* an error event alone is not a watch that worked */
+        w->n_stream_events++;
     switch (ev.type) {
     case KUBE__EV_ERROR:
         if (ev.code == 410) {
@@ -269,6 +270,7 @@ static void *watch_thread(void *userdata)
 {
     struct kube_node_watch *w = userdata;
     unsigned backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS, n_quick = 0;
+    bool gone_at_once = false; /* the last watch got 410 before it delivered anything */
     struct error err;
     int r;
 
@@ -280,7 +282,9 @@ static void *watch_thread(void *userdata)
                 break;
             if (r >= 0) {
                 set_reach(w, true, NULL);
-                backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS;
+                /* a list between two 410s proves nothing: keep backing off then */
+                if (!gone_at_once)
+                    backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS;
                 continue;
             }
         } else {
@@ -295,8 +299,20 @@ static void *watch_thread(void *userdata)
                 count(w, &w->stats.n_gone);
                 free(w->rv);
                 w->rv = NULL;
+                /* Once after a watch that lived is compaction: re-list at once. A watch
+                 * that answers 410 straight after a fresh list is a misbehaving server:
+                 * back off (it made us re-list 500-2,400 times a second). */
+                if (!open_a_while && gone_at_once) {
+                    if (wait_stop(w, backoff_ms))
+                        break;
+                    backoff_ms = backoff_ms * 2 > KUBE_WATCH_BACKOFF_MAX_MS
+                                     ? KUBE_WATCH_BACKOFF_MAX_MS
+                                     : backoff_ms * 2;
+                }
+                gone_at_once = !open_a_while;
                 continue;
             }
+            gone_at_once = false;
             /* The server ended the watch (timeoutSeconds), or the network or an API server
              * restart cut an open stream: watch again from the last resourceVersion at once
              * (a failure to reconnect counts as one). Streams that keep ending at once get

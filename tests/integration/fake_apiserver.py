@@ -31,6 +31,7 @@ class State:
         self.requests = []
         self.watches_open = 0
         self.forbid = False
+        self.always_gone = False  # every watch answers 410 Gone at once
         self.token = token
         self.token_file = token_file
         for name in nodes:
@@ -299,7 +300,7 @@ class Handler(BaseHTTPRequestHandler):
                            if name is None or k == name]
             else:
                 since = int(rv_text)
-                if since < st.compacted_rv:
+                if since < st.compacted_rv or st.always_gone:
                     pending = [("ERROR", status(
                         410, "Expired", "too old resource version: %d (%d)" %
                         (since, st.compacted_rv)))]
@@ -366,6 +367,8 @@ class Handler(BaseHTTPRequestHandler):
             st.drop_watches()
         elif cmd == "bookmark" and method == "POST":
             st.bookmark()
+        elif cmd == "always-gone" and method == "POST":
+            st.always_gone = q.get("on", "1") == "1"
         elif cmd == "forbid" and method == "POST":
             st.forbid = q.get("on", "1") == "1"
         elif cmd == "down" and method == "POST":

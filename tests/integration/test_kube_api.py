@@ -162,6 +162,30 @@ class KubeApiTest(unittest.TestCase):
         self.assertGreaterEqual(stats["lists"], 2)
         self.assertEqual(stats["failures"], 0)
 
+    def test_watch_always_gone_backs_off(self):
+        """A server whose every watch answers 410 at once made the client re-list and
+        re-watch without pause (500-2,400 requests/s): now it backs off, and a list between
+        two 410s does not reset the backoff."""
+        p = self.probe()
+        _, i = p.value("l20")
+        p.wait_for(lambda e: e["event"] == "status" and e["reachable"])
+        http(self.ctl, "POST", "/_test/always-gone")
+        http(self.ctl, "POST", "/_test/drop")
+        t0 = time.monotonic()
+        with self.srv.state.cond:
+            n0 = len(self.srv.state.requests)
+        time.sleep(3.0)  # a rate over a window, not a wait for a condition
+        with self.srv.state.cond:
+            n = len(self.srv.state.requests) - n0
+        rate = n / (time.monotonic() - t0)
+        print("always 410: %d requests in 3 s (%.1f/s)" % (n, rate), file=sys.stderr)
+        # 0.5 + 1 + 2 s of backoff fit in 3 s: a handful of list+watch pairs, not thousands
+        self.assertLess(n, 20)
+        http(self.ctl, "POST", "/_test/always-gone?on=0")
+        self.set_label("t4")  # and it recovers once the server behaves
+        p.value("t4", start=i + 1, timeout=40)
+        self.finish(p)
+
     def test_watch_node_deleted_and_back(self):
         p = self.probe()
         _, i = p.value("l20")
