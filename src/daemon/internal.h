@@ -71,6 +71,7 @@ struct daemon {
     bool config_is_dir;
     int debounce_fd, inventory_fd, retire_fd;  /* timerfds */
     size_t n_retiring;                         /* devices kept Unhealthy for their pods */
+    bool pod_view_warned; /* the pod-resources fallback was logged (once per outage) */
     unsigned long long config_reload_failures; /* for metrics */
     unsigned long long reloads;                /* applied changes */
     struct daemon__xid_mark xid_marks[DAEMON_XID_MARKS_MAX];

@@ -315,10 +315,31 @@ static void pod_view_fill(struct daemon *d, struct pod_view *pv)
     pv->asked = true;
     pv->reachable = dp_pod_resources_list(d->o->pod_resources_socket, POD_RESOURCES_TIMEOUT_MS,
                                           &pv->devices, &err) == 0;
-    if (!pv->reachable)
-        log_warn("pod-resources API %s: %s; keeping the devices being removed as Unhealthy "
-                 "until it answers",
-                 d->o->pod_resources_socket, err.msg);
+    if (pv->reachable) {
+        d->pod_view_warned = false;
+        return;
+    }
+    /* NVIDIA's chart and manifests do not mount pod-resources; the kubelet's checkpoint in
+     * the device-plugin directory (always mounted) says which devices pods hold. */
+    {
+        struct strbuf cp = STRBUF_INIT;
+        struct error cerr = {0};
+        int r = strbuf_printf(&cp, "%s/%s", d->o->plugin_dir, DP_CHECKPOINT_NAME);
+
+        pv->reachable = r == 0 && dp_checkpoint_read(cp.buf, &pv->devices, &cerr) == 0;
+        if (!d->pod_view_warned) { /* once, not on every retire check */
+            if (pv->reachable)
+                log_warn("pod-resources API %s: %s; using the kubelet's checkpoint %s to see "
+                         "which devices pods hold (mount /var/lib/kubelet/pod-resources to get "
+                         "pod names)", d->o->pod_resources_socket, err.msg, cp.buf);
+            else
+                log_warn("pod-resources API %s: %s, and the kubelet checkpoint: %s; keeping the "
+                         "devices being removed as Unhealthy until one answers",
+                         d->o->pod_resources_socket, err.msg, cerr.msg);
+            d->pod_view_warned = true;
+        }
+        strbuf_release(&cp);
+    }
 }
 
 /* Adds to m, as Unhealthy, the devices of the served model that m drops while pods hold

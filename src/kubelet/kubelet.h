@@ -132,4 +132,12 @@ void dp_pod_devices_release(struct dp_pod_devices *l);
 const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *resource,
                                   const char *id);
 
+/* The kubelet's own record of assigned devices, `kubelet_internal_checkpoint` in the
+ * device-plugin directory (every deployment mounts it, unlike pod-resources): read-only,
+ * both DeviceIDs formats. Pods are named "uid <PodUID>" (the checkpoint has no names).
+ * -ENOENT, -EBADMSG (not a checkpoint), -E2BIG, -ENOMEM. */
+#define DP_CHECKPOINT_NAME "kubelet_internal_checkpoint"
+#define DP_CHECKPOINT_MAX_BYTES (16u * 1024 * 1024)
+int dp_checkpoint_read(const char *path, struct dp_pod_devices *ret, struct error *err);
+
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "kubelet/kubelet.h"
 #include "kubelet/rpc.h"
 #include "podresources/v1/api.pb-c.h"
@@ -43,7 +45,7 @@ static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *resou
         *alloc = na;
     }
     d = &l->items[l->n];
-    if (strbuf_printf(&sb, "%s/%s", ns, pod) < 0) {
+    if ((ns ? strbuf_printf(&sb, "%s/%s", ns, pod) : strbuf_printf(&sb, "uid %s", pod)) < 0) {
         strbuf_release(&sb);
         return -ENOMEM;
     }
@@ -111,3 +113,68 @@ const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *re
             return l->items[i].pod;
     return NULL;
 }
+
+/* ---- the kubelet's checkpoint: who holds what when pod-resources is not mounted ------------ */
+
+/* One entry's DeviceIDs: {"<numa>": [ids]} (current) or a flat [ids] (checkpoint v1). */
+static int add_entry_ids(struct dp_pod_devices *l, size_t *alloc, const char *resource,
+                         const char *uid, json_t *ids)
+{
+    const char *numa;
+    json_t *arr, *v;
+    size_t i;
+    int r = 0;
+
+    if (json_is_array(ids)) {
+        json_array_foreach(ids, i, v)
+            if (json_is_string(v) && r == 0)
+                r = add_device(l, alloc, resource, json_string_value(v), NULL, uid);
+        return r;
+    }
+    json_object_foreach(ids, numa, arr)
+        json_array_foreach(arr, i, v)
+            if (json_is_string(v) && r == 0)
+                r = add_device(l, alloc, resource, json_string_value(v), NULL, uid);
+    return r;
+}
+
+int dp_checkpoint_read(const char *path, struct dp_pod_devices *ret, struct error *err)
+{
+    struct dp_pod_devices l = {0};
+    json_t *doc = NULL, *entries, *e;
+    json_error_t jerr;
+    char *text = NULL;
+    size_t len = 0, alloc = 0, i;
+    int r;
+
+    r = file_read_all(path, DP_CHECKPOINT_MAX_BYTES, &text, &len, err);
+    if (r < 0)
+        return r;
+    doc = json_loadb(text, len, 0, &jerr);
+    entries = json_object_get(json_object_get(doc, "Data"), "PodDeviceEntries");
+    if (!doc || !(json_is_array(entries) || json_is_null(entries))) {
+        r = error_set(err, -EBADMSG, "%s: not a kubelet device checkpoint (%s)", path,
+                      doc ? "no Data.PodDeviceEntries" : jerr.text);
+        goto out;
+    }
+    json_array_foreach(entries, i, e) {
+        const char *uid = json_string_value(json_object_get(e, "PodUID"));
+        const char *res = json_string_value(json_object_get(e, "ResourceName"));
+        if (!uid || !res)
+            continue;
+        r = add_entry_ids(&l, &alloc, res, uid, json_object_get(e, "DeviceIDs"));
+        if (r < 0) {
+            error_set(err, r, "%s: %s", path, r == -E2BIG ? "too many devices" : "out of memory");
+            goto out;
+        }
+    }
+    *ret = l;
+    memset(&l, 0, sizeof(l));
+    r = 0;
+out:
+    dp_pod_devices_release(&l);
+    json_decref(doc);
+    free(text);
+    return r;
+}
+

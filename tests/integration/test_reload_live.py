@@ -9,6 +9,7 @@
 # Usage: test_reload_live.py SOURCE_DIR BUILD_DIR
 import importlib.machinery
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -264,6 +265,41 @@ class LiveReload(ReloadCase):
         wait_for(lambda: self.caps(n)[GPU]["allocatable"] == 2, APPLY_S + 1, "allocatable 2")
         self.assertEqual(self.caps(n)[GPU]["capacity"], 4)  # kept: nobody could tell
         self.assertIn("keeping the devices being removed as Unhealthy", self.log_text(n))
+
+    def test_checkpoint_tells_held_devices_without_pod_resources(self):
+        """NVIDIA's manifests mount no pod-resources: lowering replicas 8 -> 2 left 6 devices
+        Unhealthy for ever, with a warning every 5 s. The kubelet's checkpoint in the
+        device-plugin directory says which are held; the warning comes once."""
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, time_slicing(8))
+        n = self.node("l20-node", ["--config-file", cfg, "--pod-resources-socket",
+                                   os.path.join(self.root, "nobody.sock")])
+        self.wait_capacity(n, 8, 10)
+        ids = sorted(d["id"] for d in n.sim.must("devices " + GPU)["devices"])
+        held = [i for i in ids if i.endswith("::5")]
+        self.assertEqual(len(held), 1)
+        checkpoint = {"Data": {"PodDeviceEntries": [
+            {"PodUID": "6a1f0c2e-0000-4000-8000-000000000001", "ContainerName": "app",
+             "ResourceName": GPU, "DeviceIDs": {"-1": held}, "AllocResp": ""}],
+            "RegisteredDevices": {GPU: ids}}, "Checksum": 1}
+        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"),
+                   json.dumps(checkpoint))
+        write_file(cfg, time_slicing(2))
+
+        def health():
+            return {d["id"]: d["health"] for d in n.sim.must("devices " + GPU)["devices"]}
+        wait_for(lambda: len(health()) == 3, APPLY_S + 1, "2 devices + the held one")
+        self.assertEqual(health()[held[0]], "Unhealthy")
+        self.assertEqual(self.caps(n)[GPU]["allocatable"], 2)
+        log = self.log_text(n)
+        self.assertIn("device=%s held by pod uid 6a1f0c2e" % held[0], log)
+        self.assertIn("using the kubelet's checkpoint", log)
+        # the pod goes: its entry leaves the checkpoint, the device goes at the next check
+        checkpoint["Data"]["PodDeviceEntries"] = []
+        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"),
+                   json.dumps(checkpoint))
+        wait_for(lambda: len(health()) == 2, 3, "the released device to disappear")
+        self.assertEqual(self.log_text(n).count("using the kubelet's checkpoint"), 1)
 
     def test_mig_layout_change_after_sighup(self):
         state = os.path.join(self.root, "n0", "nvml.state")

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/base.h"
 #include "kubelet/kubelet.h"
 #include "kubelet/rpc.h"
 #include "podresources/v1/api.pb-c.h"
@@ -162,11 +163,50 @@ static void test_dp_pod_resources_list_errors(void **state)
     assert_non_null(strstr(err.msg, "Unavailable"));
 }
 
+/* kubelet_internal_checkpoint: both DeviceIDs formats, and what is not a checkpoint. */
+static void test_dp_checkpoint_read_formats(void **state)
+{
+    char dir[] = "/tmp/gs-cp-XXXXXX", path[128];
+    struct dp_pod_devices l = {0};
+    struct error err = {0};
+    static const char current[] =
+        "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"u1\",\"ContainerName\":\"c\","
+        "\"ResourceName\":\"nvidia.com/gpu\",\"DeviceIDs\":{\"0\":[\"GPU-a::1\"],"
+        "\"-1\":[\"GPU-b::0\"]},\"AllocResp\":\"\"}],\"RegisteredDevices\":{}},"
+        "\"Checksum\":42}";
+    static const char v1[] =
+        "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"u2\",\"ContainerName\":\"c\","
+        "\"ResourceName\":\"nvidia.com/gpu.shared\",\"DeviceIDs\":[\"GPU-c::3\"]}]},"
+        "\"Checksum\":1}";
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/kubelet_internal_checkpoint", dir);
+    assert_int_equal(file_write_atomic(path, current, strlen(current), 0600, NULL), 0);
+    assert_int_equal(dp_checkpoint_read(path, &l, &err), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(dp_pod_devices_holder(&l, "nvidia.com/gpu", "GPU-a::1"), "uid u1");
+    assert_string_equal(dp_pod_devices_holder(&l, "nvidia.com/gpu", "GPU-b::0"), "uid u1");
+    assert_null(dp_pod_devices_holder(&l, "nvidia.com/gpu", "GPU-a::0"));
+    dp_pod_devices_release(&l);
+    assert_int_equal(file_write_atomic(path, v1, strlen(v1), 0600, NULL), 0);
+    assert_int_equal(dp_checkpoint_read(path, &l, &err), 0);
+    assert_string_equal(dp_pod_devices_holder(&l, "nvidia.com/gpu.shared", "GPU-c::3"), "uid u2");
+    dp_pod_devices_release(&l);
+    assert_int_equal(file_write_atomic(path, "[1,2]", 5, 0600, NULL), 0);
+    assert_int_equal(dp_checkpoint_read(path, &l, &err), -EBADMSG);
+    assert_non_null(strstr(err.msg, "not a kubelet device checkpoint"));
+    unlink(path);
+    assert_int_equal(dp_checkpoint_read(path, &l, &err), -ENOENT);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_dp_pod_resources_list_flattens_pods, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dp_pod_resources_list_errors, setup, teardown),
+        cmocka_unit_test(test_dp_checkpoint_read_formats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
