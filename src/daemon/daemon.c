@@ -547,9 +547,10 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     d.health = daemon__health_start(o, &d.xid, d.snap);
     daemon__labels_start(&d);
     daemon__labels_update(&d);
+    daemon__metrics_start(&d);
 
     for (;;) {
-        struct pollfd pfd[8] = {
+        struct pollfd pfd[9] = {
             {.fd = d.sfd, .events = POLLIN},
             {.fd = d.ifd, .events = POLLIN},
             {.fd = d.tfd, .events = POLLIN},
@@ -558,6 +559,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             {.fd = d.inventory_fd, .events = POLLIN},
             {.fd = d.retire_fd, .events = POLLIN},
             {.fd = daemon__kube_fd(d.kube), .events = POLLIN},
+            {.fd = daemon__metrics_fd(&d), .events = POLLIN},
         };
 
         daemon_arm_timer(&d);
@@ -583,9 +585,12 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             daemon__on_inventory_timer(&d);
         if (pfd[6].revents & POLLIN)
             daemon__on_retire_timer(&d);
+        if (pfd[8].revents & POLLIN)
+            daemon__metrics_on_ping(&d);
     }
     r = 0;
 out:
+    daemon__metrics_stop(&d);
     daemon__labels_stop(&d);
     daemon__health_stop(d.health);
     daemon_stop_plugins(&d);

@@ -61,6 +61,7 @@ struct daemon_options {
     const char *labels_output_file;   /* --labels-output-file / GFD_OUTPUT_FILE (nfd-file) */
     const char *labels_namespace;     /* NodeFeature namespace: NAMESPACE, else "default" */
     const char *pod_name;             /* POD_NAME: owner of the NodeFeature */
+    const char *metrics_address;      /* --metrics-address / GPUSLICE_METRICS_ADDRESS */
     enum log_level log_level;
     enum log_format log_format;
     bool help;

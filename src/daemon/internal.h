@@ -25,6 +25,7 @@ struct daemon__health_msg {
 struct daemon__health;
 struct daemon__kube;
 struct daemon__labels;
+struct metrics_server;
 
 /* One served resource: its plugin and registration state. */
 struct daemon__sock_id {
@@ -81,6 +82,7 @@ struct daemon {
     struct daemon__kube *kube; /* NULL: no Kubernetes API */
     char *label_value;         /* the label's value, NULL when absent or unknown */
     struct daemon__labels *labels; /* labels.c; NULL with --labels=off */
+    struct metrics_server *metrics; /* metrics.c; NULL without --metrics-address */
 };
 
 /* ---- daemon.c ---------------------------------------------------------------------------- */
@@ -139,6 +141,15 @@ void daemon__labels_start(struct daemon *d);
 void daemon__labels_update(struct daemon *d);
 /* Stops and joins the writer; the labels written stay on the node. */
 void daemon__labels_stop(struct daemon *d);
+
+/* ---- metrics.c --------------------------------------------------------------------------- */
+
+void daemon__metrics_start(struct daemon *d); /* no-op without --metrics-address */
+void daemon__metrics_stop(struct daemon *d);
+int daemon__metrics_fd(const struct daemon *d); /* /healthz pings; -1 without */
+void daemon__metrics_on_ping(struct daemon *d);
+/* Renders the metrics and readiness from d and publishes them (on every scrape's ping). */
+void daemon__metrics_publish(struct daemon *d);
 
 /* Starts the health thread for the GPUs of snap (it opens its own NVML). NULL when health
  * checks are disabled by policy, there are no GPUs, or it could not start (logged:

@@ -25,6 +25,8 @@ static const char usage_text[] =
     "                                default named,single,empty)\n"
     "      --inventory-interval D    re-read the GPUs every D (env INVENTORY_INTERVAL;\n"
     "                                default 30s, 0: only on SIGHUP)\n"
+    "      --metrics-address H:P     serve /metrics, /healthz, /readyz on HOST:PORT, e.g.\n"
+    "                                :9400 (env GPUSLICE_METRICS_ADDRESS; default off)\n"
     "      --labels MODE             label the node from what is served: off (default),\n"
     "                                nfd-file, node-feature or node (env GPUSLICE_LABELS)\n"
     "      --labels-output-file P    NFD file for --labels=nfd-file (env GFD_OUTPUT_FILE;\n"
@@ -79,6 +81,7 @@ enum own_flag {
     OWN_POD_RESOURCES,
     OWN_LABELS,
     OWN_LABELS_OUTPUT,
+    OWN_METRICS_ADDRESS,
 };
 
 static const struct {
@@ -101,6 +104,7 @@ static const struct {
     {"pod-resources-socket", OWN_POD_RESOURCES},
     {"labels", OWN_LABELS},
     {"labels-output-file", OWN_LABELS_OUTPUT},
+    {"metrics-address", OWN_METRICS_ADDRESS},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -204,6 +208,9 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_LABELS_OUTPUT:
         o->labels_output_file = v;
         break;
+    case OWN_METRICS_ADDRESS:
+        o->metrics_address = *v ? v : NULL;
+        break;
     }
     return 0;
 }
@@ -295,6 +302,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"POD_RESOURCES_SOCKET", OWN_POD_RESOURCES},
             {"GPUSLICE_LABELS", OWN_LABELS},
             {"GFD_OUTPUT_FILE", OWN_LABELS_OUTPUT},
+            {"GPUSLICE_METRICS_ADDRESS", OWN_METRICS_ADDRESS},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);

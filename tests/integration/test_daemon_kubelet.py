@@ -379,6 +379,46 @@ class DaemonTest(unittest.TestCase):
         w.close()
         self.assertStoppedClean(d)
 
+    def test_metrics_healthz_readyz(self):
+        """--metrics-address: /healthz answers through the loop, /readyz once every resource
+        is registered, /metrics parses with Prometheus' own parser and follows Allocate."""
+        import re
+        import urllib.error
+        import urllib.request
+        from prometheus_client.parser import text_string_to_metric_families
+        d = self.start("l20-node.yaml", args=["--metrics-address", "127.0.0.1:0"],
+                       config=TS16)
+        self.registered(d, 1)
+        self.waitLog(d, "/readyz on 127.0.0.1:0 (port ")
+        port = int(re.search(r"\(port (\d+)\)", d.logtext()).group(1))
+
+        def get(path):
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path),
+                                            timeout=5) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+
+        def samples():
+            _, text = get("/metrics")
+            return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                    for f in text_string_to_metric_families(text) for s in f.samples}
+        self.assertEqual(get("/healthz"), (200, "ok\n"))
+        wait_until(lambda: get("/readyz")[0] == 200, what="/readyz 200 after registration")
+        res = (("resource", "nvidia.com/gpu"),)
+        m = samples()
+        self.assertEqual(m[("gpuslice_devices", (("health", "healthy"),) + res)], 16)
+        self.assertEqual(m[("gpuslice_resource_registered", res)], 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        ids = [x.ID for x in w.next().devices]
+        w.close()
+        d.allocate("nvidia-gpu.sock", ids[:1])
+        wait_until(lambda: samples().get(("gpuslice_allocations_total", res)) == 1,
+                   what="the Allocate counted")
+        self.assertEqual(get("/nope")[0], 404)
+        self.assertStoppedClean(d)
+
     def test_sigpipe_log_reader_gone(self):
         """A log reader going away used to kill the daemon with SIGPIPE (leaving its socket
         behind); now writes fail with EPIPE and the daemon goes on and stops cleanly."""

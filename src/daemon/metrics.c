@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* metrics.c: the daemon's side of the HTTP endpoint (--metrics-address): on each request's
+ * ping the loop renders the device plugin's metrics from its own state (a few KiB of text)
+ * and publishes them with readiness to metrics/, then answers: no timers, no wake-ups when
+ * nobody scrapes.
+ * NVML samplers and per-pod attribution are not here yet (docs/observability.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/internal.h"
+#include "metrics/metrics.h"
+
+#ifndef GS_VERSION
+#define GS_VERSION "0.1.0"
+#endif
+
+void daemon__metrics_start(struct daemon *d)
+{
+    struct error err = {0};
+
+    if (!d->o->metrics_address || !*d->o->metrics_address)
+        return;
+    if (metrics_server_start(d->o->metrics_address, &d->metrics, &err) < 0) {
+        log_error("%s; continuing without the metrics endpoint", err.msg);
+        return;
+    }
+    log_info("metrics, /healthz and /readyz on %s (port %u)", d->o->metrics_address,
+             metrics_server_port(d->metrics));
+}
+
+void daemon__metrics_stop(struct daemon *d)
+{
+    metrics_server_free(d->metrics);
+    d->metrics = NULL;
+}
+
+int daemon__metrics_fd(const struct daemon *d)
+{
+    return metrics_server_ping_fd(d->metrics);
+}
+
+void daemon__metrics_on_ping(struct daemon *d)
+{
+    daemon__metrics_publish(d); /* a scrape waits for this: fresh counters */
+    metrics_server_pong(d->metrics);
+}
+
+static int family(struct strbuf *sb, const char *name, const char *type, const char *help)
+{
+    return strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static int with_resource(struct strbuf *sb, const char *metric, const char *resource,
+                         const char *extra, unsigned long long v)
+{
+    int r = strbuf_printf(sb, "%s{resource=\"", metric);
+
+    if (r == 0)
+        r = metrics_escape(sb, resource);
+    if (r == 0)
+        r = strbuf_printf(sb, "\"%s} %llu\n", extra ? extra : "", v);
+    return r;
+}
+
+static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *why, size_t n)
+{
+    const struct model *m = d->snap ? dp_snapshot_model(d->snap) : NULL;
+    size_t registered = 0, served = 0;
+    int r = family(sb, "gpuslice_build_info", "gauge", "Build of the running gpuslice.");
+
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_build_info{version=\"%s\"} 1\n", GS_VERSION);
+    if (r == 0)
+        r = family(sb, "gpuslice_devices", "gauge", "Devices advertised per resource and health.");
+    for (size_t i = 0; m && i < m->n_resources && r == 0; i++) {
+        const struct model_resource *res = &m->resources[i];
+        unsigned long long healthy = 0;
+        for (size_t j = 0; j < res->n_devices; j++)
+            healthy += res->devices[j].healthy;
+        r = with_resource(sb, "gpuslice_devices", res->name, ",health=\"healthy\"", healthy);
+        if (r == 0)
+            r = with_resource(sb, "gpuslice_devices", res->name, ",health=\"unhealthy\"",
+                              res->n_devices - healthy);
+    }
+    if (r == 0)
+        r = family(sb, "gpuslice_resource_registered", "gauge",
+                   "1 when the resource is registered with the kubelet.");
+    for (size_t i = 0; i < d->n_slots && r == 0; i++) {
+        if (!d->slots[i].p)
+            continue;
+        served++;
+        registered += d->slots[i].registered;
+        r = with_resource(sb, "gpuslice_resource_registered",
+                          dp_plugin_resource_name(d->slots[i].p), NULL, d->slots[i].registered);
+    }
+    for (int errors = 0; errors < 2 && r == 0; errors++) { /* one family at a time */
+        const char *name = errors ? "gpuslice_allocation_errors_total" : "gpuslice_allocations_total";
+        r = family(sb, name, "counter", errors ? "Allocate calls refused, per resource."
+                                               : "Allocate calls per resource.");
+        for (size_t i = 0; i < d->n_slots && r == 0; i++) {
+            struct dp_plugin_stats st;
+            if (!d->slots[i].p)
+                continue;
+            dp_plugin_stats(d->slots[i].p, &st);
+            r = with_resource(sb, name, dp_plugin_resource_name(d->slots[i].p), NULL,
+                              errors ? st.allocate_errors : st.allocates);
+        }
+    }
+    if (r == 0)
+        r = family(sb, "gpuslice_config_reloads_total", "counter",
+                   "Config, label and inventory changes applied.");
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_config_reloads_total %llu\n", d->reloads);
+    if (r == 0)
+        r = family(sb, "gpuslice_config_reload_failures_total", "counter",
+                   "Configs that could not be applied (the last good one kept).");
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_config_reload_failures_total %llu\n",
+                          d->config_reload_failures);
+    if (r == 0)
+        r = family(sb, "gpuslice_retiring_devices", "gauge",
+                   "Devices a config removed, kept Unhealthy while pods hold them.");
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_retiring_devices %zu\n", d->n_retiring);
+    if (r == 0)
+        r = family(sb, "gpuslice_xid_marked_devices", "gauge",
+                   "Devices made Unhealthy by a critical XID.");
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_xid_marked_devices %zu\n", d->n_xid_marks);
+    *ret_ready = served > 0 && (registered == served || !d->kubelet_socket);
+    if (!*ret_ready)
+        snprintf(why, n, "%zu of %zu resources registered with the kubelet", registered, served);
+    return r;
+}
+
+void daemon__metrics_publish(struct daemon *d)
+{
+    struct strbuf sb = STRBUF_INIT;
+    char why[128] = "no resource served";
+    bool ready = false;
+
+    if (!d->metrics)
+        return;
+    if (render(d, &sb, &ready, why, sizeof(why)) == 0)
+        metrics_server_publish(d->metrics, strbuf_str(&sb), sb.len, ready, why);
+    strbuf_release(&sb);
+}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http.c: metrics_server over libmicrohttpd's internal polling thread (metrics.h). The
+ * handler copies what the daemon published under a mutex; /healthz and /metrics round-trip
+ * a ping through the daemon's loop (which re-publishes first), so /metrics is current and a
+ * loop stuck in a call fails the liveness probe. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "metrics/metrics.h"
+
+struct metrics_server {
+    struct MHD_Daemon *mhd;
+    unsigned port;
+    int ping_fd; /* eventfd: the loop reads it and calls metrics_server_pong() */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char *text; /* /metrics body */
+    size_t text_len;
+    bool ready;
+    char reason[256];
+    unsigned long long pongs;
+};
+
+int metrics_escape(struct strbuf *sb, const char *v)
+{
+    int r = 0;
+
+    for (; *v && r == 0; v++) {
+        if (*v == '\\')
+            r = strbuf_puts(sb, "\\\\");
+        else if (*v == '"')
+            r = strbuf_puts(sb, "\\\"");
+        else if (*v == '\n')
+            r = strbuf_puts(sb, "\\n");
+        else
+            r = strbuf_printf(sb, "%c", *v);
+    }
+    return r;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+                             const char *body, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result r;
+
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", type);
+    r = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static void deadline_ms(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Pings the loop and waits for its pong. */
+static bool loop_alive(struct metrics_server *s)
+{
+    uint64_t one = 1;
+    unsigned long long before;
+    struct timespec ts;
+    bool alive;
+
+    pthread_mutex_lock(&s->lock);
+    before = s->pongs;
+    if (write(s->ping_fd, &one, sizeof(one)) != sizeof(one)) {
+        pthread_mutex_unlock(&s->lock);
+        return false;
+    }
+    deadline_ms(&ts, METRICS_HEALTHZ_TIMEOUT_MS);
+    while (s->pongs == before && pthread_cond_timedwait(&s->cond, &s->lock, &ts) != ETIMEDOUT)
+        ;
+    alive = s->pongs != before;
+    pthread_mutex_unlock(&s->lock);
+    return alive;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+    static const char text_type[] = "text/plain; version=0.0.4; charset=utf-8";
+    struct metrics_server *s = cls;
+    enum MHD_Result r;
+
+    (void)version;
+    (void)upload;
+    (void)upload_size;
+    (void)con_cls;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "GET only\n", 9);
+    if (strcmp(url, "/metrics") == 0) {
+        /* the loop re-publishes before it answers the ping: counters kept by other
+         * threads (Allocate) are fresh; a wedged loop leaves the last text */
+        (void)loop_alive(s);
+        pthread_mutex_lock(&s->lock);
+        r = reply(c, MHD_HTTP_OK, text_type, s->text ? s->text : "", s->text ? s->text_len : 0);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+    }
+    if (strcmp(url, "/healthz") == 0)
+        return loop_alive(s) ? reply(c, MHD_HTTP_OK, "text/plain", "ok\n", 3)
+                             : reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+                                     "the daemon's loop did not answer\n", 32);
+    if (strcmp(url, "/readyz") == 0) {
+        char body[300];
+        int n;
+        (void)loop_alive(s); /* readiness as of now */
+        pthread_mutex_lock(&s->lock);
+        n = snprintf(body, sizeof(body), "%s\n", s->ready ? "ok" : s->reason);
+        r = reply(c, s->ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", body,
+                  n > 0 && (size_t)n < sizeof(body) ? (size_t)n : strlen(body));
+        pthread_mutex_unlock(&s->lock);
+        return r;
+    }
+    return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: /metrics, /healthz, /readyz\n",
+                 39);
+}
+
+static int parse_address(const char *address, struct sockaddr_in *sa, struct error *err)
+{
+    const char *colon = strrchr(address, ':');
+    char host[64];
+    unsigned port;
+
+    if (!colon || (size_t)(colon - address) >= sizeof(host) || parse_uint(colon + 1, &port) < 0 ||
+        port > 65535)
+        return error_set(err, -EINVAL, "--metrics-address '%s': expected HOST:PORT, e.g. :9400 "
+                         "or 127.0.0.1:9400", address);
+    memcpy(host, address, (size_t)(colon - address));
+    host[colon - address] = '\0';
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (!*host || strcmp(host, "0.0.0.0") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+        return error_set(err, -EINVAL, "--metrics-address '%s': '%s' is not an IPv4 address",
+                         address, host);
+    return 0;
+}
+
+int metrics_server_start(const char *address, struct metrics_server **ret, struct error *err)
+{
+    struct metrics_server *s;
+    struct sockaddr_in sa;
+    const union MHD_DaemonInfo *info;
+    pthread_condattr_t ca;
+    int r = parse_address(address, &sa, err);
+
+    if (r < 0)
+        return r;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return error_set(err, -ENOMEM, "out of memory");
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    str_copy(s->reason, "starting: resources not registered yet", sizeof(s->reason));
+    s->ping_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->ping_fd < 0) {
+        r = error_set(err, -errno, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+                              handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    if (!s->mhd) {
+        r = error_set(err, -EADDRINUSE, "--metrics-address '%s': cannot listen (address in "
+                      "use, or not an address of this host)", address);
+        goto fail;
+    }
+    info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : ntohs(sa.sin_port);
+    *ret = s;
+    return 0;
+fail:
+    metrics_server_free(s);
+    return r;
+}
+
+void metrics_server_free(struct metrics_server *s)
+{
+    if (!s)
+        return;
+    if (s->mhd)
+        MHD_stop_daemon(s->mhd);
+    if (s->ping_fd >= 0)
+        close(s->ping_fd);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s->text);
+    free(s);
+}
+
+unsigned metrics_server_port(const struct metrics_server *s)
+{
+    return s ? s->port : 0;
+}
+
+int metrics_server_publish(struct metrics_server *s, const char *text, size_t len, bool ready,
+                           const char *not_ready_reason)
+{
+    char *copy;
+
+    if (len > METRICS_MAX_TEXT_BYTES)
+        return -E2BIG;
+    copy = malloc(len + 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    pthread_mutex_lock(&s->lock);
+    free(s->text);
+    s->text = copy;
+    s->text_len = len;
+    s->ready = ready;
+    str_copy(s->reason, not_ready_reason ? not_ready_reason : "not ready", sizeof(s->reason));
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int metrics_server_ping_fd(const struct metrics_server *s)
+{
+    return s ? s->ping_fd : -1;
+}
+
+void metrics_server_pong(struct metrics_server *s)
+{
+    uint64_t v;
+
+    while (read(s->ping_fd, &v, sizeof(v)) == sizeof(v))
+        ;
+    pthread_mutex_lock(&s->lock);
+    s->pongs++;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}

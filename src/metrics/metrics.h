@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* metrics.h: the daemon's HTTP endpoint (libmicrohttpd, one internal thread): /metrics
+ * (Prometheus text exposition 0.0.4), /healthz and /readyz. The endpoint never touches the
+ * daemon's state: the daemon publishes the exposition text and its readiness here, and
+ * answers liveness pings through an eventfd its loop polls, so a wedged loop fails /healthz.
+ * No NVML, no gRPC; base/ and libmicrohttpd only. */
+#ifndef GS_METRICS_H
+#define GS_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/base.h"
+
+struct metrics_server;
+
+/* How long /healthz waits for the loop to answer a ping. */
+#define METRICS_HEALTHZ_TIMEOUT_MS 2000
+/* The largest exposition published (anything a node can produce fits many times). */
+#define METRICS_MAX_TEXT_BYTES (8u * 1024 * 1024)
+
+/* Listens on "HOST:PORT" (":9400" = every address, "127.0.0.1:0" = any free port). On
+ * success *ret is owned (metrics_server_free()); -EINVAL for a bad address, -EADDRINUSE and
+ * others from bind, with the address in err. */
+int metrics_server_start(const char *address, struct metrics_server **ret, struct error *err);
+/* Stops the thread and frees; accepts NULL. */
+void metrics_server_free(struct metrics_server *s);
+/* The TCP port listened on (useful with port 0). */
+unsigned metrics_server_port(const struct metrics_server *s);
+
+/* Replaces the /metrics body (copied) and the /readyz answer (ready, and why not). */
+int metrics_server_publish(struct metrics_server *s, const char *text, size_t len, bool ready,
+                           const char *not_ready_reason);
+
+/* The eventfd /healthz and /metrics write a ping to; the loop publishes, then calls
+ * metrics_server_pong() when it reads it. -1 for NULL. */
+int metrics_server_ping_fd(const struct metrics_server *s);
+void metrics_server_pong(struct metrics_server *s);
+
+/* Exposition helpers: a label value escaped as the text format wants (\\, \", \n). */
+int metrics_escape(struct strbuf *sb, const char *value);
+
+#endif
