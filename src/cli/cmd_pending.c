@@ -19,9 +19,6 @@ static int pending(int argc, char **argv, const char *what)
 #define GS_PENDING(fn, what)                                                                    \
     __attribute__((weak)) int fn(int argc, char **argv) { return pending(argc, argv, what); }
 
-GS_PENDING(cmd_config_manager, "the config-manager (node label -> config symlink)")
-GS_PENDING(cmd_labels, "node labels")
-GS_PENDING(cmd_feature_discovery, "GPU feature discovery")
 GS_PENDING(cmd_mig, "MIG partitioning")
 GS_PENDING(cmd_mps_control_daemon, "the MPS control daemon")
 GS_PENDING(cmd_cdi, "CDI spec generation")
