@@ -5,6 +5,7 @@
 #   make fuzz     build the libFuzzer targets and run each for FUZZ_SECONDS on its corpus
 #   make bench    run the benchmarks; JSON lines on stdout, also in build/bench.json
 #   make demo     replay the seed's production incident on fake nodes
+#   make check    clang-format, clang-tidy (.clang-tidy) and scripts/check-style
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -12,7 +13,7 @@ FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure test asan fuzz bench demo clean format
+.PHONY: all deps configure test asan fuzz bench demo clean format check
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -45,6 +46,16 @@ demo: all
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Style gates, run by .ci/run. clang-tidy needs the build's compile database and generated
+# protobuf headers, hence `all`.
+check: all
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') || \
+		{ echo "make check: clang-format differs; run 'make format' and commit" >&2; exit 1; }
+	@out=$$(git ls-files 'src/*.c' | xargs -P $(JOBS) -n 8 clang-tidy -p $(BUILD) -quiet 2>&1 | \
+		grep -E 'warning:|error:'); \
+	if [ -n "$$out" ]; then echo "$$out"; echo "make check: clang-tidy findings above" >&2; exit 1; fi
+	@scripts/check-style
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
