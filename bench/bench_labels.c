@@ -21,8 +21,11 @@ static struct inv_inventory *node(bool mig)
 {
     struct inv_inventory *inv = calloc(1, sizeof(*inv));
 
-    if (!inv || !(inv->gpus = calloc(N_GPUS, sizeof(*inv->gpus))) ||
-        !(inv->links = calloc(N_GPUS * N_GPUS, sizeof(*inv->links))))
+    if (!inv)
+        return NULL;
+    inv->gpus = calloc(N_GPUS, sizeof(*inv->gpus));
+    inv->links = calloc(N_GPUS * N_GPUS, sizeof(*inv->links));
+    if (!inv->gpus || !inv->links)
         goto fail;
     str_copy(inv->driver_version, "570.158.01", sizeof(inv->driver_version));
     inv->cuda_version = 12080;
@@ -37,7 +40,8 @@ static struct inv_inventory *node(bool mig)
         g->mig_capable = g->mig_enabled = mig;
         if (!mig)
             continue;
-        if (!(g->migs = calloc(N_MIGS, sizeof(*g->migs))))
+        g->migs = calloc(N_MIGS, sizeof(*g->migs));
+        if (!g->migs)
             goto fail;
         g->n_migs = N_MIGS;
         for (unsigned k = 0; k < N_MIGS; k++) {

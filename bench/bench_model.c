@@ -91,13 +91,11 @@ static void report(const char *what, const char *conditions, uint64_t *ns, size_
     qsort(ns, n, sizeof(*ns), cmp_u64);
     printf("{\"bench\":\"model\",\"case\":\"%s\",\"iterations\":%zu,\"p50_us\":%.1f,"
            "\"p99_us\":%.1f,\"max_us\":%.1f,\"conditions\":{%s}}\n",
-           what, n, ns[n / 2] / 1000.0, ns[n * 99 / 100] / 1000.0, ns[n - 1] / 1000.0,
-           conditions);
+           what, n, ns[n / 2] / 1000.0, ns[n * 99 / 100] / 1000.0, ns[n - 1] / 1000.0, conditions);
     fflush(stdout);
 }
 
-static int bench_build(const struct inv_inventory *inv, const struct cfg_config *cfg,
-                       size_t iters)
+static int bench_build(const struct inv_inventory *inv, const struct cfg_config *cfg, size_t iters)
 {
     uint64_t *ns = calloc(iters, sizeof(*ns));
     struct error err = {0};
@@ -115,8 +113,8 @@ static int bench_build(const struct inv_inventory *inv, const struct cfg_config 
         ns[i] = time_now_ns() - t0;
         model_free(m);
     }
-    report("model_build", "\"gpus\":16,\"migs_per_gpu\":7,\"replicas\":64,\"devices\":7168",
-           ns, iters);
+    report("model_build", "\"gpus\":16,\"migs_per_gpu\":7,\"replicas\":64,\"devices\":7168", ns,
+           iters);
     free(ns);
     return 0;
 }
@@ -149,8 +147,8 @@ static int bench_preferred(const struct model *m, const struct model_resource *r
             goto out;
         }
     }
-    snprintf(cond, sizeof(cond), "\"devices\":%zu,\"available\":%zu,\"size\":%zu",
-             res->n_devices, n, size);
+    snprintf(cond, sizeof(cond), "\"devices\":%zu,\"available\":%zu,\"size\":%zu", res->n_devices,
+             n, size);
     report(what, cond, ns, iters);
     r = 0;
 out:
@@ -217,11 +215,11 @@ static int bench_topology(const struct inv_inventory *inv, const char *label, si
         uint64_t sorted_p50;
         qsort(ns, iters, sizeof(*ns), cmp_u64);
         sorted_p50 = ns[iters / 2] ? ns[iters / 2] : 1;
-        snprintf(what, sizeof(what), "preferred_topology_%s_%zugpus_size%zu", label, n_gpus,
-                 size);
-        snprintf(cond, sizeof(cond), "\"gpus\":%zu,\"size\":%zu,\"exact\":true,"
-                 "\"brute_force_us\":%.1f,\"speedup_vs_brute_force\":%.0f", n_gpus, size,
-                 brute / 1000.0, (double)brute / (double)sorted_p50);
+        snprintf(what, sizeof(what), "preferred_topology_%s_%zugpus_size%zu", label, n_gpus, size);
+        snprintf(cond, sizeof(cond),
+                 "\"gpus\":%zu,\"size\":%zu,\"exact\":true,"
+                 "\"brute_force_us\":%.1f,\"speedup_vs_brute_force\":%.0f",
+                 n_gpus, size, brute / 1000.0, (double)brute / (double)sorted_p50);
         report(what, cond, ns, iters);
     }
 out:
@@ -258,8 +256,10 @@ static int bench_allocate(const struct model *m, const struct model_resource *re
             fprintf(stderr, "bench_model: %s\n", err.msg);
     }
     if (r == 0)
-        report("allocate", "\"devices\":7168,\"ids\":1,\"strategies\":\"envvar,cdi-annotations\","
-               "\"pass_device_specs\":true", ns, iters);
+        report("allocate",
+               "\"devices\":7168,\"ids\":1,\"strategies\":\"envvar,cdi-annotations\","
+               "\"pass_device_specs\":true",
+               ns, iters);
     free(ns);
     return r;
 }
@@ -267,8 +267,7 @@ static int bench_allocate(const struct model *m, const struct model_resource *re
 int main(void)
 {
     struct inv_inventory *mig = big_node(true), *whole = big_node(false);
-    struct cfg_replicated_resource rule = {.name = "nvidia.com/mig-1g.10gb",
-                                           .replicas = REPLICAS};
+    struct cfg_replicated_resource rule = {.name = "nvidia.com/mig-1g.10gb", .replicas = REPLICAS};
     struct cfg_config cfg = {0};
     struct model *m = NULL;
     const struct model_resource *res;

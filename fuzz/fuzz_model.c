@@ -126,10 +126,10 @@ static unsigned take(struct reader *r, unsigned mod)
     return mod ? v % mod : v;
 }
 
-static char *const names[] = {"nvidia.com/gpu", "nvidia.com/t4", "nvidia.com/mig-1g.10gb",
-                              "nvidia.com/mig-small", "nvidia.com/gpu.shared", "gpu",
-                              "example.kubernetes.io/x", "nvidia.com/a/b", "nvidia.com/-x",
-                              "requests.x/y"};
+static char *const names[] = {
+    "nvidia.com/gpu",        "nvidia.com/t4", "nvidia.com/mig-1g.10gb",  "nvidia.com/mig-small",
+    "nvidia.com/gpu.shared", "gpu",           "example.kubernetes.io/x", "nvidia.com/a/b",
+    "nvidia.com/-x",         "requests.x/y"};
 static char *const patterns[] = {"*", "*T4*", "NVIDIA*", "1g.10gb", "1c.2g.20gb", "", "**"};
 
 #define MAX_RULES 4
@@ -163,7 +163,8 @@ static void decode(struct reader *r, struct fuzz_cfg *f, struct inv_inventory *c
     c->n_gpus = take(r, 3);
     c->gpus = f->gpus;
     for (size_t i = 0; i < c->n_gpus; i++)
-        f->gpus[i] = (struct cfg_resource_pattern){patterns[take(r, 7)], names[take(r, 10)], {0, 0}};
+        f->gpus[i] =
+            (struct cfg_resource_pattern){patterns[take(r, 7)], names[take(r, 10)], {0, 0}};
     c->n_mig = take(r, 3);
     c->mig = f->mig;
     for (size_t i = 0; i < c->n_mig; i++)

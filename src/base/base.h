@@ -24,8 +24,8 @@
  * negative errno and, when `err` is not NULL, fill it. The function that knows the cause
  * writes the message; callers only add context in front with error_prefix(). */
 struct error {
-    int code;                 /* negative errno, 0 when unset */
-    char msg[ERROR_MSG_MAX];  /* NUL-terminated, truncated with "..." if too long */
+    int code;                /* negative errno, 0 when unset */
+    char msg[ERROR_MSG_MAX]; /* NUL-terminated, truncated with "..." if too long */
 };
 
 /* Sets err (may be NULL) and returns `code` forced negative, so that a caller can write
@@ -51,10 +51,10 @@ void log_emit(enum log_level level, const char *file, int line, const char *fmt,
 
 /* One line per event; key=value context in the message. The level is checked before the
  * arguments are formatted. */
-#define GS_LOG(level, ...)                                                                      \
-    do {                                                                                        \
-        if (log_enabled(level))                                                                 \
-            log_emit(level, __FILE__, __LINE__, __VA_ARGS__);                                   \
+#define GS_LOG(level, ...)                                                                         \
+    do {                                                                                           \
+        if (log_enabled(level))                                                                    \
+            log_emit(level, __FILE__, __LINE__, __VA_ARGS__);                                      \
     } while (0)
 #define log_error(...) GS_LOG(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define log_warn(...) GS_LOG(LOG_LEVEL_WARN, __VA_ARGS__)
@@ -64,13 +64,16 @@ void log_emit(enum log_level level, const char *file, int line, const char *fmt,
 /* ---- strbuf: growable, NUL-terminated, with a size cap ----------------------------------- */
 
 struct strbuf {
-    char *buf;       /* owned; NULL until the first append */
-    size_t len;      /* bytes used, excluding the NUL */
-    size_t alloc;    /* bytes allocated */
-    size_t max_len;  /* appends past this fail with -E2BIG; 0 means 64 MiB */
+    char *buf;      /* owned; NULL until the first append */
+    size_t len;     /* bytes used, excluding the NUL */
+    size_t alloc;   /* bytes allocated */
+    size_t max_len; /* appends past this fail with -E2BIG; 0 means 64 MiB */
 };
 
-#define STRBUF_INIT {NULL, 0, 0, 0}
+#define STRBUF_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 int strbuf_append(struct strbuf *sb, const char *s, size_t n);
 int strbuf_puts(struct strbuf *sb, const char *s);

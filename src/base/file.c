@@ -37,9 +37,13 @@ int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *r
     }
     /* regular files, and character devices for /dev/null (config-manager's empty config) */
     if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
-        r = error_set(err, -EINVAL, "'%s' is a %s, not a regular file; put the config in a "
-                      "regular file", path, S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode)
-                      ? "socket" : "special file");
+        r = error_set(err, -EINVAL,
+                      "'%s' is a %s, not a regular file; put the config in a "
+                      "regular file",
+                      path,
+                      S_ISFIFO(st.st_mode)   ? "FIFO"
+                      : S_ISSOCK(st.st_mode) ? "socket"
+                                             : "special file");
         goto out;
     }
     for (;;) {
@@ -64,8 +68,7 @@ int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *r
             break;
         len += (size_t)n;
         if (len > max_bytes) {
-            r = error_set(err, -EFBIG, "'%s' is larger than the %zu-byte limit", path,
-                          max_bytes);
+            r = error_set(err, -EFBIG, "'%s' is larger than the %zu-byte limit", path, max_bytes);
             goto out;
         }
     }
@@ -105,8 +108,7 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            r = error_set(err, -errno, "cannot write '%s': %s", strbuf_str(&tmp),
-                          strerror(errno));
+            r = error_set(err, -errno, "cannot write '%s': %s", strbuf_str(&tmp), strerror(errno));
             goto out;
         }
         p += n;

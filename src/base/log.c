@@ -100,14 +100,15 @@ void log_emit(enum log_level level, const char *file, int line, const char *fmt,
     if (log_cfg.format == LOG_FORMAT_JSON) {
         char ts[64];
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-        strbuf_printf(&out, "{\"ts\":\"%s.%06ldZ\",\"level\":\"%s\",\"caller\":\"%s:%d\",\"msg\":\"",
-                      ts, (long)tv.tv_usec, json_level[level], base, line);
+        strbuf_printf(&out,
+                      "{\"ts\":\"%s.%06ldZ\",\"level\":\"%s\",\"caller\":\"%s:%d\",\"msg\":\"", ts,
+                      (long)tv.tv_usec, json_level[level], base, line);
         json_escape_into(&out, strbuf_str(&msg));
         strbuf_puts(&out, "\"}\n");
     } else {
         strbuf_printf(&out, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] %s\n", klog_letter[level],
-                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                      (long)tv.tv_usec, (int)getpid(), base, line, strbuf_str(&msg));
+                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec,
+                      (int)getpid(), base, line, strbuf_str(&msg));
     }
     if (out.buf) {
         ssize_t n = write(log_cfg.fd, out.buf, out.len);

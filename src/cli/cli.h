@@ -39,12 +39,14 @@ enum {
     CLI_OPT_DRIVER_ROOT,
     CLI_OPT_DRIVER_ROOT_CTR_PATH,
 };
-#define CLI_NVML_LONGOPTS                                                                       \
-    {"nvml-library", required_argument, NULL, CLI_OPT_NVML_LIBRARY},                            \
-        {"driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT},                          \
-        {"nvidia-driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT},                   \
-        {"driver-root-ctr-path", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH},        \
-        {"container-driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH}
+#define CLI_NVML_LONGOPTS                                                                          \
+    {"nvml-library", required_argument, NULL, CLI_OPT_NVML_LIBRARY},                               \
+        {"driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT},                             \
+        {"nvidia-driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT},                      \
+        {"driver-root-ctr-path", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH},           \
+    {                                                                                              \
+        "container-driver-root", required_argument, NULL, CLI_OPT_DRIVER_ROOT_CTR_PATH             \
+    }
 
 /* The usage error for what getopt_long returned when it did not recognise an option: ':'
  * (a missing value, with optstring starting with ':') or '?' (unknown). Returns

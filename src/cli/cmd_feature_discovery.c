@@ -45,8 +45,7 @@ static void usage(FILE *f)
             "      --oneshot                 label once and exit (GFD_ONESHOT)\n"
             "      --no-timestamp            no nvidia.com/gfd.timestamp (GFD_NO_TIMESTAMP)\n"
             "      --sleep-interval D        relabel every D (60s), or 'infinite'\n"
-            "      --output-file PATH        NFD file (default " DEFAULT_OUTPUT
-            "; '' = stdout)\n"
+            "      --output-file PATH        NFD file (default " DEFAULT_OUTPUT "; '' = stdout)\n"
             "      --use-node-feature-api[=B] write a NodeFeature object (default true)\n"
             "      --machine-type-file PATH  DMI product name\n"
             "      --mig-strategy S          none, single or mixed\n"
@@ -63,12 +62,23 @@ static int on_extra(struct cli_node_args *a, int c, const char *arg, void *ctx)
     struct fd_args *f = ctx;
     (void)a;
     switch (c) {
-    case OPT_KUBECONFIG: f->kubeconfig = arg; return -1;
-    case OPT_NAMESPACE: f->namespace_ = arg; return -1;
-    case OPT_NODE_NAME: f->node_name = arg; return -1;
-    case OPT_POD_NAME: f->pod_name = arg; return -1;
-    case OPT_API_SERVER: f->api_server = arg; return -1;
-    default: return CLI_EXIT_USAGE;
+    case OPT_KUBECONFIG:
+        f->kubeconfig = arg;
+        return -1;
+    case OPT_NAMESPACE:
+        f->namespace_ = arg;
+        return -1;
+    case OPT_NODE_NAME:
+        f->node_name = arg;
+        return -1;
+    case OPT_POD_NAME:
+        f->pod_name = arg;
+        return -1;
+    case OPT_API_SERVER:
+        f->api_server = arg;
+        return -1;
+    default:
+        return CLI_EXIT_USAGE;
     }
 }
 
@@ -101,8 +111,8 @@ static int label_once(const struct cli_node_args *a, const struct fd_args *f,
     if (r < 0)
         goto out;
     if (kc) {
-        r = labels_write_nodefeature(kc, f->namespace_, f->node_name, f->pod_name, set,
-                                     &changed, &err);
+        r = labels_write_nodefeature(kc, f->namespace_, f->node_name, f->pod_name, set, &changed,
+                                     &err);
         if (r < 0)
             log_error("cannot write NodeFeature for node %s: %s", f->node_name, err.msg);
         else
@@ -140,7 +150,8 @@ static int wait_next(int sfd, int64_t interval_ms)
 {
     struct pollfd p = {.fd = sfd, .events = POLLIN};
     struct signalfd_siginfo si;
-    int n = poll(&p, 1, interval_ms < 0 ? -1 : (int)(interval_ms > 86400000 ? 86400000 : interval_ms));
+    int n =
+        poll(&p, 1, interval_ms < 0 ? -1 : (int)(interval_ms > 86400000 ? 86400000 : interval_ms));
 
     if (n == 0)
         return 1;
@@ -188,8 +199,8 @@ int cmd_feature_discovery(int argc, char **argv)
         goto out;
     }
     if (flag_true(&a, CFG_OPT_USE_NODE_FEATURE_API, true)) {
-        struct kube_options ko = {.kubeconfig = f.kubeconfig, .node_name = f.node_name,
-                                  .api_server = f.api_server};
+        struct kube_options ko = {
+            .kubeconfig = f.kubeconfig, .node_name = f.node_name, .api_server = f.api_server};
         if (!f.node_name) {
             rc = cli_usage_error(a.cmd, "the NodeFeature API needs the node name: set "
                                         "NODE_NAME (downward API spec.nodeName) or "

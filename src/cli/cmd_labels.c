@@ -19,24 +19,23 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: gpuslice labels [options]\n\n"
-            "Print this node's GPU labels (NVIDIA GPU feature discovery's, plus per-model and\n"
-            "per-resource labels), one key=value a line sorted by key, computed from the\n"
-            "same config and GPUs the device plugin serves.\n\n"
-            "Options:\n"
-            "      --config-file PATH     config file or ConfigMap directory (alias --config;\n"
-            "                             env CONFIG_FILE)\n"
-            "      --config-name NAME     named config in a directory\n"
-            "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
-            "      --machine-type-file P  DMI product name (default " DEFAULT_MACHINE_TYPE_FILE
-            ")\n"
-            "      --no-timestamp         leave out nvidia.com/gfd.timestamp\n"
-            "  -o, --output FORMAT        text (default) or json\n"
-            "      --nvml-library PATH    load this libnvidia-ml.so.1 (env GPUSLICE_NVML_LIBRARY)\n"
-            "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
-            "  -h, --help                 show this help\n"
-            "Every device plugin and GFD flag and env var is accepted (docs/labels.md).\n");
+    fprintf(
+        f, "Usage: gpuslice labels [options]\n\n"
+           "Print this node's GPU labels (NVIDIA GPU feature discovery's, plus per-model and\n"
+           "per-resource labels), one key=value a line sorted by key, computed from the\n"
+           "same config and GPUs the device plugin serves.\n\n"
+           "Options:\n"
+           "      --config-file PATH     config file or ConfigMap directory (alias --config;\n"
+           "                             env CONFIG_FILE)\n"
+           "      --config-name NAME     named config in a directory\n"
+           "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
+           "      --machine-type-file P  DMI product name (default " DEFAULT_MACHINE_TYPE_FILE ")\n"
+           "      --no-timestamp         leave out nvidia.com/gfd.timestamp\n"
+           "  -o, --output FORMAT        text (default) or json\n"
+           "      --nvml-library PATH    load this libnvidia-ml.so.1 (env GPUSLICE_NVML_LIBRARY)\n"
+           "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
+           "  -h, --help                 show this help\n"
+           "Every device plugin and GFD flag and env var is accepted (docs/labels.md).\n");
 }
 
 /* Drops trailing whitespace (sysfs and DMI files end in a newline); returns s. */
@@ -57,9 +56,10 @@ static int parse_hex(const char *s, unsigned long *ret)
     if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
         return -EINVAL;
     for (s += 2; *s && n < 8; s++, n++) {
-        int d = *s >= '0' && *s <= '9' ? *s - '0'
+        int d = *s >= '0' && *s <= '9'   ? *s - '0'
                 : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
-                : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10 : -1;
+                : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
+                                         : -1;
         if (d < 0)
             return -EINVAL;
         v = v * 16 + (unsigned long)d;

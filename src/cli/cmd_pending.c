@@ -11,13 +11,16 @@
 static int pending(int argc, char **argv, const char *what)
 {
     const char *name = argc > 0 ? argv[0] : "?";
-    fprintf(stderr, "gpuslice %s: not built yet: %s is not part of this build of gpuslice\n",
-            name, what);
+    fprintf(stderr, "gpuslice %s: not built yet: %s is not part of this build of gpuslice\n", name,
+            what);
     return CLI_EXIT_FAILURE;
 }
 
-#define GS_PENDING(fn, what)                                                                    \
-    __attribute__((weak)) int fn(int argc, char **argv) { return pending(argc, argv, what); }
+#define GS_PENDING(fn, what)                                                                       \
+    __attribute__((weak)) int fn(int argc, char **argv)                                            \
+    {                                                                                              \
+        return pending(argc, argv, what);                                                          \
+    }
 
 GS_PENDING(cmd_mig, "MIG partitioning")
 GS_PENDING(cmd_mps_control_daemon, "the MPS control daemon")

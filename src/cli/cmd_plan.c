@@ -31,24 +31,23 @@ struct plan_args {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: gpuslice plan [options]\n\n"
-            "Show what this node will advertise to the kubelet: resources, device counts,\n"
-            "sharing, replicas and memory per replica, with errors and warnings. Reads the\n"
-            "GPUs through NVML and the same config the device plugin would use (none: the\n"
-            "built-in defaults). Exits 1 when the config has errors on this node.\n\n"
-            "Options:\n"
-            "      --config PATH          config file or ConfigMap directory (env CONFIG_FILE)\n"
-            "      --config-name NAME     named config in a directory (else 'default', or the\n"
-            "                             only one)\n"
-            "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
-            "  -o, --output FORMAT        text (default) or json\n"
-            "      --nvml-library PATH    load this libnvidia-ml.so.1 (env "
-            "GPUSLICE_NVML_LIBRARY)\n"
-            "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
-            "      --driver-root-ctr-path PATH  driver root in this container (default "
-            "/driver-root)\n"
-            "  -h, --help                 show this help\n");
+    fprintf(f, "Usage: gpuslice plan [options]\n\n"
+               "Show what this node will advertise to the kubelet: resources, device counts,\n"
+               "sharing, replicas and memory per replica, with errors and warnings. Reads the\n"
+               "GPUs through NVML and the same config the device plugin would use (none: the\n"
+               "built-in defaults). Exits 1 when the config has errors on this node.\n\n"
+               "Options:\n"
+               "      --config PATH          config file or ConfigMap directory (env CONFIG_FILE)\n"
+               "      --config-name NAME     named config in a directory (else 'default', or the\n"
+               "                             only one)\n"
+               "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
+               "  -o, --output FORMAT        text (default) or json\n"
+               "      --nvml-library PATH    load this libnvidia-ml.so.1 (env "
+               "GPUSLICE_NVML_LIBRARY)\n"
+               "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
+               "      --driver-root-ctr-path PATH  driver root in this container (default "
+               "/driver-root)\n"
+               "  -h, --help                 show this help\n");
 }
 
 static const char *env_get(const char *name)

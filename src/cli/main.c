@@ -22,10 +22,13 @@ static const struct cli_command commands[] = {
     {"config", "validate and show device plugin configs", cmd_config},
     {"inventory", "survey this node's GPUs (NVML)", cmd_inventory},
     {"plan", "show what this node will advertise to the kubelet", cmd_plan},
-    {"device-plugin", "serve GPUs to the kubelet (NVIDIA device plugin compatible)", cmd_device_plugin},
-    {"config-manager", "pick the node's config from its label (NVIDIA config-manager)", cmd_config_manager},
+    {"device-plugin", "serve GPUs to the kubelet (NVIDIA device plugin compatible)",
+     cmd_device_plugin},
+    {"config-manager", "pick the node's config from its label (NVIDIA config-manager)",
+     cmd_config_manager},
     {"labels", "print this node's GPU labels", cmd_labels},
-    {"feature-discovery", "label the node (NVIDIA gpu-feature-discovery compatible)", cmd_feature_discovery},
+    {"feature-discovery", "label the node (NVIDIA gpu-feature-discovery compatible)",
+     cmd_feature_discovery},
     {"mig", "partition MIG and plan layouts (nvidia-mig-parted compatible)", cmd_mig},
     {"mps-control-daemon", "run and supervise MPS control daemons", cmd_mps_control_daemon},
     {"cdi", "write the CDI spec for this node's GPUs", cmd_cdi},
@@ -79,8 +82,10 @@ void cli_setup_logging(void)
 
     s = getenv("GPUSLICE_LOG_LEVEL");
     if (s && log_level_parse(s, &level) < 0)
-        fprintf(stderr, "gpuslice: GPUSLICE_LOG_LEVEL=%s is not error|warn|info|debug, "
-                        "using info\n", s);
+        fprintf(stderr,
+                "gpuslice: GPUSLICE_LOG_LEVEL=%s is not error|warn|info|debug, "
+                "using info\n",
+                s);
     s = getenv("GPUSLICE_LOG_FORMAT");
     if (s && log_format_parse(s, &format) < 0)
         fprintf(stderr, "gpuslice: GPUSLICE_LOG_FORMAT=%s is not text|json, using text\n", s);
@@ -128,7 +133,10 @@ int main(int argc, char **argv)
 
     /* Invoked as one of NVIDIA's binary names: behave as its replacement, same flags. */
     for (size_t i = 0; i < GS_ARRAY_SIZE(aliases); i++) {
-        if (strcmp(base, aliases[i].argv0) == 0 && (cmd = find_command(aliases[i].command))) {
+        if (strcmp(base, aliases[i].argv0) != 0)
+            continue;
+        cmd = find_command(aliases[i].command);
+        if (cmd) {
             argv[0] = (char *)aliases[i].command;
             return cmd->run(argc, argv);
         }
@@ -142,7 +150,8 @@ int main(int argc, char **argv)
         return cmd_version(1, argv + 1);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
-        if (argc > 2 && (cmd = find_command(argv[2]))) {
+        cmd = argc > 2 ? find_command(argv[2]) : NULL;
+        if (cmd) {
             char *hargv[] = {argv[2], (char *)"--help", NULL};
             return cmd->run(2, hargv);
         }

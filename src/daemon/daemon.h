@@ -29,10 +29,10 @@
 /* Parsed command line + environment. Strings borrow from argv/environ. */
 /* Where the daemon writes the node's labels (--labels). */
 enum daemon_labels_mode {
-    DAEMON_LABELS_OFF = 0,     /* default: drop-in, GFD runs beside us */
-    DAEMON_LABELS_NFD_FILE,    /* NFD local-source file (--labels-output-file) */
+    DAEMON_LABELS_OFF = 0,      /* default: drop-in, GFD runs beside us */
+    DAEMON_LABELS_NFD_FILE,     /* NFD local-source file (--labels-output-file) */
     DAEMON_LABELS_NODE_FEATURE, /* nfd.k8s-sigs.io NodeFeature object */
-    DAEMON_LABELS_NODE,        /* the Node's own labels (no NFD needed) */
+    DAEMON_LABELS_NODE,         /* the Node's own labels (no NFD needed) */
 };
 
 struct daemon_options {

@@ -86,6 +86,7 @@ int daemon_xid_policy_init(struct daemon_xid_policy *p, const char *disable, con
 
     if (!warnings)
         goto out;
+    r = 0;
     for (size_t i = 0; i < GS_ARRAY_SIZE(default_ignored); i++)
         np.ignored[np.n_ignored++] = default_ignored[i];
     if (disable && *disable) {
@@ -93,8 +94,10 @@ int daemon_xid_policy_init(struct daemon_xid_policy *p, const char *disable, con
         /* NVIDIA: "all" alone, or any value containing "xids", turns the checker off */
         if (strcmp(low, "all") == 0 || strstr(low, "xids"))
             np.disabled = true;
-        else if ((r = parse_list("DP_DISABLE_HEALTHCHECKS", disable, np.ignored, &np.n_ignored,
-                                 NULL, &warnings)) < 0)
+        else
+            r = parse_list("DP_DISABLE_HEALTHCHECKS", disable, np.ignored, &np.n_ignored, NULL,
+                           &warnings);
+        if (r < 0)
             goto out;
     }
     if (enable && *enable) {

@@ -70,8 +70,8 @@ struct daemon {
     int wd_config;          /* inotify watch of the config directory (or the file's one) */
     char *config_base;      /* the config file's basename; NULL when the path is a directory */
     bool config_is_dir;
-    int debounce_fd, inventory_fd, retire_fd;  /* timerfds */
-    size_t n_retiring;                         /* devices kept Unhealthy for their pods */
+    int debounce_fd, inventory_fd, retire_fd; /* timerfds */
+    size_t n_retiring;                        /* devices kept Unhealthy for their pods */
     bool pod_view_warned; /* the pod-resources fallback was logged (once per outage) */
     unsigned long long config_reload_failures; /* for metrics */
     unsigned long long reloads;                /* applied changes */
@@ -79,9 +79,9 @@ struct daemon {
     size_t n_xid_marks;
     bool all_unhealthy; /* the event wait failed */
     /* the node label (label.c) */
-    struct daemon__kube *kube; /* NULL: no Kubernetes API */
-    char *label_value;         /* the label's value, NULL when absent or unknown */
-    struct daemon__labels *labels; /* labels.c; NULL with --labels=off */
+    struct daemon__kube *kube;      /* NULL: no Kubernetes API */
+    char *label_value;              /* the label's value, NULL when absent or unknown */
+    struct daemon__labels *labels;  /* labels.c; NULL with --labels=off */
     struct metrics_server *metrics; /* metrics.c; NULL without --metrics-address */
 };
 

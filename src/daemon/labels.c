@@ -22,7 +22,7 @@
 
 struct daemon__labels {
     enum daemon_labels_mode mode;
-    const char *output;    /* nfd-file */
+    const char *output;     /* nfd-file */
     const char *namespace_; /* node-feature */
     const char *pod;
     char *node;
@@ -98,7 +98,8 @@ static void *writer(void *arg)
             backoff_ms = 0;
             log_info("labels: %zu written (%s)", cur->n_labels,
                      l->mode == DAEMON_LABELS_NFD_FILE ? l->output
-                     : l->mode == DAEMON_LABELS_NODE ? "node labels" : "NodeFeature");
+                     : l->mode == DAEMON_LABELS_NODE   ? "node labels"
+                                                       : "NodeFeature");
             labels_set_free(cur);
             cur = NULL;
             continue;
@@ -129,8 +130,7 @@ void daemon__labels_start(struct daemon *d)
     }
     l->mode = o->labels;
     l->output = o->labels_output_file ? o->labels_output_file : LABELS_DEFAULT_OUTPUT;
-    l->namespace_ = o->labels_namespace && *o->labels_namespace ? o->labels_namespace
-                                                                : "default";
+    l->namespace_ = o->labels_namespace && *o->labels_namespace ? o->labels_namespace : "default";
     l->pod = o->pod_name;
     {
         pthread_condattr_t ca; /* the retry deadline is on CLOCK_MONOTONIC */
@@ -141,11 +141,13 @@ void daemon__labels_start(struct daemon *d)
         pthread_condattr_destroy(&ca);
     }
     if (l->mode != DAEMON_LABELS_NFD_FILE) {
-        struct kube_options ko = {.kubeconfig = o->kubeconfig, .node_name = o->node_name,
+        struct kube_options ko = {.kubeconfig = o->kubeconfig,
+                                  .node_name = o->node_name,
                                   .api_server = o->kube_api_server};
         if (!o->node_name || !*o->node_name) {
             log_error("--labels=%s needs NODE_NAME (downward API spec.nodeName), continuing "
-                      "without labels", l->mode == DAEMON_LABELS_NODE ? "node" : "node-feature");
+                      "without labels",
+                      l->mode == DAEMON_LABELS_NODE ? "node" : "node-feature");
             goto fail;
         }
         if (kube_client_new(&ko, &l->client, &err) < 0) {
@@ -198,7 +200,9 @@ static struct labels_set *set_dup(const struct labels_set *s)
 {
     struct labels_set *c = calloc(1, sizeof(*c));
 
-    if (!c || !(c->labels = calloc(s->n_labels ? s->n_labels : 1, sizeof(*c->labels)))) {
+    if (c)
+        c->labels = calloc(s->n_labels ? s->n_labels : 1, sizeof(*c->labels));
+    if (!c || !c->labels) {
         free(c);
         return NULL;
     }
@@ -224,8 +228,8 @@ void daemon__labels_update(struct daemon *d)
 
     if (!l || !d->snap)
         return;
-    if (labels_compute(dp_snapshot_inventory(d->snap), dp_snapshot_model(d->snap), &lo, &s,
-                       &err) < 0) {
+    if (labels_compute(dp_snapshot_inventory(d->snap), dp_snapshot_model(d->snap), &lo, &s, &err) <
+        0) {
         log_warn("labels: %s, keeping the labels written before", err.msg);
         return;
     }

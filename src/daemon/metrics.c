@@ -96,9 +96,11 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
                           dp_plugin_resource_name(d->slots[i].p), NULL, d->slots[i].registered);
     }
     for (int errors = 0; errors < 2 && r == 0; errors++) { /* one family at a time */
-        const char *name = errors ? "gpuslice_allocation_errors_total" : "gpuslice_allocations_total";
-        r = family(sb, name, "counter", errors ? "Allocate calls refused, per resource."
-                                               : "Allocate calls per resource.");
+        const char *name =
+            errors ? "gpuslice_allocation_errors_total" : "gpuslice_allocations_total";
+        r = family(sb, name, "counter",
+                   errors ? "Allocate calls refused, per resource."
+                          : "Allocate calls per resource.");
         for (size_t i = 0; i < d->n_slots && r == 0; i++) {
             struct dp_plugin_stats st;
             if (!d->slots[i].p)

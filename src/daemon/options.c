@@ -202,8 +202,10 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
         else if (strcmp(v, "node") == 0)
             o->labels = DAEMON_LABELS_NODE;
         else
-            return error_set(err, -EINVAL, "%s must be off, nfd-file, node-feature or node, "
-                             "not '%s'", flag, v);
+            return error_set(err, -EINVAL,
+                             "%s must be off, nfd-file, node-feature or node, "
+                             "not '%s'",
+                             flag, v);
         break;
     case OWN_LABELS_OUTPUT:
         o->labels_output_file = v;
@@ -306,7 +308,8 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);
-            if (v && (r = set_own(o, env_own[i].id, env_own[i].env, v, err)) < 0)
+            r = v ? set_own(o, env_own[i].id, env_own[i].env, v, err) : 0;
+            if (r < 0)
                 return r;
         }
     }

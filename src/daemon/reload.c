@@ -331,7 +331,8 @@ static void pod_view_fill(struct daemon *d, struct pod_view *pv)
             if (pv->reachable)
                 log_warn("pod-resources API %s: %s; using the kubelet's checkpoint %s to see "
                          "which devices pods hold (mount /var/lib/kubelet/pod-resources to get "
-                         "pod names)", d->o->pod_resources_socket, err.msg, cp.buf);
+                         "pod names)",
+                         d->o->pod_resources_socket, err.msg, cp.buf);
             else
                 log_warn("pod-resources API %s: %s, and the kubelet checkpoint: %s; keeping the "
                          "devices being removed as Unhealthy until one answers",

@@ -118,19 +118,19 @@ int gpu_pci_sysfs_name(const char *bus_id, char *buf, size_t size);
 struct gpu_events;
 
 struct gpu_event {
-    char uuid[INV_UUID_MAX];  /* the GPU the event is for */
-    unsigned long long type;  /* NVML event type bits */
-    bool is_xid;              /* an XID critical error (the only kind acted on) */
-    unsigned long long xid;   /* the XID */
-    unsigned gi_id, ci_id;    /* MIG attribution, INV_ID_NONE when none */
+    char uuid[INV_UUID_MAX]; /* the GPU the event is for */
+    unsigned long long type; /* NVML event type bits */
+    bool is_xid;             /* an XID critical error (the only kind acted on) */
+    unsigned long long xid;  /* the XID */
+    unsigned gi_id, ci_id;   /* MIG attribution, INV_ID_NONE when none */
 };
 
 /* Registers XidCriticalError (masked by each GPU's supported types) on every GPU of `inv`.
  * A GPU that cannot do events is a warning in *ret_warnings (owned strv), not an error.
  * -EOPNOTSUPP when the library has no event API. `nvml` must outlive the set, which must
  * be used from one thread. Owned: gpu_events_close(). */
-int gpu_events_open(struct gpu_nvml *nvml, const struct inv_inventory *inv,
-                    struct gpu_events **ret, char ***ret_warnings, struct error *err);
+int gpu_events_open(struct gpu_nvml *nvml, const struct inv_inventory *inv, struct gpu_events **ret,
+                    char ***ret_warnings, struct error *err);
 /* Waits up to timeout_ms for the next event: 1 with *ret filled, 0 on timeout, or a
  * negative errno when NVML fails (NVIDIA then marks every device unhealthy). */
 int gpu_events_wait(struct gpu_events *ev, int timeout_ms, struct gpu_event *ret,

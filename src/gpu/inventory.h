@@ -60,8 +60,8 @@ struct inv_gpu {
     uint32_t pci_device_id;          /* 0x20B010DE */
     int numa_node;                   /* -1 when unknown */
     bool mig_capable;
-    bool mig_enabled; /* current mode */
-    bool mig_pending; /* pending mode (differs from current until reset) */
+    bool mig_enabled;            /* current mode */
+    bool mig_pending;            /* pending mode (differs from current until reset) */
     struct inv_mig_device *migs; /* owned; valid when mig_enabled */
     size_t n_migs;
     struct inv_process *procs; /* owned */

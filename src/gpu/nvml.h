@@ -153,13 +153,13 @@ typedef struct nvmlUnit_st *nvmlUnit_t;
 #define nvmlEventTypeFatalPoisonError 0x2000ULL
 #define nvmlEventTypeGpuUnavailableError 0x4000ULL
 #define nvmlEventTypeGpuRecoveryAction 0x8000ULL
-#define nvmlEventTypeAll                                                                   \
-    (nvmlEventTypeNone | nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | \
-     nvmlEventTypePState | nvmlEventTypeXidCriticalError | nvmlEventTypeClock |            \
-     nvmlEventTypePowerSourceChange | nvmlEventMigConfigChange |                           \
-     nvmlEventTypeSingleBitEccErrorStorm | nvmlEventTypeDramRetirementEvent |              \
-     nvmlEventTypeDramRetirementFailure | nvmlEventTypeNonFatalPoisonError |               \
-     nvmlEventTypeFatalPoisonError | nvmlEventTypeGpuUnavailableError |                    \
+#define nvmlEventTypeAll                                                                           \
+    (nvmlEventTypeNone | nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError |         \
+     nvmlEventTypePState | nvmlEventTypeXidCriticalError | nvmlEventTypeClock |                    \
+     nvmlEventTypePowerSourceChange | nvmlEventMigConfigChange |                                   \
+     nvmlEventTypeSingleBitEccErrorStorm | nvmlEventTypeDramRetirementEvent |                      \
+     nvmlEventTypeDramRetirementFailure | nvmlEventTypeNonFatalPoisonError |                       \
+     nvmlEventTypeFatalPoisonError | nvmlEventTypeGpuUnavailableError |                            \
      nvmlEventTypeGpuRecoveryAction)
 
 /* ---- enums ------------------------------------------------------------------------------- */
@@ -222,7 +222,7 @@ typedef enum nvmlTemperatureSensors_enum {
 
 /* ---- structs (LP64 layouts; checked below) ----------------------------------------------- */
 
-#define NVML_STRUCT_VERSION(data, ver) \
+#define NVML_STRUCT_VERSION(data, ver)                                                             \
     (unsigned int)(sizeof(nvml##data##_v##ver##_t) | ((ver) << 24U))
 
 typedef struct nvmlPciInfo_st {
@@ -450,119 +450,116 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
  * to the prototypes and to `<name>_fn` pointer typedefs for the dlsym loader; users may
  * expand it themselves (e.g. to build a symbol table). */
 
-#define NVML_FUNCS(X)                                                                        \
-    X(nvmlInit_v2, nvmlReturn_t, (void))                                                     \
-    X(nvmlInitWithFlags, nvmlReturn_t, (unsigned int flags))                                 \
-    X(nvmlShutdown, nvmlReturn_t, (void))                                                    \
-    X(nvmlErrorString, const char *, (nvmlReturn_t result))                                  \
-    X(nvmlSystemGetDriverVersion, nvmlReturn_t, (char *version, unsigned int length))       \
-    X(nvmlSystemGetCudaDriverVersion, nvmlReturn_t, (int *cudaDriverVersion))               \
-    X(nvmlSystemGetCudaDriverVersion_v2, nvmlReturn_t, (int *cudaDriverVersion))            \
-    X(nvmlDeviceGetCount_v2, nvmlReturn_t, (unsigned int *deviceCount))                     \
-    X(nvmlDeviceGetHandleByIndex_v2, nvmlReturn_t, (unsigned int index, nvmlDevice_t *device)) \
-    X(nvmlDeviceGetHandleByUUID, nvmlReturn_t, (const char *uuid, nvmlDevice_t *device))    \
-    X(nvmlDeviceGetUUID, nvmlReturn_t, (nvmlDevice_t device, char *uuid, unsigned int length)) \
-    X(nvmlDeviceGetName, nvmlReturn_t, (nvmlDevice_t device, char *name, unsigned int length)) \
-    X(nvmlDeviceGetIndex, nvmlReturn_t, (nvmlDevice_t device, unsigned int *index))         \
-    X(nvmlDeviceGetMinorNumber, nvmlReturn_t, (nvmlDevice_t device, unsigned int *minorNumber)) \
-    X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t *memory))  \
-    X(nvmlDeviceGetMemoryInfo_v2, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_v2_t *memory)) \
-    X(nvmlDeviceGetCudaComputeCapability, nvmlReturn_t,                                     \
-      (nvmlDevice_t device, int *major, int *minor))                                         \
-    X(nvmlDeviceGetArchitecture, nvmlReturn_t,                                              \
-      (nvmlDevice_t device, nvmlDeviceArchitecture_t *arch))                                 \
-    X(nvmlDeviceGetBrand, nvmlReturn_t, (nvmlDevice_t device, nvmlBrandType_t *type))       \
-    X(nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t *pci))    \
-    X(nvmlDeviceGetNumaNodeId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *node))    \
-    X(nvmlDeviceGetTopologyCommonAncestor, nvmlReturn_t,                                    \
-      (nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuTopologyLevel_t *pathInfo))       \
-    X(nvmlDeviceGetNvLinkState, nvmlReturn_t,                                               \
-      (nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive))                 \
-    X(nvmlDeviceGetNvLinkRemotePciInfo_v2, nvmlReturn_t,                                    \
-      (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci))                          \
-    X(nvmlDeviceGetMigMode, nvmlReturn_t,                                                   \
-      (nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode))           \
-    X(nvmlDeviceSetMigMode, nvmlReturn_t,                                                   \
-      (nvmlDevice_t device, unsigned int mode, nvmlReturn_t *activationStatus))              \
-    X(nvmlDeviceIsMigDeviceHandle, nvmlReturn_t,                                            \
-      (nvmlDevice_t device, unsigned int *isMigDevice))                                      \
-    X(nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t device, unsigned int *count)) \
-    X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t,                                    \
-      (nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice))                    \
-    X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, nvmlReturn_t,                           \
-      (nvmlDevice_t migDevice, nvmlDevice_t *device))                                        \
-    X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))   \
-    X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id)) \
-    X(nvmlDeviceGetGpuInstanceProfileInfo, nvmlReturn_t,                                    \
-      (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t *info))       \
-    X(nvmlDeviceGetGpuInstanceProfileInfoV, nvmlReturn_t,                                   \
-      (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info))    \
-    X(nvmlDeviceGetGpuInstanceProfileInfoByIdV, nvmlReturn_t,                               \
-      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstanceProfileInfo_v2_t *info))  \
-    X(nvmlDeviceGetGpuInstancePossiblePlacements_v2, nvmlReturn_t,                          \
-      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,  \
-       unsigned int *count))                                                                 \
-    X(nvmlDeviceGetGpuInstanceRemainingCapacity, nvmlReturn_t,                              \
-      (nvmlDevice_t device, unsigned int profileId, unsigned int *count))                    \
-    X(nvmlDeviceCreateGpuInstance, nvmlReturn_t,                                            \
-      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t *gpuInstance))         \
-    X(nvmlDeviceCreateGpuInstanceWithPlacement, nvmlReturn_t,                               \
-      (nvmlDevice_t device, unsigned int profileId,                                          \
-       const nvmlGpuInstancePlacement_t *placement, nvmlGpuInstance_t *gpuInstance))         \
-    X(nvmlDeviceGetGpuInstances, nvmlReturn_t,                                              \
-      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t *gpuInstances,         \
-       unsigned int *count))                                                                 \
-    X(nvmlDeviceGetGpuInstanceById, nvmlReturn_t,                                           \
-      (nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance))                \
-    X(nvmlGpuInstanceGetInfo, nvmlReturn_t,                                                 \
-      (nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info))                          \
-    X(nvmlGpuInstanceDestroy, nvmlReturn_t, (nvmlGpuInstance_t gpuInstance))               \
-    X(nvmlGpuInstanceGetComputeInstanceProfileInfo, nvmlReturn_t,                           \
-      (nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,         \
-       nvmlComputeInstanceProfileInfo_t *info))                                              \
-    X(nvmlGpuInstanceGetComputeInstanceProfileInfoV, nvmlReturn_t,                          \
-      (nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,         \
-       nvmlComputeInstanceProfileInfo_v2_t *info))                                           \
-    X(nvmlGpuInstanceGetComputeInstanceRemainingCapacity, nvmlReturn_t,                     \
-      (nvmlGpuInstance_t gpuInstance, unsigned int profileId, unsigned int *count))          \
-    X(nvmlGpuInstanceGetComputeInstancePossiblePlacements, nvmlReturn_t,                    \
-      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                \
-       nvmlComputeInstancePlacement_t *placements, unsigned int *count))                     \
-    X(nvmlGpuInstanceCreateComputeInstance, nvmlReturn_t,                                   \
-      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                \
-       nvmlComputeInstance_t *computeInstance))                                              \
-    X(nvmlGpuInstanceCreateComputeInstanceWithPlacement, nvmlReturn_t,                      \
-      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                \
-       const nvmlComputeInstancePlacement_t *placement,                                      \
-       nvmlComputeInstance_t *computeInstance))                                              \
-    X(nvmlGpuInstanceGetComputeInstances, nvmlReturn_t,                                     \
-      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                \
-       nvmlComputeInstance_t *computeInstances, unsigned int *count))                        \
-    X(nvmlGpuInstanceGetComputeInstanceById, nvmlReturn_t,                                  \
-      (nvmlGpuInstance_t gpuInstance, unsigned int id,                                       \
-       nvmlComputeInstance_t *computeInstance))                                              \
-    X(nvmlComputeInstanceGetInfo_v2, nvmlReturn_t,                                          \
-      (nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t *info))              \
-    X(nvmlComputeInstanceDestroy, nvmlReturn_t, (nvmlComputeInstance_t computeInstance))   \
-    X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t *set))                              \
-    X(nvmlDeviceRegisterEvents, nvmlReturn_t,                                               \
-      (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))              \
-    X(nvmlDeviceGetSupportedEventTypes, nvmlReturn_t,                                       \
-      (nvmlDevice_t device, unsigned long long *eventTypes))                                 \
-    X(nvmlEventSetWait_v2, nvmlReturn_t,                                                    \
-      (nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms))                   \
-    X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))                                 \
-    X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                \
-      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos))              \
-    X(nvmlDeviceGetUtilizationRates, nvmlReturn_t,                                          \
-      (nvmlDevice_t device, nvmlUtilization_t *utilization))                                 \
-    X(nvmlDeviceGetTemperature, nvmlReturn_t,                                               \
-      (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int *temp))        \
-    X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int *power))    \
-    X(nvmlDeviceGetAttributes_v2, nvmlReturn_t,                                             \
-      (nvmlDevice_t device, nvmlDeviceAttributes_t *attributes))                             \
-    X(nvmlDeviceGetAttributes, nvmlReturn_t,                                                \
-      (nvmlDevice_t device, nvmlDeviceAttributes_t *attributes))
+#define NVML_FUNCS(X)                                                                              \
+    X(nvmlInit_v2, nvmlReturn_t, (void))                                                           \
+    X(nvmlInitWithFlags, nvmlReturn_t, (unsigned int flags))                                       \
+    X(nvmlShutdown, nvmlReturn_t, (void))                                                          \
+    X(nvmlErrorString, const char *, (nvmlReturn_t result))                                        \
+    X(nvmlSystemGetDriverVersion, nvmlReturn_t, (char *version, unsigned int length))              \
+    X(nvmlSystemGetCudaDriverVersion, nvmlReturn_t, (int *cudaDriverVersion))                      \
+    X(nvmlSystemGetCudaDriverVersion_v2, nvmlReturn_t, (int *cudaDriverVersion))                   \
+    X(nvmlDeviceGetCount_v2, nvmlReturn_t, (unsigned int *deviceCount))                            \
+    X(nvmlDeviceGetHandleByIndex_v2, nvmlReturn_t, (unsigned int index, nvmlDevice_t *device))     \
+    X(nvmlDeviceGetHandleByUUID, nvmlReturn_t, (const char *uuid, nvmlDevice_t *device))           \
+    X(nvmlDeviceGetUUID, nvmlReturn_t, (nvmlDevice_t device, char *uuid, unsigned int length))     \
+    X(nvmlDeviceGetName, nvmlReturn_t, (nvmlDevice_t device, char *name, unsigned int length))     \
+    X(nvmlDeviceGetIndex, nvmlReturn_t, (nvmlDevice_t device, unsigned int *index))                \
+    X(nvmlDeviceGetMinorNumber, nvmlReturn_t, (nvmlDevice_t device, unsigned int *minorNumber))    \
+    X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t * memory))         \
+    X(nvmlDeviceGetMemoryInfo_v2, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_v2_t * memory))   \
+    X(nvmlDeviceGetCudaComputeCapability, nvmlReturn_t,                                            \
+      (nvmlDevice_t device, int *major, int *minor))                                               \
+    X(nvmlDeviceGetArchitecture, nvmlReturn_t,                                                     \
+      (nvmlDevice_t device, nvmlDeviceArchitecture_t * arch))                                      \
+    X(nvmlDeviceGetBrand, nvmlReturn_t, (nvmlDevice_t device, nvmlBrandType_t * type))             \
+    X(nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t * pci))           \
+    X(nvmlDeviceGetNumaNodeId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *node))            \
+    X(nvmlDeviceGetTopologyCommonAncestor, nvmlReturn_t,                                           \
+      (nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuTopologyLevel_t * pathInfo))             \
+    X(nvmlDeviceGetNvLinkState, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive))                       \
+    X(nvmlDeviceGetNvLinkRemotePciInfo_v2, nvmlReturn_t,                                           \
+      (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci))                                \
+    X(nvmlDeviceGetMigMode, nvmlReturn_t,                                                          \
+      (nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode))                 \
+    X(nvmlDeviceSetMigMode, nvmlReturn_t,                                                          \
+      (nvmlDevice_t device, unsigned int mode, nvmlReturn_t *activationStatus))                    \
+    X(nvmlDeviceIsMigDeviceHandle, nvmlReturn_t, (nvmlDevice_t device, unsigned int *isMigDevice)) \
+    X(nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t device, unsigned int *count))    \
+    X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t,                                           \
+      (nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice))                          \
+    X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, nvmlReturn_t,                                  \
+      (nvmlDevice_t migDevice, nvmlDevice_t * device))                                             \
+    X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))           \
+    X(nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))       \
+    X(nvmlDeviceGetGpuInstanceProfileInfo, nvmlReturn_t,                                           \
+      (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t *info))             \
+    X(nvmlDeviceGetGpuInstanceProfileInfoV, nvmlReturn_t,                                          \
+      (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info))          \
+    X(nvmlDeviceGetGpuInstanceProfileInfoByIdV, nvmlReturn_t,                                      \
+      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstanceProfileInfo_v2_t *info))        \
+    X(nvmlDeviceGetGpuInstancePossiblePlacements_v2, nvmlReturn_t,                                 \
+      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,        \
+       unsigned int *count))                                                                       \
+    X(nvmlDeviceGetGpuInstanceRemainingCapacity, nvmlReturn_t,                                     \
+      (nvmlDevice_t device, unsigned int profileId, unsigned int *count))                          \
+    X(nvmlDeviceCreateGpuInstance, nvmlReturn_t,                                                   \
+      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t *gpuInstance))               \
+    X(nvmlDeviceCreateGpuInstanceWithPlacement, nvmlReturn_t,                                      \
+      (nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t *placement,   \
+       nvmlGpuInstance_t *gpuInstance))                                                            \
+    X(nvmlDeviceGetGpuInstances, nvmlReturn_t,                                                     \
+      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t *gpuInstances,               \
+       unsigned int *count))                                                                       \
+    X(nvmlDeviceGetGpuInstanceById, nvmlReturn_t,                                                  \
+      (nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t *gpuInstance))                      \
+    X(nvmlGpuInstanceGetInfo, nvmlReturn_t,                                                        \
+      (nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t * info))                               \
+    X(nvmlGpuInstanceDestroy, nvmlReturn_t, (nvmlGpuInstance_t gpuInstance))                       \
+    X(nvmlGpuInstanceGetComputeInstanceProfileInfo, nvmlReturn_t,                                  \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,               \
+       nvmlComputeInstanceProfileInfo_t *info))                                                    \
+    X(nvmlGpuInstanceGetComputeInstanceProfileInfoV, nvmlReturn_t,                                 \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,               \
+       nvmlComputeInstanceProfileInfo_v2_t *info))                                                 \
+    X(nvmlGpuInstanceGetComputeInstanceRemainingCapacity, nvmlReturn_t,                            \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profileId, unsigned int *count))                \
+    X(nvmlGpuInstanceGetComputeInstancePossiblePlacements, nvmlReturn_t,                           \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                      \
+       nvmlComputeInstancePlacement_t *placements, unsigned int *count))                           \
+    X(nvmlGpuInstanceCreateComputeInstance, nvmlReturn_t,                                          \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                      \
+       nvmlComputeInstance_t *computeInstance))                                                    \
+    X(nvmlGpuInstanceCreateComputeInstanceWithPlacement, nvmlReturn_t,                             \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                      \
+       const nvmlComputeInstancePlacement_t *placement, nvmlComputeInstance_t *computeInstance))   \
+    X(nvmlGpuInstanceGetComputeInstances, nvmlReturn_t,                                            \
+      (nvmlGpuInstance_t gpuInstance, unsigned int profileId,                                      \
+       nvmlComputeInstance_t *computeInstances, unsigned int *count))                              \
+    X(nvmlGpuInstanceGetComputeInstanceById, nvmlReturn_t,                                         \
+      (nvmlGpuInstance_t gpuInstance, unsigned int id, nvmlComputeInstance_t *computeInstance))    \
+    X(nvmlComputeInstanceGetInfo_v2, nvmlReturn_t,                                                 \
+      (nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t * info))                   \
+    X(nvmlComputeInstanceDestroy, nvmlReturn_t, (nvmlComputeInstance_t computeInstance))           \
+    X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t * set))                                    \
+    X(nvmlDeviceRegisterEvents, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))                    \
+    X(nvmlDeviceGetSupportedEventTypes, nvmlReturn_t,                                              \
+      (nvmlDevice_t device, unsigned long long *eventTypes))                                       \
+    X(nvmlEventSetWait_v2, nvmlReturn_t,                                                           \
+      (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))                        \
+    X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))                                        \
+    X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                       \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos))                    \
+    X(nvmlDeviceGetUtilizationRates, nvmlReturn_t,                                                 \
+      (nvmlDevice_t device, nvmlUtilization_t * utilization))                                      \
+    X(nvmlDeviceGetTemperature, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int *temp))              \
+    X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int *power))           \
+    X(nvmlDeviceGetAttributes_v2, nvmlReturn_t,                                                    \
+      (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))                                  \
+    X(nvmlDeviceGetAttributes, nvmlReturn_t,                                                       \
+      (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))
 
 #define NVML_DECLARE_PROTO(name, ret, params) NVML_EXPORT ret name params;
 #define NVML_DECLARE_FN_TYPE(name, ret, params) typedef ret(*name##_fn) params;

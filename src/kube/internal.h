@@ -158,9 +158,9 @@ struct kube__cancel {
 struct kube__request {
     const char *method; /* "GET" / "POST" / "PUT" / "PATCH" */
     const char *url;
-    const char *body; /* request body (JSON) or NULL */
+    const char *body;         /* request body (JSON) or NULL */
     const char *content_type; /* of the body; NULL = application/json */
-    long timeout_ms;  /* whole-transfer timeout, 0 = none (watch) */
+    long timeout_ms;          /* whole-transfer timeout, 0 = none (watch) */
     /* Called with each chunk of a 2xx answer; NULL = collect into `response`. Return 0 to go
      * on, negative to abort the transfer (returned from kube__perform). */
     int (*on_data)(const char *data, size_t n, void *userdata);

@@ -609,14 +609,17 @@ int dp_plugin_new(const char *dir, const char *resource_name, struct dp_snapshot
     r = rpc_server_new(p->socket_path, &p->srv, err);
     if (r < 0)
         goto out;
-    if ((r = rpc_server_add_unary(p->srv, DP_METHOD("GetDevicePluginOptions"), h_options, p, err)) <
-            0 ||
-        (r = rpc_server_add_stream(p->srv, DP_METHOD("ListAndWatch"), h_watch_open, h_watch_closed,
-                                   p, err)) < 0 ||
-        (r = rpc_server_add_unary(p->srv, DP_METHOD("GetPreferredAllocation"), h_preferred, p,
-                                  err)) < 0 ||
-        (r = rpc_server_add_unary(p->srv, DP_METHOD("Allocate"), h_allocate, p, err)) < 0 ||
-        (r = rpc_server_add_unary(p->srv, DP_METHOD("PreStartContainer"), h_prestart, p, err)) < 0)
+    r = rpc_server_add_unary(p->srv, DP_METHOD("GetDevicePluginOptions"), h_options, p, err);
+    if (r == 0)
+        r = rpc_server_add_stream(p->srv, DP_METHOD("ListAndWatch"), h_watch_open, h_watch_closed,
+                                  p, err);
+    if (r == 0)
+        r = rpc_server_add_unary(p->srv, DP_METHOD("GetPreferredAllocation"), h_preferred, p, err);
+    if (r == 0)
+        r = rpc_server_add_unary(p->srv, DP_METHOD("Allocate"), h_allocate, p, err);
+    if (r == 0)
+        r = rpc_server_add_unary(p->srv, DP_METHOD("PreStartContainer"), h_prestart, p, err);
+    if (r < 0)
         goto out;
     p->snap = dp_snapshot_ref(snap);
     *ret = p;

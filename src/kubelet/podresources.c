@@ -126,15 +126,13 @@ static int add_entry_ids(struct dp_pod_devices *l, size_t *alloc, const char *re
     int r = 0;
 
     if (json_is_array(ids)) {
-        json_array_foreach(ids, i, v)
-            if (json_is_string(v) && r == 0)
-                r = add_device(l, alloc, resource, json_string_value(v), NULL, uid);
+        json_array_foreach(ids, i, v) if (json_is_string(v) && r == 0) r =
+            add_device(l, alloc, resource, json_string_value(v), NULL, uid);
         return r;
     }
     json_object_foreach(ids, numa, arr)
-        json_array_foreach(arr, i, v)
-            if (json_is_string(v) && r == 0)
-                r = add_device(l, alloc, resource, json_string_value(v), NULL, uid);
+        json_array_foreach(arr, i, v) if (json_is_string(v) && r == 0) r =
+            add_device(l, alloc, resource, json_string_value(v), NULL, uid);
     return r;
 }
 
@@ -157,7 +155,8 @@ int dp_checkpoint_read(const char *path, struct dp_pod_devices *ret, struct erro
                       doc ? "no Data.PodDeviceEntries" : jerr.text);
         goto out;
     }
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         const char *uid = json_string_value(json_object_get(e, "PodUID"));
         const char *res = json_string_value(json_object_get(e, "ResourceName"));
         if (!uid || !res)
@@ -177,4 +176,3 @@ out:
     free(text);
     return r;
 }
-

@@ -826,15 +826,17 @@ static int secure_socket(struct rpc_server *srv, struct error *err)
     int r = 0;
 
     if (fd < 0)
-        return error_set(err, -errno, "cannot open the socket '%s' we bound: %s",
-                         srv->socket_path, strerror(errno));
+        return error_set(err, -errno, "cannot open the socket '%s' we bound: %s", srv->socket_path,
+                         strerror(errno));
     if (fstat(fd, &st) < 0) {
         r = error_set(err, -errno, "cannot stat '%s': %s", srv->socket_path, strerror(errno));
         goto out;
     }
     if (!S_ISSOCK(st.st_mode)) {
-        r = error_set(err, -EPERM, "'%s' is no longer the socket we bound (replaced while "
-                      "starting); not changing its mode", srv->socket_path);
+        r = error_set(err, -EPERM,
+                      "'%s' is no longer the socket we bound (replaced while "
+                      "starting); not changing its mode",
+                      srv->socket_path);
         goto out;
     }
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -855,8 +857,8 @@ bool rpc_server_socket_is_ours(const struct rpc_server *srv)
 {
     struct stat st;
 
-    return srv && srv->have_sock_id && lstat(srv->socket_path, &st) == 0 &&
-           S_ISSOCK(st.st_mode) && st.st_dev == srv->sock_dev && st.st_ino == srv->sock_ino;
+    return srv && srv->have_sock_id && lstat(srv->socket_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+           st.st_dev == srv->sock_dev && st.st_ino == srv->sock_ino;
 }
 
 int rpc_server_start(struct rpc_server *srv, struct error *err)

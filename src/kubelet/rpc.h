@@ -89,7 +89,8 @@ int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_f
 int rpc_server_add_stream(struct rpc_server *srv, const char *method, rpc_stream_open_fn open,
                           rpc_stream_closed_fn closed, void *ctx, struct error *err);
 /* Removes a stale socket at the path (a non-socket file there is an error, -EEXIST), binds,
- * sets mode 0600 (never through a link) and starts serving: when it returns 0 a client can connect. Any
+ * sets mode 0600 (never through a link) and starts serving: when it returns 0 a client can connect.
+ * Any
  * `:authority` is accepted (kubelet sends "localhost" or the socket path). Once only. */
 int rpc_server_start(struct rpc_server *srv, struct error *err);
 /* Ends every open stream with UNAVAILABLE "server is stopping" (the closed callbacks run),

@@ -139,18 +139,29 @@ bool labels_valid(const char *key, const char *value)
 static const char *family(int major, int minor)
 {
     switch (major) {
-    case 1: return "tesla";
-    case 2: return "fermi";
-    case 3: return "kepler";
-    case 5: return "maxwell";
-    case 6: return "pascal";
-    case 7: return minor < 5 ? "volta" : "turing";
-    case 8: return minor < 9 ? "ampere" : "ada-lovelace";
-    case 9: return "hopper";
+    case 1:
+        return "tesla";
+    case 2:
+        return "fermi";
+    case 3:
+        return "kepler";
+    case 5:
+        return "maxwell";
+    case 6:
+        return "pascal";
+    case 7:
+        return minor < 5 ? "volta" : "turing";
+    case 8:
+        return minor < 9 ? "ampere" : "ada-lovelace";
+    case 9:
+        return "hopper";
     case 10:
-    case 12: return "blackwell";
-    case 13: return "rubin";
-    default: return "undefined";
+    case 12:
+        return "blackwell";
+    case 13:
+        return "rubin";
+    default:
+        return "undefined";
     }
 }
 
@@ -386,8 +397,10 @@ static int driver_labels(struct builder *b, const struct inv_inventory *inv, str
     for (const char *p = inv->driver_version; *p; p++)
         dots += *p == '.';
     if (parts < 2 || dots + 1 != (size_t)parts)
-        return error_set(err, -EINVAL, "cannot label driver version '%s': expected 2 or 3 "
-                         "dot-separated numbers (as GFD does)", inv->driver_version);
+        return error_set(err, -EINVAL,
+                         "cannot label driver version '%s': expected 2 or 3 "
+                         "dot-separated numbers (as GFD does)",
+                         inv->driver_version);
     put(b, LABELS_PREFIX "cuda.driver.major", "%s", major);
     put(b, LABELS_PREFIX "cuda.driver.minor", "%s", minor);
     put(b, LABELS_PREFIX "cuda.driver.rev", "%s", rev);
@@ -417,9 +430,8 @@ static const char *gpu_mode(const struct inv_inventory *inv, const uint32_t *pci
     return first == 0x0302 ? "compute" : first == 0x0300 ? "graphics" : "unknown";
 }
 
-static int node_labels(struct builder *b, const struct inv_inventory *inv,
-                       const struct model *m, const struct labels_options *o,
-                       struct error *err)
+static int node_labels(struct builder *b, const struct inv_inventory *inv, const struct model *m,
+                       const struct labels_options *o, struct error *err)
 {
     char machine[INV_NAME_MAX];
     bool mig_capable = false, mps = false, mig_on = false;
@@ -434,7 +446,8 @@ static int node_labels(struct builder *b, const struct inv_inventory *inv,
     for (size_t i = 0; i < m->n_resources; i++)
         mps |= m->resources[i].sharing == CFG_SHARING_MPS;
     if (mps && mig_on)
-        return error_set(err, -EINVAL, "cannot label MPS sharing on a node with MIG-enabled "
+        return error_set(err, -EINVAL,
+                         "cannot label MPS sharing on a node with MIG-enabled "
                          "GPUs: MPS is not supported with MIG (as GFD refuses)");
     labels_sanitise(o->machine_type ? o->machine_type : "", machine, sizeof(machine));
     put(b, LABELS_PREFIX "gpu.machine", "%s", *machine ? machine : "unknown");

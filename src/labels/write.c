@@ -80,8 +80,8 @@ static json_t *owner_refs(struct kube_client *c, const char *ns, const char *pod
     doc = json_loads(body, 0, NULL);
     uid = json_string_value(json_object_get(json_object_get(doc, "metadata"), "uid"));
     if (uid)
-        refs = json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", "v1", "kind", "Pod", "name",
-                         pod, "uid", uid);
+        refs = json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", "v1", "kind", "Pod", "name", pod,
+                         "uid", uid);
     json_decref(doc);
     free(body);
     return refs;
@@ -99,16 +99,15 @@ int labels_write_nodefeature(struct kube_client *c, const char *ns, const char *
     if (!want)
         return error_set(err, -ENOMEM, "out of memory");
     snprintf(name, sizeof(name), "nvidia-features-for-%s", node);
-    snprintf(coll, sizeof(coll), "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/%s/nodefeatures",
-             ns);
+    snprintf(coll, sizeof(coll), "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/%s/nodefeatures", ns);
     snprintf(item, sizeof(item), "%s/%s", coll, name);
     r = kube_request(c, "GET", item, NULL, NULL, &body, err);
     if (r == -ENOENT) {
         json_t *refs = owner_refs(c, ns, pod);
         obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{}, s:O}}", "apiVersion",
-                        "nfd.k8s-sigs.io/v1alpha1", "kind", "NodeFeature", "metadata", "name",
-                        name, "namespace", ns, "labels", "nfd.node.kubernetes.io/node-name",
-                        node, "spec", "features", "labels", want);
+                        "nfd.k8s-sigs.io/v1alpha1", "kind", "NodeFeature", "metadata", "name", name,
+                        "namespace", ns, "labels", "nfd.node.kubernetes.io/node-name", node, "spec",
+                        "features", "labels", want);
         if (obj && refs)
             json_object_set_new(json_object_get(obj, "metadata"), "ownerReferences", refs);
         else
@@ -151,8 +150,7 @@ static json_t *previous_keys(const char *node_json)
 {
     json_t *doc = json_loads(node_json, 0, NULL), *gone = json_object();
     const char *list = json_string_value(json_object_get(
-        json_object_get(json_object_get(doc, "metadata"), "annotations"),
-        LABELS_OWNED_ANNOTATION));
+        json_object_get(json_object_get(doc, "metadata"), "annotations"), LABELS_OWNED_ANNOTATION));
     char *copy = list ? str_dup(list) : NULL;
 
     for (char *k = copy, *next; k && *k; k = next) {

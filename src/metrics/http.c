@@ -148,8 +148,10 @@ static int parse_address(const char *address, struct sockaddr_in *sa, struct err
 
     if (!colon || (size_t)(colon - address) >= sizeof(host) || parse_uint(colon + 1, &port) < 0 ||
         port > 65535)
-        return error_set(err, -EINVAL, "--metrics-address '%s': expected HOST:PORT, e.g. :9400 "
-                         "or 127.0.0.1:9400", address);
+        return error_set(err, -EINVAL,
+                         "--metrics-address '%s': expected HOST:PORT, e.g. :9400 "
+                         "or 127.0.0.1:9400",
+                         address);
     memcpy(host, address, (size_t)(colon - address));
     host[colon - address] = '\0';
     memset(sa, 0, sizeof(*sa));
@@ -187,13 +189,15 @@ int metrics_server_start(const char *address, struct metrics_server **ret, struc
         r = error_set(err, -errno, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-                              handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    s->mhd =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     if (!s->mhd) {
-        r = error_set(err, -EADDRINUSE, "--metrics-address '%s': cannot listen (address in "
-                      "use, or not an address of this host)", address);
+        r = error_set(err, -EADDRINUSE,
+                      "--metrics-address '%s': cannot listen (address in "
+                      "use, or not an address of this host)",
+                      address);
         goto fail;
     }
     info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);

@@ -34,7 +34,8 @@ static int kv_set(struct model_kv **arr, size_t *n, size_t *alloc, const char *k
         }
     }
     r = model__grow((void **)arr, alloc, *n, sizeof(**arr));
-    if (r < 0 || !(k = strdup(key))) {
+    k = r < 0 ? NULL : strdup(key);
+    if (!k) {
         free(v);
         return -ENOMEM;
     }
@@ -49,10 +50,10 @@ static int env_set(struct resp_builder *b, const char *key, const char *value)
 
 static int mount_add(struct resp_builder *b, const char *host, const char *ctr, bool ro)
 {
-    struct model_mount mt = {.host_path = strdup(host), .container_path = strdup(ctr),
-                             .read_only = ro};
-    int r = model__grow((void **)&b->r->mounts, &b->a_mounts, b->r->n_mounts,
-                        sizeof(*b->r->mounts));
+    struct model_mount mt = {
+        .host_path = strdup(host), .container_path = strdup(ctr), .read_only = ro};
+    int r =
+        model__grow((void **)&b->r->mounts, &b->a_mounts, b->r->n_mounts, sizeof(*b->r->mounts));
 
     if (r < 0 || !mt.host_path || !mt.container_path) {
         free(mt.host_path);
@@ -326,8 +327,7 @@ static int add_device_specs(struct resp_builder *b, const struct model_settings 
     }
     for (size_t i = 0; i < s->n_imex_channel_ids && r == 0; i++) {
         strbuf_reset(&sb);
-        r = strbuf_printf(&sb, "/dev/nvidia-caps-imex-channels/channel%u",
-                          s->imex_channel_ids[i]);
+        r = strbuf_printf(&sb, "/dev/nvidia-caps-imex-channels/channel%u", s->imex_channel_ids[i]);
         if (r == 0)
             r = spec_add(b, s->dev_root, strbuf_str(&sb));
     }
@@ -345,15 +345,18 @@ static int validate(const struct model_resource *res, const char *const *ids, si
         annotated |= strstr(ids[i], "::") != NULL;
     if (annotated && res->sharing != CFG_SHARING_NONE && res->fail_requests_greater_than_one &&
         n_ids > 1)
-        return error_set(err, -EINVAL, "invalid allocation request for \"%s\": invalid request: "
+        return error_set(err, -EINVAL,
+                         "invalid allocation request for \"%s\": invalid request: "
                          "maximum request size for shared resources is 1; found %zu",
                          res->name, n_ids);
     for (size_t i = 0; i < n_ids; i++) {
         const struct model_device *d = model_resource_find_device(res, ids[i]);
         bool dup = false;
         if (!d)
-            return error_set(err, -EINVAL, "invalid allocation request for \"%s\": invalid "
-                             "request: unknown device: %s", res->name, ids[i]);
+            return error_set(err, -EINVAL,
+                             "invalid allocation request for \"%s\": invalid "
+                             "request: unknown device: %s",
+                             res->name, ids[i]);
         /* replicas of one device give that device once (NVIDIA v0.18.0) */
         for (size_t j = 0; j < n && !dup; j++)
             dup = strcmp(devs[j]->base_id, d->base_id) == 0;
@@ -364,8 +367,8 @@ static int validate(const struct model_resource *res, const char *const *ids, si
     return 0;
 }
 
-int model_allocate(const struct model *m, const struct model_resource *res,
-                   const char *const *ids, size_t n_ids, const struct model_alloc_env *env,
+int model_allocate(const struct model *m, const struct model_resource *res, const char *const *ids,
+                   size_t n_ids, const struct model_alloc_env *env,
                    struct model_alloc_response **ret, struct error *err)
 {
     const struct model_settings *s;
@@ -406,8 +409,7 @@ int model_allocate(const struct model *m, const struct model_resource *res,
     if (r == 0 && s->mofed_enabled)
         r = env_set(&b, "NVIDIA_MOFED", "enabled");
     if (r == -EIO) {
-        error_set(err, r, "cannot make a CDI annotation key for \"%s\": no random id",
-                  res->name);
+        error_set(err, r, "cannot make a CDI annotation key for \"%s\": no random id", res->name);
         goto out;
     }
     if (r < 0) {

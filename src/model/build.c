@@ -148,7 +148,8 @@ static int collect_single(struct builder *b)
     if (n_mig == 0)
         return add_whole_gpus(b, false);
     if (n_mig != inv->n_gpus) {
-        r = model__diag(b->m, MODEL_DIAG_ERROR, "all devices on the node must be configured "
+        r = model__diag(b->m, MODEL_DIAG_ERROR,
+                        "all devices on the node must be configured "
                         "with the same migEnabled value (migStrategy single: %zu of %zu GPUs "
                         "have MIG enabled; enable MIG on all of them or use migStrategy mixed)",
                         n_mig, inv->n_gpus);
@@ -158,7 +159,8 @@ static int collect_single(struct builder *b)
     for (size_t i = 0; i < inv->n_gpus; i++) {
         const struct inv_gpu *g = &inv->gpus[i];
         if (g->mig_enabled && g->n_migs == 0) {
-            r = model__diag(b->m, MODEL_DIAG_ERROR, "device %u has no MIG devices configured "
+            r = model__diag(b->m, MODEL_DIAG_ERROR,
+                            "device %u has no MIG devices configured "
                             "(migStrategy single; create MIG devices on GPU %u or disable MIG)",
                             g->index, g->index);
             if (r < 0)
@@ -169,7 +171,8 @@ static int collect_single(struct builder *b)
     if (r < 0)
         return r;
     if (n_profiles > 1) {
-        r = model__diag(b->m, MODEL_DIAG_ERROR, "invalid MIG configuration: more than one MIG "
+        r = model__diag(b->m, MODEL_DIAG_ERROR,
+                        "invalid MIG configuration: more than one MIG "
                         "device type present on node (migStrategy single needs one profile on "
                         "every GPU; use migStrategy mixed)");
         if (r < 0)
@@ -204,8 +207,10 @@ static int collect_units(struct builder *b)
             if (!g->mig_enabled) {
                 r = add_unit(b, g, NULL);
             } else if (g->n_migs == 0) {
-                r = model__diag(b->m, MODEL_DIAG_WARNING, "GPU %u (%s) has MIG enabled but no "
-                                "MIG devices; it is not advertised", g->index, g->name);
+                r = model__diag(b->m, MODEL_DIAG_WARNING,
+                                "GPU %u (%s) has MIG enabled but no "
+                                "MIG devices; it is not advertised",
+                                g->index, g->name);
             } else {
                 r = add_migs(b, g, NULL);
             }
@@ -217,8 +222,7 @@ static int collect_units(struct builder *b)
     return error_set(NULL, -EINVAL, "unknown MIG strategy");
 }
 
-static const char *match_patterns(const struct cfg_resource_pattern *pats, size_t n,
-                                  const char *s)
+static const char *match_patterns(const struct cfg_resource_pattern *pats, size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
         if (pats[i].pattern && pats[i].name && model__glob_match(pats[i].pattern, s))
@@ -247,7 +251,8 @@ static int assign_base_names(struct builder *b)
             if (!name && cfg->flags.mig_strategy == CFG_MIG_SINGLE)
                 name = "nvidia.com/gpu";
             if (!name && model__profile_is_subslice(u->mig->profile)) {
-                r = model__diag(b->m, MODEL_DIAG_ERROR, "MIG profile '%s' does not match any "
+                r = model__diag(b->m, MODEL_DIAG_ERROR,
+                                "MIG profile '%s' does not match any "
                                 "resource patterns (MIG device %u:%u; add a resources.mig "
                                 "pattern for it or recreate it as a full GPU instance)",
                                 u->mig->profile, u->gpu->index, u->mig->index);
@@ -288,8 +293,8 @@ static bool ref_matches(const struct cfg_device_ref *ref, const struct unit *u)
         if (strcmp(u->mig->uuid, ref->uuid) == 0)
             return true;
         /* legacy form: MIG-GPU-<uuid>/<gi>/<ci> */
-        eq = strbuf_printf(&legacy, "MIG-%s/%u/%u", u->gpu->uuid, u->mig->gi_id,
-                           u->mig->ci_id) == 0 &&
+        eq = strbuf_printf(&legacy, "MIG-%s/%u/%u", u->gpu->uuid, u->mig->gi_id, u->mig->ci_id) ==
+                 0 &&
              strcmp(strbuf_str(&legacy), ref->uuid) == 0;
         strbuf_release(&legacy);
         return eq;
@@ -329,7 +334,8 @@ static int claim(struct builder *b, size_t rule, struct unit *u)
         unit_describe(u, dev, sizeof(dev));
         rule_describe(b->cfg, (size_t)u->rule, first, sizeof(first));
         rule_describe(b->cfg, rule, second, sizeof(second));
-        return model__diag(b->m, MODEL_DIAG_ERROR, "%s is selected by both %s and %s; a device "
+        return model__diag(b->m, MODEL_DIAG_ERROR,
+                           "%s is selected by both %s and %s; a device "
                            "can belong to only one resource: narrow the 'devices' of one rule",
                            dev, first, second);
     }
@@ -383,11 +389,13 @@ static int select_list(struct builder *b, size_t rule)
         rule_describe(b->cfg, rule, rdesc, sizeof(rdesc));
         ref_describe(ref, ddesc, sizeof(ddesc));
         if (elsewhere)
-            r = model__diag(b->m, MODEL_DIAG_WARNING, "%s: %s is advertised as \"%s\" on this "
-                            "node, not \"%s\", ignoring", rdesc, ddesc, other, rr->name);
+            r = model__diag(b->m, MODEL_DIAG_WARNING,
+                            "%s: %s is advertised as \"%s\" on this "
+                            "node, not \"%s\", ignoring",
+                            rdesc, ddesc, other, rr->name);
         else
-            r = model__diag(b->m, MODEL_DIAG_WARNING, "%s: this node has no %s, ignoring",
-                            rdesc, ddesc);
+            r = model__diag(b->m, MODEL_DIAG_WARNING, "%s: this node has no %s, ignoring", rdesc,
+                            ddesc);
         if (r < 0)
             return r;
     }
@@ -410,8 +418,10 @@ static int apply_sharing(struct builder *b)
             continue;
         rule_describe(b->cfg, i, rdesc, sizeof(rdesc));
         if (rr->replicas > MODEL_MAX_REPLICAS) {
-            r = model__diag(b->m, MODEL_DIAG_ERROR, "%s: %u replicas is more than the %u this "
-                            "plugin serves per device", rdesc, rr->replicas, MODEL_MAX_REPLICAS);
+            r = model__diag(b->m, MODEL_DIAG_ERROR,
+                            "%s: %u replicas is more than the %u this "
+                            "plugin serves per device",
+                            rdesc, rr->replicas, MODEL_MAX_REPLICAS);
             if (r < 0)
                 return r;
             continue;
@@ -419,8 +429,10 @@ static int apply_sharing(struct builder *b)
         for (size_t j = 0; j < b->n_units; j++)
             n_match += !b->units[j].dropped && str_eq(b->units[j].base_name, rr->name);
         if (n_match == 0) {
-            r = model__diag(b->m, MODEL_DIAG_WARNING, "%s: no device on this node is "
-                            "advertised as \"%s\", ignoring", rdesc, rr->name);
+            r = model__diag(b->m, MODEL_DIAG_WARNING,
+                            "%s: no device on this node is "
+                            "advertised as \"%s\", ignoring",
+                            rdesc, rr->name);
             if (r < 0)
                 return r;
             continue;
@@ -443,8 +455,10 @@ static int apply_sharing(struct builder *b)
                 return r;
         }
         if (rr->devices_kind == CFG_DEVICES_COUNT && n_taken < rr->devices_count) {
-            r = model__diag(b->m, MODEL_DIAG_WARNING, "%s: asks for %u devices but this node "
-                            "has %zu, sharing those", rdesc, rr->devices_count, n_taken);
+            r = model__diag(b->m, MODEL_DIAG_WARNING,
+                            "%s: asks for %u devices but this node "
+                            "has %zu, sharing those",
+                            rdesc, rr->devices_count, n_taken);
             if (r < 0)
                 return r;
         }
@@ -473,14 +487,16 @@ static int check_mps(struct builder *b)
     if (!any)
         return 0;
     if (cfg->flags.mig_strategy == CFG_MIG_MIXED) {
-        r = model__diag(b->m, MODEL_DIAG_ERROR, "using --mig-strategy=mixed is not supported "
+        r = model__diag(b->m, MODEL_DIAG_ERROR,
+                        "using --mig-strategy=mixed is not supported "
                         "with MPS");
         if (r < 0)
             return r;
         global_err = true;
     }
     if (!cfg->flags.mps_root || !*cfg->flags.mps_root) {
-        r = model__diag(b->m, MODEL_DIAG_ERROR, "using MPS requires --mps-root to be specified "
+        r = model__diag(b->m, MODEL_DIAG_ERROR,
+                        "using MPS requires --mps-root to be specified "
                         "(flags.mpsRoot or MPS_ROOT, usually /run/nvidia/mps)");
         if (r < 0)
             return r;
@@ -496,14 +512,18 @@ static int check_mps(struct builder *b)
             continue;
         }
         unit_describe(u, dev, sizeof(dev));
+        max = u->mig ? 0 : mps_max_clients(u->gpu);
         if (u->mig) {
-            r = model__diag(b->m, MODEL_DIAG_ERROR, "sharing using MPS is not supported for "
-                            "MIG devices (%s)", dev);
+            r = model__diag(b->m, MODEL_DIAG_ERROR,
+                            "sharing using MPS is not supported for "
+                            "MIG devices (%s)",
+                            dev);
             u->dropped = true;
-        } else if (u->replicas > (max = mps_max_clients(u->gpu))) {
-            r = model__diag(b->m, MODEL_DIAG_ERROR, "invalid device maximum allowed replicas "
-                            "exceeded: %u > %u (%s, compute capability %d.%d)", u->replicas,
-                            max, dev, u->gpu->cc_major, u->gpu->cc_minor);
+        } else if (u->replicas > max) {
+            r = model__diag(b->m, MODEL_DIAG_ERROR,
+                            "invalid device maximum allowed replicas "
+                            "exceeded: %u > %u (%s, compute capability %d.%d)",
+                            u->replicas, max, dev, u->gpu->cc_major, u->gpu->cc_minor);
             u->dropped = true;
         } else {
             r = 0;
@@ -710,14 +730,19 @@ static int check_resource(struct builder *b, const char *name)
     uint64_t bytes;
 
     if (!model_resource_name_valid(name, &nerr))
-        return model__diag(b->m, MODEL_DIAG_ERROR, "resource name \"%s\" would be refused by "
-                           "the kubelet: %s", name, nerr.msg) < 0 ? -ENOMEM : 1;
+        return model__diag(b->m, MODEL_DIAG_ERROR,
+                           "resource name \"%s\" would be refused by "
+                           "the kubelet: %s",
+                           name, nerr.msg) < 0
+                   ? -ENOMEM
+                   : 1;
     bytes = list_and_watch_bytes(b, name);
     if (bytes > MODEL_LIST_AND_WATCH_MAX_BYTES)
-        return model__diag(b->m, MODEL_DIAG_ERROR, "\"%s\" has too many devices: its device "
+        return model__diag(b->m, MODEL_DIAG_ERROR,
+                           "\"%s\" has too many devices: its device "
                            "list takes up to %llu bytes, over the %u the kubelet accepts in one "
-                           "message; lower the replicas or split it with a rename", name,
-                           (unsigned long long)bytes, MODEL_LIST_AND_WATCH_MAX_BYTES) < 0
+                           "message; lower the replicas or split it with a rename",
+                           name, (unsigned long long)bytes, MODEL_LIST_AND_WATCH_MAX_BYTES) < 0
                    ? -ENOMEM
                    : 1;
     return 0;
@@ -799,14 +824,16 @@ static int add_warnings(struct builder *b)
         if (u->dropped || u->replicas <= 1)
             continue;
         any_shared = true;
-        if (u->rule >= 0 && !sh->resources[u->rule].rename && strcmp(unit_name(u), u->base_name) == 0)
+        if (u->rule >= 0 && !sh->resources[u->rule].rename &&
+            strcmp(unit_name(u), u->base_name) == 0)
             hidden = true;
         mem = u->mig ? u->mig->memory_mib : u->gpu->memory_mib;
         per = mem / u->replicas;
         p = largest_process(u);
         if (p && p->used_mib > per) {
             unit_describe(u, dev, sizeof(dev));
-            r = model__diag(b->m, MODEL_DIAG_WARNING, "%s: %u replicas leave ~%llu MiB each, "
+            r = model__diag(b->m, MODEL_DIAG_WARNING,
+                            "%s: %u replicas leave ~%llu MiB each, "
                             "less than the %llu MiB process %u uses now; lower the replicas",
                             dev, u->replicas, (unsigned long long)per,
                             (unsigned long long)p->used_mib, p->pid);
@@ -816,15 +843,18 @@ static int add_warnings(struct builder *b)
     }
     if (!any_shared)
         return 0;
-    if (b->cfg->sharing_strategy == CFG_SHARING_TIME_SLICING && !sh->fail_requests_greater_than_one) {
-        r = model__diag(b->m, MODEL_DIAG_WARNING, "failRequestsGreaterThanOne is false: a pod "
+    if (b->cfg->sharing_strategy == CFG_SHARING_TIME_SLICING &&
+        !sh->fail_requests_greater_than_one) {
+        r = model__diag(b->m, MODEL_DIAG_WARNING,
+                        "failRequestsGreaterThanOne is false: a pod "
                         "asking for N shared replicas gets access to up to N GPUs, not N times "
                         "the share of one; set it to true");
         if (r < 0)
             return r;
     }
     if (hidden && !sh->rename_by_default) {
-        r = model__diag(b->m, MODEL_DIAG_WARNING, "renameByDefault is false: shared replicas "
+        r = model__diag(b->m, MODEL_DIAG_WARNING,
+                        "renameByDefault is false: shared replicas "
                         "are advertised under the whole-GPU name, so pods cannot tell a share "
                         "from a GPU; set renameByDefault: true (<name>.shared) or a rename");
         if (r < 0)
@@ -834,7 +864,8 @@ static int add_warnings(struct builder *b)
         const struct model_resource *res = &b->m->resources[k];
         if (!res->mixed_replicas)
             continue;
-        r = model__diag(b->m, MODEL_DIAG_WARNING, "\"%s\" mixes devices with different replica "
+        r = model__diag(b->m, MODEL_DIAG_WARNING,
+                        "\"%s\" mixes devices with different replica "
                         "counts (up to %u); pods cannot choose which they get, use a rename",
                         res->name, res->replicas);
         if (r < 0)
@@ -846,21 +877,21 @@ static int add_warnings(struct builder *b)
 static int copy_settings(const struct cfg_config *cfg, struct model_settings *s)
 {
     const struct cfg_flags *f = &cfg->flags;
-    const char *dev_root = f->nvidia_dev_root && *f->nvidia_dev_root ? f->nvidia_dev_root
+    const char *dev_root = f->nvidia_dev_root && *f->nvidia_dev_root         ? f->nvidia_dev_root
                            : f->nvidia_driver_root && *f->nvidia_driver_root ? f->nvidia_driver_root
-                                                                               : "/";
+                                                                             : "/";
 
     s->mig_strategy = f->mig_strategy;
     s->device_id_strategy = f->plugin.device_id_strategy;
     s->allocation_policy = f->plugin.shared_devices_allocation_policy;
-    s->device_list_strategies = f->plugin.device_list_strategies ? f->plugin.device_list_strategies
-                                                                 : CFG_LIST_ENVVAR;
+    s->device_list_strategies =
+        f->plugin.device_list_strategies ? f->plugin.device_list_strategies : CFG_LIST_ENVVAR;
     s->pass_device_specs = f->plugin.pass_device_specs;
     s->gdrcopy_enabled = f->gdrcopy_enabled;
     s->gds_enabled = f->gds_enabled;
     s->mofed_enabled = f->mofed_enabled;
-    s->cdi_annotation_prefix = strdup(f->plugin.cdi_annotation_prefix ? f->plugin.cdi_annotation_prefix
-                                                                      : "cdi.k8s.io/");
+    s->cdi_annotation_prefix =
+        strdup(f->plugin.cdi_annotation_prefix ? f->plugin.cdi_annotation_prefix : "cdi.k8s.io/");
     s->dev_root = strdup(dev_root);
     s->mps_root = str_dup(f->mps_root && *f->mps_root ? f->mps_root : NULL);
     if (!s->cdi_annotation_prefix || !s->dev_root || (f->mps_root && *f->mps_root && !s->mps_root))
@@ -942,7 +973,8 @@ out:
     if (r == -ENOMEM)
         error_set(err, r, "out of memory while building the resource model");
     else if (r == -ENOTUNIQ)
-        error_set(err, r, "two devices of the inventory have the same id; check the GPU and "
+        error_set(err, r,
+                  "two devices of the inventory have the same id; check the GPU and "
                   "MIG uuids the driver reports");
     else if (r == -E2BIG)
         error_set(err, r, "the config asks for more than %u devices in one resource",

@@ -14,8 +14,7 @@
 int model__grow(void **arr, size_t *alloc, size_t n, size_t elem_size);
 
 /* Appends a diagnostic to m; counts errors. -ENOMEM only. */
-int model__diag(struct model *m, enum model_diag_level level, const char *fmt, ...)
-    GS_PRINTF(3, 4);
+int model__diag(struct model *m, enum model_diag_level level, const char *fmt, ...) GS_PRINTF(3, 4);
 
 /* '*'-glob, anchored at both ends ("*T4*", "1g.10gb"). */
 bool model__glob_match(const char *pattern, const char *s);

@@ -108,18 +108,16 @@ int model_set_health(struct model *m, const char *uuid, unsigned gi_id, unsigned
 
 static bool device_equal(const struct model_device *a, const struct model_device *b)
 {
-    return strcmp(a->id, b->id) == 0 && a->healthy == b->healthy &&
-           a->numa_node == b->numa_node && a->replicas == b->replicas &&
-           strcmp(a->uuid, b->uuid) == 0 && a->minor == b->minor && a->gi_id == b->gi_id &&
-           a->ci_id == b->ci_id && a->memory_mib == b->memory_mib;
+    return strcmp(a->id, b->id) == 0 && a->healthy == b->healthy && a->numa_node == b->numa_node &&
+           a->replicas == b->replicas && strcmp(a->uuid, b->uuid) == 0 && a->minor == b->minor &&
+           a->gi_id == b->gi_id && a->ci_id == b->ci_id && a->memory_mib == b->memory_mib;
 }
 
 bool model_resource_equal(const struct model_resource *a, const struct model_resource *b)
 {
     if (!a || !b)
         return a == b;
-    if (strcmp(a->name, b->name) != 0 || a->sharing != b->sharing ||
-        a->replicas != b->replicas ||
+    if (strcmp(a->name, b->name) != 0 || a->sharing != b->sharing || a->replicas != b->replicas ||
         a->fail_requests_greater_than_one != b->fail_requests_greater_than_one ||
         a->n_devices != b->n_devices || a->n_mps_limits != b->n_mps_limits)
         return false;

@@ -28,10 +28,10 @@
 
 /* One advertised device: a whole GPU, a MIG device, or a replica of either. */
 struct model_device {
-    char *id;          /* advertised ID, UUID-based under every strategy: "<uuid>" or
-                        * "<uuid>::<n>" (owned) */
-    char *base_id;     /* what NVIDIA_VISIBLE_DEVICES carries: the uuid, or "<gpu>" /
-                        * "<gpu>:<mig>" under --device-id-strategy=index (owned) */
+    char *id;           /* advertised ID, UUID-based under every strategy: "<uuid>" or
+                         * "<uuid>::<n>" (owned) */
+    char *base_id;      /* what NVIDIA_VISIBLE_DEVICES carries: the uuid, or "<gpu>" /
+                         * "<gpu>:<mig>" under --device-id-strategy=index (owned) */
     unsigned gpu_index; /* parent GPU index */
     int mig_index;      /* MIG device index under the parent, -1 for a whole GPU */
     unsigned replica;   /* replica number, 0..replicas-1 (0 when not shared) */
@@ -39,10 +39,10 @@ struct model_device {
     bool healthy;
     int numa_node; /* -1 when unknown (no topology sent) */
     /* the underlying physical device */
-    char uuid[INV_UUID_MAX];     /* GPU or MIG uuid */
-    char gpu_uuid[INV_UUID_MAX]; /* parent GPU uuid */
-    unsigned minor;              /* parent GPU /dev/nvidia<minor> */
-    unsigned gi_id, ci_id;       /* MIG only, INV_ID_NONE otherwise */
+    char uuid[INV_UUID_MAX];       /* GPU or MIG uuid */
+    char gpu_uuid[INV_UUID_MAX];   /* parent GPU uuid */
+    unsigned minor;                /* parent GPU /dev/nvidia<minor> */
+    unsigned gi_id, ci_id;         /* MIG only, INV_ID_NONE otherwise */
     char profile[INV_PROFILE_MAX]; /* MIG profile, "" for a whole GPU */
     uint64_t memory_mib;           /* of the physical device (GPU or MIG) */
     int cc_major, cc_minor;
@@ -64,7 +64,7 @@ struct model_resource {
     unsigned replicas;                 /* the largest replica count among its devices */
     bool mixed_replicas;               /* devices with different replica counts */
     bool fail_requests_greater_than_one;
-    bool is_mig; /* devices are MIG devices */
+    bool is_mig;                  /* devices are MIG devices */
     struct model_device *devices; /* owned, in GPU/MIG/replica order */
     size_t n_devices;
     struct model_mps_limit *mps_limits; /* owned, when sharing == MPS */
@@ -150,12 +150,13 @@ char *model_mig_resource_name(const char *profile);
 /* Picks `size` IDs among `available` that include every `must_include` ID.
  * Whole-GPU resources without replicas: the set that maximises interconnect quality over all
  * pairs (NVLink links first, then PCIe closeness): exact (branch and bound; verified
- * against brute force up to 16 GPUs), with a search budget that bounds the time beyond. Replicas and MIG devices: the settings' policy (distributed/packed, facts
- * §3.4) with NVIDIA's tie-break; distributed also prefers distinct physical devices.
- * `topology` may be NULL (then whole GPUs fall back to the distributed order).
- * On success *ret_ids is an owned NULL-terminated strv (strv_free()), must-include first.
- * Errors: -EINVAL for an unknown ID, or not enough devices for a shared or MIG resource
- * (NVIDIA's text); not enough whole GPUs is an empty list, as NVIDIA answers. */
+ * against brute force up to 16 GPUs), with a search budget that bounds the time beyond. Replicas
+ * and MIG devices: the settings' policy (distributed/packed, facts §3.4) with NVIDIA's tie-break;
+ * distributed also prefers distinct physical devices. `topology` may be NULL (then whole GPUs fall
+ * back to the distributed order). On success *ret_ids is an owned NULL-terminated strv
+ * (strv_free()), must-include first. Errors: -EINVAL for an unknown ID, or not enough devices for a
+ * shared or MIG resource (NVIDIA's text); not enough whole GPUs is an empty list, as NVIDIA
+ * answers. */
 int model_preferred_allocation(const struct model *m, const struct model_resource *res,
                                const char *const *available, size_t n_available,
                                const char *const *must_include, size_t n_must, size_t size,
@@ -164,8 +165,7 @@ int model_preferred_allocation(const struct model *m, const struct model_resourc
 
 /* The interconnect score of a set of GPU indices (sum over pairs: nvlinks*16384 + PCIe
  * closeness 0..5). Exposed for tests and benchmarks. */
-uint64_t model_topology_score(const struct inv_inventory *topology, const unsigned *gpus,
-                              size_t n);
+uint64_t model_topology_score(const struct inv_inventory *topology, const unsigned *gpus, size_t n);
 
 /* ---- Allocate --------------------------------------------------------------------------- */
 
@@ -220,8 +220,8 @@ struct model_alloc_env {
 /* Validates a ContainerAllocateRequest and builds its response (facts §3.2, §3.3, §5.2).
  * Errors (-EINVAL) carry NVIDIA's texts, prefixed "invalid allocation request for \"<name>\": ".
  * On success *ret is owned by the caller. */
-int model_allocate(const struct model *m, const struct model_resource *res,
-                   const char *const *ids, size_t n_ids, const struct model_alloc_env *env,
+int model_allocate(const struct model *m, const struct model_resource *res, const char *const *ids,
+                   size_t n_ids, const struct model_alloc_env *env,
                    struct model_alloc_response **ret, struct error *err);
 
 void model_alloc_response_free(struct model_alloc_response *r);
@@ -241,8 +241,8 @@ int model_plan_report(const struct model *m, const struct inv_inventory *inv,
 
 /* The IDs of old_res that m's resource of the same name does not list (all of them when m has
  * no such resource), in old_res's order. *ret_ids is an owned strv, possibly empty. */
-int model_removed_ids(const struct model *m, const struct model_resource *old_res,
-                      char ***ret_ids, struct error *err);
+int model_removed_ids(const struct model *m, const struct model_resource *old_res, char ***ret_ids,
+                      struct error *err);
 
 /* Adds the devices `ids` of old_res to m as Unhealthy, so pods holding them keep them while
  * nothing new lands on them: appended to m's resource of the same name, or to a new resource

@@ -86,8 +86,10 @@ bool model_resource_name_valid(const char *name, struct error *err)
     }
     slash = strchr(name, '/');
     if (!slash) {
-        error_set(err, -EINVAL, "'%s' has no domain prefix (like nvidia.com/), so the kubelet "
-                  "takes it for a native resource", name);
+        error_set(err, -EINVAL,
+                  "'%s' has no domain prefix (like nvidia.com/), so the kubelet "
+                  "takes it for a native resource",
+                  name);
         return false;
     }
     if (strstr(name, "kubernetes.io/")) {
@@ -117,8 +119,10 @@ bool model_resource_name_valid(const char *name, struct error *err)
         return false;
     }
     if (!qualified_name_part_valid(slash + 1)) {
-        error_set(err, -EINVAL, "the part of '%s' after '/' must be 1-63 characters of "
-                  "[A-Za-z0-9-_.] that start and end alphanumeric", name);
+        error_set(err, -EINVAL,
+                  "the part of '%s' after '/' must be 1-63 characters of "
+                  "[A-Za-z0-9-_.] that start and end alphanumeric",
+                  name);
         return false;
     }
     return true;

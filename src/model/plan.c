@@ -100,8 +100,8 @@ static int plan_text(const struct model *m, const struct inv_inventory *inv, str
         else if (r == 0)
             r = strbuf_printf(&reps, "%u", res->replicas);
         if (r == 0)
-            r = strbuf_printf(out, "%-*s %-8zu %-14s %-9s %s\n", width, res->name,
-                              res->n_devices, cfg_sharing_strategy_name(res->sharing), strbuf_str(&reps),
+            r = strbuf_printf(out, "%-*s %-8zu %-14s %-9s %s\n", width, res->name, res->n_devices,
+                              cfg_sharing_strategy_name(res->sharing), strbuf_str(&reps),
                               strbuf_str(&gpus));
     }
     if (r == 0 && m->n_resources == 0)
@@ -146,8 +146,8 @@ static json_t *device_json(const struct model_device *d)
     if (json_object_set_new(o, "id", json_string(d->id)) < 0 ||
         json_object_set_new(o, "gpu", json_integer(d->gpu_index)) < 0 ||
         (d->mig_index >= 0 && json_object_set_new(o, "mig", json_integer(d->mig_index)) < 0) ||
-        json_object_set_new(o, "health", json_string(d->healthy ? MODEL_HEALTHY
-                                                                : MODEL_UNHEALTHY)) < 0 ||
+        json_object_set_new(o, "health",
+                            json_string(d->healthy ? MODEL_HEALTHY : MODEL_UNHEALTHY)) < 0 ||
         json_object_set_new(o, "numa", numa) < 0)
         goto fail_o;
     return o;
@@ -170,7 +170,8 @@ static json_t *resource_json(const struct model_resource *res, const struct inv_
             goto fail;
     if (json_object_set_new(o, "name", json_string(res->name)) < 0 ||
         json_object_set_new(o, "count", json_integer((json_int_t)res->n_devices)) < 0 ||
-        json_object_set_new(o, "sharing", json_string(cfg_sharing_strategy_name(res->sharing))) < 0 ||
+        json_object_set_new(o, "sharing", json_string(cfg_sharing_strategy_name(res->sharing))) <
+            0 ||
         json_object_set_new(o, "replicas", json_integer(res->replicas)) < 0 ||
         json_object_set_new(o, "socket", json_string(res->socket_name)) < 0 ||
         json_object_set_new(o, "gpus", json_text(strbuf_str(&gpus))) < 0)

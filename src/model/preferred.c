@@ -30,8 +30,7 @@ static uint64_t pair_score(const struct inv_inventory *topo, unsigned a, unsigne
     return (uint64_t)l->nvlinks * NVLINK_WEIGHT + close;
 }
 
-uint64_t model_topology_score(const struct inv_inventory *topology, const unsigned *gpus,
-                              size_t n)
+uint64_t model_topology_score(const struct inv_inventory *topology, const unsigned *gpus, size_t n)
 {
     uint64_t s = 0;
 
@@ -48,9 +47,9 @@ struct search {
     size_t k;             /* how many to pick */
     const uint64_t *pair; /* n × n scores between candidates */
     uint64_t max_pair;
-    uint64_t *gain;   /* gain[depth * n + c]: score c adds to the chosen set at that depth */
-    size_t *chosen;   /* current picks (candidate positions) */
-    size_t *best;     /* best picks */
+    uint64_t *gain; /* gain[depth * n + c]: score c adds to the chosen set at that depth */
+    size_t *chosen; /* current picks (candidate positions) */
+    size_t *best;   /* best picks */
     uint64_t best_score;
     bool have_best;
     uint64_t nodes;
@@ -213,11 +212,12 @@ static int request_parse(const struct model_resource *res, const char *const *av
     return 0;
 }
 
-/* ---- replicas and MIG devices: distributed / packed ------------------------------------------- */
+/* ---- replicas and MIG devices: distributed / packed -------------------------------------------
+ */
 
 struct group {
-    size_t first_dev; /* index of replica 0 of the physical device */
-    unsigned gpu;     /* parent GPU index */
+    size_t first_dev;        /* index of replica 0 of the physical device */
+    unsigned gpu;            /* parent GPU index */
     size_t start, end, next; /* its available devices: q->avail[start..end) */
     unsigned allocated;      /* replicas in use on the node (NVIDIA's count) */
     unsigned picked;         /* picked for this request */
@@ -264,8 +264,8 @@ static int pick_greedy(const struct model_resource *res, enum cfg_alloc_policy p
         const struct model_device *d = &res->devices[q->avail[i]];
         size_t first = q->avail[i] - d->replica;
         if (n_g == 0 || g[n_g - 1].first_dev != first)
-            g[n_g++] = (struct group){.first_dev = first, .gpu = d->gpu_index, .start = i,
-                                      .next = i};
+            g[n_g++] =
+                (struct group){.first_dev = first, .gpu = d->gpu_index, .start = i, .next = i};
         g[n_g - 1].end = i + 1;
     }
     for (size_t i = 0; i < n_g; i++) {
@@ -370,7 +370,8 @@ int model_preferred_allocation(const struct model *m, const struct model_resourc
             r = 0;
             goto out;
         }
-        r = error_set(err, -EINVAL, "error getting list of preferred allocation devices: "
+        r = error_set(err, -EINVAL,
+                      "error getting list of preferred allocation devices: "
                       "not enough available devices to satisfy allocation");
         goto out;
     }

@@ -19,8 +19,10 @@
 
 /* One 8-memory-slice table: 1g, 1g+me, 1g 2x memory, 2g, 3g, 4g, 7g. Arguments are the SM
  * counts, the memory sizes (MiB) and the names that differ per part. */
-#define P_ID(i, id, sl, cs, sm, mem, d, e, c, j, o, mx, st, nm) \
-    {i, id, sl, cs, sm, mem, d, e, c, j, o, mx, st, nm}
+#define P_ID(i, id, sl, cs, sm, mem, d, e, c, j, o, mx, st, nm)                                    \
+    {                                                                                              \
+        i, id, sl, cs, sm, mem, d, e, c, j, o, mx, st, nm                                          \
+    }
 
 static const struct fake_gi_profile a100_40[] = {
     P_ID(0x0, 19, 1, 1, 14, 4864, 0, 0, 1, 0, 0, 7, S_1G, "1g.5gb"),
@@ -44,13 +46,15 @@ static const struct fake_gi_profile a100_80[] = {
 
 /* Hopper-style engines: 1g 1/0/1/1/0, +me adds OFA, 7g has 8 CEs. */
 #define HOPPER_TABLE(sm1, sm1b, sm2, sm3, sm4, sm7, m1, m2, m3, m7, n1, n1me, n1b, n2, n3, n4, n7) \
-    {P_ID(0x0, 19, 1, 1, sm1, m1, 1, 0, 1, 1, 0, 7, S_1G, n1),                                  \
-     P_ID(0x7, 20, 1, 1, sm1, m1, 1, 0, 1, 1, 1, 1, S_1G, n1me),                                \
-     P_ID(0x9, 15, 2, 1, sm1b, m2, 1, 0, 1, 1, 0, 4, S_1G2, n1b),                               \
-     P_ID(0x1, 14, 2, 2, sm2, m2, 2, 0, 2, 2, 0, 3, S_2G, n2),                                  \
-     P_ID(0x2, 9, 4, 3, sm3, m3, 3, 0, 3, 3, 0, 2, S_3G, n3),                                   \
-     P_ID(0x3, 5, 4, 4, sm4, m3, 4, 0, 4, 4, 0, 1, S_0, n4),                                    \
-     P_ID(0x4, 0, 8, 7, sm7, m7, 7, 0, 8, 7, 1, 1, S_0, n7)}
+    {                                                                                              \
+        P_ID(0x0, 19, 1, 1, sm1, m1, 1, 0, 1, 1, 0, 7, S_1G, n1),                                  \
+            P_ID(0x7, 20, 1, 1, sm1, m1, 1, 0, 1, 1, 1, 1, S_1G, n1me),                            \
+            P_ID(0x9, 15, 2, 1, sm1b, m2, 1, 0, 1, 1, 0, 4, S_1G2, n1b),                           \
+            P_ID(0x1, 14, 2, 2, sm2, m2, 2, 0, 2, 2, 0, 3, S_2G, n2),                              \
+            P_ID(0x2, 9, 4, 3, sm3, m3, 3, 0, 3, 3, 0, 2, S_3G, n3),                               \
+            P_ID(0x3, 5, 4, 4, sm4, m3, 4, 0, 4, 4, 0, 1, S_0, n4),                                \
+            P_ID(0x4, 0, 8, 7, sm7, m7, 7, 0, 8, 7, 1, 1, S_0, n7)                                 \
+    }
 
 static const struct fake_gi_profile h100_sxm[] =
     HOPPER_TABLE(16, 26, 32, 60, 64, 132, 9984, 20096, 40448, 81152, "1g.10gb", "1g.10gb+me",
@@ -86,26 +90,25 @@ static const struct fake_gi_profile a30[] = {
 static const struct fake_model catalog[] = {
     {"Tesla T4", 15360, 7, 5, NVML_DEVICE_ARCH_TURING, NVML_BRAND_NVIDIA, 0x1EB810DE, 0, 40,
      NO_MIG},
-    {"NVIDIA L20", 46068, 8, 9, NVML_DEVICE_ARCH_ADA, NVML_BRAND_NVIDIA, 0x26BA10DE, 0, 92,
-     NO_MIG},
-    {"NVIDIA A100-SXM4-40GB", 40960, 8, 0, NVML_DEVICE_ARCH_AMPERE, NVML_BRAND_NVIDIA,
-     0x20B010DE, 12, 108, MIG8(a100_40)},
-    {"NVIDIA A100-SXM4-80GB", 81920, 8, 0, NVML_DEVICE_ARCH_AMPERE, NVML_BRAND_NVIDIA,
-     0x20B210DE, 12, 108, MIG8(a100_80)},
-    {"NVIDIA A30", 24576, 8, 0, NVML_DEVICE_ARCH_AMPERE, NVML_BRAND_NVIDIA, 0x20B710DE, 4, 56,
-     4, 4, a30, GS_ARRAY_SIZE(a30)},
-    {"NVIDIA H100 80GB HBM3", 81559, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA,
-     0x233010DE, 18, 132, MIG8(h100_sxm)},
-    {"NVIDIA H100 PCIe", 81559, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x233110DE,
-     12, 114, MIG8(h100_pcie)},
-    {"NVIDIA H100 NVL", 95830, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x232110DE,
-     12, 132, MIG8(h100_nvl)},
-    {"NVIDIA H200", 143771, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x233510DE, 18,
-     132, MIG8(h200)},
+    {"NVIDIA L20", 46068, 8, 9, NVML_DEVICE_ARCH_ADA, NVML_BRAND_NVIDIA, 0x26BA10DE, 0, 92, NO_MIG},
+    {"NVIDIA A100-SXM4-40GB", 40960, 8, 0, NVML_DEVICE_ARCH_AMPERE, NVML_BRAND_NVIDIA, 0x20B010DE,
+     12, 108, MIG8(a100_40)},
+    {"NVIDIA A100-SXM4-80GB", 81920, 8, 0, NVML_DEVICE_ARCH_AMPERE, NVML_BRAND_NVIDIA, 0x20B210DE,
+     12, 108, MIG8(a100_80)},
+    {"NVIDIA A30", 24576, 8, 0, NVML_DEVICE_ARCH_AMPERE, NVML_BRAND_NVIDIA, 0x20B710DE, 4, 56, 4, 4,
+     a30, GS_ARRAY_SIZE(a30)},
+    {"NVIDIA H100 80GB HBM3", 81559, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x233010DE,
+     18, 132, MIG8(h100_sxm)},
+    {"NVIDIA H100 PCIe", 81559, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x233110DE, 12,
+     114, MIG8(h100_pcie)},
+    {"NVIDIA H100 NVL", 95830, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x232110DE, 12,
+     132, MIG8(h100_nvl)},
+    {"NVIDIA H200", 143771, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x233510DE, 18, 132,
+     MIG8(h200)},
     {"NVIDIA H20", 97871, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x232910DE, 18, 78,
      MIG8(h20)},
-    {"NVIDIA GH200 480GB", 97871, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA,
-     0x234210DE, 18, 132, MIG8(gh200_96)},
+    {"NVIDIA GH200 480GB", 97871, 9, 0, NVML_DEVICE_ARCH_HOPPER, NVML_BRAND_NVIDIA, 0x234210DE, 18,
+     132, MIG8(gh200_96)},
 };
 
 const struct fake_model *fake_catalog_get(size_t i)

@@ -17,8 +17,8 @@
 #include "internal.h"
 
 #define EVENT_LINE_MAX 512
-#define SUPPORTED_EVENTS                                                                \
-    (nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |                  \
+#define SUPPORTED_EVENTS                                                                           \
+    (nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |                              \
      nvmlEventTypeDoubleBitEccError | nvmlEventTypePState | nvmlEventMigConfigChange)
 
 struct nvmlEventSet_st {

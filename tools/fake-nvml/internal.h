@@ -28,8 +28,8 @@ enum fake_kind { FAKE_KIND_GPU = 0x47505521, FAKE_KIND_MIG = 0x4d494721 };
 
 /* One GPU-instance profile row (facts A.3). */
 struct fake_gi_profile {
-    unsigned index; /* NVML_GPU_INSTANCE_PROFILE_* */
-    unsigned id;    /* what nvidia-smi shows and create/placements take */
+    unsigned index;          /* NVML_GPU_INSTANCE_PROFILE_* */
+    unsigned id;             /* what nvidia-smi shows and create/placements take */
     unsigned slices;         /* memory slices = placement size */
     unsigned compute_slices; /* the "Ng" */
     unsigned sms;

@@ -34,8 +34,8 @@ uint64_t fake_hash(uint64_t h, const void *data, size_t len)
 void fake_uuid_format(char *buf, size_t size, const char *prefix, uint64_t a, uint64_t b)
 {
     snprintf(buf, size, "%s%08x-%04x-%04x-%04x-%012llx", prefix, (unsigned)(a >> 32),
-             (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xffff),
-             (unsigned)(b >> 48), (unsigned long long)(b & 0xffffffffffffULL));
+             (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xffff), (unsigned)(b >> 48),
+             (unsigned long long)(b & 0xffffffffffffULL));
 }
 
 static int node_line(struct fy_node *n)
@@ -60,8 +60,7 @@ static int node_line(struct fy_node *n)
     return 0;
 }
 
-static int perr(const struct parse *ps, struct fy_node *n, const char *fmt, ...)
-    GS_PRINTF(3, 4);
+static int perr(const struct parse *ps, struct fy_node *n, const char *fmt, ...) GS_PRINTF(3, 4);
 static int perr(const struct parse *ps, struct fy_node *n, const char *fmt, ...)
 {
     char msg[512];
@@ -73,8 +72,7 @@ static int perr(const struct parse *ps, struct fy_node *n, const char *fmt, ...)
     return error_set(ps->err, -EINVAL, "%s:%d: %s", ps->path, node_line(n), msg);
 }
 
-static int want(const struct parse *ps, struct fy_node *n, enum fy_node_type t,
-                const char *what)
+static int want(const struct parse *ps, struct fy_node *n, enum fy_node_type t, const char *what)
 {
     static const char *const names[] = {"a scalar", "a list", "a mapping"};
 
@@ -105,9 +103,8 @@ static int check_keys(const struct parse *ps, struct fy_node *map, const char *c
             }
         }
         if (!ok)
-            return perr(ps, fy_node_pair_key(pair), "unknown key '%s' in %s%s%s%s",
-                        key ? key : "?", where, best ? " (did you mean '" : "",
-                        best ? best : "", best ? "'?)" : "");
+            return perr(ps, fy_node_pair_key(pair), "unknown key '%s' in %s%s%s%s", key ? key : "?",
+                        where, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
     }
     return 0;
 }
@@ -117,8 +114,7 @@ static struct fy_node *get(struct fy_node *map, const char *key)
     return fy_node_mapping_lookup_by_string(map, key, FY_NT);
 }
 
-static int get_str(const struct parse *ps, struct fy_node *map, const char *key,
-                   const char **ret)
+static int get_str(const struct parse *ps, struct fy_node *map, const char *key, const char **ret)
 {
     struct fy_node *n = get(map, key);
     int r;
@@ -183,10 +179,14 @@ static const struct {
     const char *name;
     unsigned arch;
 } arch_names[] = {
-    {"kepler", NVML_DEVICE_ARCH_KEPLER},   {"maxwell", NVML_DEVICE_ARCH_MAXWELL},
-    {"pascal", NVML_DEVICE_ARCH_PASCAL},   {"volta", NVML_DEVICE_ARCH_VOLTA},
-    {"turing", NVML_DEVICE_ARCH_TURING},   {"ampere", NVML_DEVICE_ARCH_AMPERE},
-    {"ada", NVML_DEVICE_ARCH_ADA},         {"hopper", NVML_DEVICE_ARCH_HOPPER},
+    {"kepler", NVML_DEVICE_ARCH_KEPLER},
+    {"maxwell", NVML_DEVICE_ARCH_MAXWELL},
+    {"pascal", NVML_DEVICE_ARCH_PASCAL},
+    {"volta", NVML_DEVICE_ARCH_VOLTA},
+    {"turing", NVML_DEVICE_ARCH_TURING},
+    {"ampere", NVML_DEVICE_ARCH_AMPERE},
+    {"ada", NVML_DEVICE_ARCH_ADA},
+    {"hopper", NVML_DEVICE_ARCH_HOPPER},
     {"blackwell", NVML_DEVICE_ARCH_BLACKWELL},
 };
 
@@ -222,8 +222,8 @@ static int parse_unknown_model(const struct parse *ps, struct fy_node *e, const 
         if (strcasecmp(arch, arch_names[i].name) == 0)
             m->arch = arch_names[i].arch;
     if (m->arch == NVML_DEVICE_ARCH_UNKNOWN)
-        return perr(ps, get(e, "architecture"),
-                    "architecture '%s' is not one of kepler..blackwell", arch);
+        return perr(ps, get(e, "architecture"), "architecture '%s' is not one of kepler..blackwell",
+                    arch);
     r = get_uint(ps, e, "brand", NVML_BRAND_COUNT - 1, &m->brand);
     if (r == 0)
         r = get_uint(ps, e, "pci_device_id", UINT32_MAX, &m->pci_device_id);
@@ -261,7 +261,8 @@ static int parse_processes(const struct parse *ps, struct fy_node *seq, struct f
             r = get_uint(ps, item, "gi", FAKE_MAX_GI, &p->gi_id);
         if (r == 0)
             r = get_uint(ps, item, "ci", FAKE_MAX_CI - 1, &p->ci_id);
-        if (r == 0 && (p->gi_id == INVALID_GPU_INSTANCE_ID) != (p->ci_id == INVALID_GPU_INSTANCE_ID))
+        if (r == 0 &&
+            (p->gi_id == INVALID_GPU_INSTANCE_ID) != (p->ci_id == INVALID_GPU_INSTANCE_ID))
             r = perr(ps, item, "a process in a MIG device needs both gi and ci");
         g->n_procs++;
     }
@@ -347,8 +348,8 @@ static int apply_mig(const struct parse *ps, struct fake_gpu *g,
     }
     for (size_t i = 0; i < g->n_procs; i++) {
         const struct fake_process *p = &g->procs[i];
-        const struct fake_gi *gi = p->gi_id >= 1 && p->gi_id <= FAKE_MAX_GI
-                                       ? &g->gis[p->gi_id - 1] : NULL;
+        const struct fake_gi *gi =
+            p->gi_id >= 1 && p->gi_id <= FAKE_MAX_GI ? &g->gis[p->gi_id - 1] : NULL;
         if (p->gi_id != INVALID_GPU_INSTANCE_ID &&
             (!gi || !gi->in_use || !gi->cis[p->ci_id].in_use))
             return error_set(ps->err, -EINVAL,
@@ -360,8 +361,8 @@ static int apply_mig(const struct parse *ps, struct fake_gpu *g,
 }
 
 /* Fields that describe a model outside the catalog. */
-static const char *const model_only_keys[] = {"compute_capability", "architecture", "brand",
-                                              "pci_device_id", "nvlinks", "multiprocessors"};
+static const char *const model_only_keys[] = {
+    "compute_capability", "architecture", "brand", "pci_device_id", "nvlinks", "multiprocessors"};
 
 struct entry_ctx {
     size_t entry;
@@ -370,10 +371,19 @@ struct entry_ctx {
 
 static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct entry_ctx *ec)
 {
-    static const char *const keys[] = {"model", "count", "memory_mib", "numa_node",
-                                       "processes", "mig", "compute_capability",
-                                       "architecture", "brand", "pci_device_id", "nvlinks",
-                                       "multiprocessors", NULL};
+    static const char *const keys[] = {"model",
+                                       "count",
+                                       "memory_mib",
+                                       "numa_node",
+                                       "processes",
+                                       "mig",
+                                       "compute_capability",
+                                       "architecture",
+                                       "brand",
+                                       "pci_device_id",
+                                       "nvlinks",
+                                       "multiprocessors",
+                                       NULL};
     struct fake_mig_request reqs[FAKE_MAX_GI];
     struct fy_node *req_nodes[FAKE_MAX_GI];
     struct fake_model model;
@@ -494,16 +504,18 @@ static int parse_topology(const struct parse *ps, struct fy_node *topo, struct f
         if (r < 0)
             return r;
         if (v[0] >= m->n_gpus || v[1] >= m->n_gpus || v[0] == v[1] || v[2] == 0)
-            return perr(ps, t, "nvlink [%llu, %llu, %llu]: need two different GPU indexes "
-                               "below %zu and at least one link",
+            return perr(ps, t,
+                        "nvlink [%llu, %llu, %llu]: need two different GPU indexes "
+                        "below %zu and at least one link",
                         (unsigned long long)v[0], (unsigned long long)v[1],
                         (unsigned long long)v[2], m->n_gpus);
         for (uint64_t k = 0; k < v[2]; k++) {
             struct fake_gpu *a = &m->gpus[v[0]], *b = &m->gpus[v[1]];
             unsigned la = next_free_link(a), lb = next_free_link(b);
             if (la == FAKE_LINK_NONE || lb == FAKE_LINK_NONE)
-                return perr(ps, t, "nvlink [%llu, %llu, %llu]: more links than the GPU has "
-                                   "(%u on %s)",
+                return perr(ps, t,
+                            "nvlink [%llu, %llu, %llu]: more links than the GPU has "
+                            "(%u on %s)",
                             (unsigned long long)v[0], (unsigned long long)v[1],
                             (unsigned long long)v[2],
                             la == FAKE_LINK_NONE ? a->model.nvlinks : b->model.nvlinks,

@@ -74,8 +74,8 @@ nvmlReturn_t fake_gi_create(struct fake_gpu *g, const struct fake_gi_profile *p,
 bool fake_ci_has_processes(const struct fake_gpu *g, unsigned gi_id, unsigned ci_id)
 {
     for (size_t i = 0; i < g->n_procs; i++)
-        if (g->procs[i].gi_id == gi_id && (ci_id == INVALID_GPU_INSTANCE_ID ||
-                                           g->procs[i].ci_id == ci_id))
+        if (g->procs[i].gi_id == gi_id &&
+            (ci_id == INVALID_GPU_INSTANCE_ID || g->procs[i].ci_id == ci_id))
             return true;
     return false;
 }

@@ -104,7 +104,8 @@ static int faults_parse(const char *spec, struct error *err)
 bool fake_fault(const char *fn, int gpu, nvmlReturn_t *rc)
 {
     for (size_t i = 0; i < ctx.n_faults; i++)
-        if (strcmp(ctx.faults[i].fn, fn) == 0 && (ctx.faults[i].gpu < 0 || ctx.faults[i].gpu == gpu)) {
+        if (strcmp(ctx.faults[i].fn, fn) == 0 &&
+            (ctx.faults[i].gpu < 0 || ctx.faults[i].gpu == gpu)) {
             *rc = ctx.faults[i].rc;
             return true;
         }
@@ -191,8 +192,7 @@ static nvmlReturn_t resolve(const void *h, struct fake_gpu **ret_g, struct fake_
     }
     for (i = 0; i < m->n_gpus; i++)
         for (gi_i = 0; gi_i < FAKE_MAX_GI; gi_i++)
-            if (in_array(h, m->gpus[i].gis[gi_i].cis, sizeof(struct fake_ci), FAKE_MAX_CI,
-                         &ci_i)) {
+            if (in_array(h, m->gpus[i].gis[gi_i].cis, sizeof(struct fake_ci), FAKE_MAX_CI, &ci_i)) {
                 struct fake_ci *ci = &m->gpus[i].gis[gi_i].cis[ci_i];
                 if (!m->gpus[i].gis[gi_i].in_use || !ci->in_use)
                     return NVML_ERROR_INVALID_ARGUMENT;
@@ -482,12 +482,12 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 /* ---- per device -------------------------------------------------------------------------- */
 
 /* Prologue of a device query: g is the GPU (the parent for a MIG handle), ci the MIG device. */
-#define DEVICE_ENTER(dev, mutate)                                                   \
-    struct fake_gpu *g = NULL;                                                      \
-    struct fake_ci *ci = NULL;                                                      \
-    nvmlReturn_t rc = fake_enter(__func__, (dev), (mutate), &g, &ci);               \
-    if (rc != NVML_SUCCESS)                                                         \
-        return rc
+#define DEVICE_ENTER(dev, mutate)                                                                  \
+    struct fake_gpu *g = NULL;                                                                     \
+    struct fake_ci *ci = NULL;                                                                     \
+    nvmlReturn_t rc = fake_enter(__func__, (dev), (mutate), &g, &ci);                              \
+    if (rc != NVML_SUCCESS)                                                                        \
+    return rc
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
@@ -556,8 +556,8 @@ static unsigned long long used_bytes(const struct fake_gpu *g, unsigned gi_id)
     return used;
 }
 
-static void memory_of(const struct fake_gpu *g, const struct fake_ci *ci,
-                      unsigned long long *total, unsigned long long *used)
+static void memory_of(const struct fake_gpu *g, const struct fake_ci *ci, unsigned long long *total,
+                      unsigned long long *used)
 {
     if (ci) {
         *total = (unsigned long long)ci->gi->profile->memory_mib << 20;
@@ -672,14 +672,13 @@ nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevic
     if (ci || ci2)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
     /* PCIe only, by NUMA node: the same GPU is INTERNAL, the same node NODE, else SYSTEM. */
-    *pathInfo = g == g2                       ? NVML_TOPOLOGY_INTERNAL
+    *pathInfo = g == g2                         ? NVML_TOPOLOGY_INTERNAL
                 : g->numa_node == g2->numa_node ? NVML_TOPOLOGY_NODE
                                                 : NVML_TOPOLOGY_SYSTEM;
     return fake_leave(NVML_SUCCESS);
 }
 
-static nvmlReturn_t link_check(const struct fake_gpu *g, const struct fake_ci *ci,
-                               unsigned link)
+static nvmlReturn_t link_check(const struct fake_gpu *g, const struct fake_ci *ci, unsigned link)
 {
     if (ci || g->model.nvlinks == 0)
         return NVML_ERROR_NOT_SUPPORTED;
@@ -698,8 +697,7 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     rc = link_check(g, ci, link);
     if (rc == NVML_SUCCESS)
-        *isActive = g->links[link] == FAKE_LINK_NONE ? NVML_FEATURE_DISABLED
-                                                     : NVML_FEATURE_ENABLED;
+        *isActive = g->links[link] == FAKE_LINK_NONE ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
     return fake_leave(rc);
 }
 
@@ -727,8 +725,7 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned i
     return fake_leave(NVML_SUCCESS);
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
-                                                     unsigned int *infoCount,
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
                                                      nvmlProcessInfo_t *infos)
 {
     unsigned n = 0;

@@ -76,8 +76,10 @@ static int write_access(const char *dir, unsigned minor)
     if (r == 0)
         r = strbuf_printf(&path, "%s/access", dir);
     if (r == 0)
-        r = strbuf_printf(&text, "DeviceFileMinor: %u\nDeviceFileMode: 292\n"
-                                 "DeviceFileModify: 1\n", minor);
+        r = strbuf_printf(&text,
+                          "DeviceFileMinor: %u\nDeviceFileMode: 292\n"
+                          "DeviceFileModify: 1\n",
+                          minor);
     if (r == 0)
         r = write_text(path.buf, text.buf);
     strbuf_release(&path);
@@ -155,8 +157,10 @@ void fake_caps_sync(const struct fake_machine *m)
         fprintf(stderr, "fake-nvml: cannot write %s/driver/nvidia-caps/mig-minors\n", root);
     for (size_t i = 0; i < m->n_gpus && i < CAPS_MAX_GPUS; i++)
         if (write_gpu(root, &m->gpus[i]) < 0)
-            fprintf(stderr, "fake-nvml: cannot write the capability files of GPU %zu under "
-                            "%s\n", i, root);
+            fprintf(stderr,
+                    "fake-nvml: cannot write the capability files of GPU %zu under "
+                    "%s\n",
+                    i, root);
 }
 
 /* NVML documents this call for MIG device handles only. */

@@ -8,12 +8,12 @@
 
 #include "internal.h"
 
-#define MIG_ENTER(dev, mutate)                                                   \
-    struct fake_gpu *g = NULL;                                                   \
-    struct fake_ci *ci = NULL;                                                   \
-    nvmlReturn_t rc = fake_enter(__func__, (dev), (mutate), &g, &ci);            \
-    if (rc != NVML_SUCCESS)                                                      \
-        return rc
+#define MIG_ENTER(dev, mutate)                                                                     \
+    struct fake_gpu *g = NULL;                                                                     \
+    struct fake_ci *ci = NULL;                                                                     \
+    nvmlReturn_t rc = fake_enter(__func__, (dev), (mutate), &g, &ci);                              \
+    if (rc != NVML_SUCCESS)                                                                        \
+    return rc
 
 /* A GPU-instance handle is the address of a GI slot inside a GPU. */
 static struct fake_gi *gi_resolve(nvmlGpuInstance_t h)
@@ -23,7 +23,8 @@ static struct fake_gi *gi_resolve(nvmlGpuInstance_t h)
 
     for (size_t i = 0; h && i < m->n_gpus; i++) {
         const char *b = (const char *)m->gpus[i].gis;
-        if (p >= b && p < b + sizeof(m->gpus[i].gis) && (size_t)(p - b) % sizeof(struct fake_gi) == 0) {
+        if (p >= b && p < b + sizeof(m->gpus[i].gis) &&
+            (size_t)(p - b) % sizeof(struct fake_gi) == 0) {
             struct fake_gi *gi = (struct fake_gi *)h;
             return gi->in_use ? gi : NULL;
         }
@@ -32,8 +33,7 @@ static struct fake_gi *gi_resolve(nvmlGpuInstance_t h)
 }
 
 /* Prologue for GI calls: faults may name the GI's GPU ("fn@gpu=code"). */
-static nvmlReturn_t gi_enter(const char *fn, nvmlGpuInstance_t h, bool mutate,
-                             struct fake_gi **ret)
+static nvmlReturn_t gi_enter(const char *fn, nvmlGpuInstance_t h, bool mutate, struct fake_gi **ret)
 {
     struct fake_gi *gi;
     nvmlReturn_t rc = fake_enter(fn, NULL, mutate, NULL, NULL);
@@ -183,18 +183,18 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *i
 /* ---- GPU-instance profiles ---------------------------------------------------------------- */
 
 /* The fields the v1, v2 and v3 profile-info structs share (they differ in layout). */
-#define GI_INFO_SET(info, p)                               \
-    do {                                                   \
-        (info)->id = (p)->id;                              \
-        (info)->sliceCount = (p)->compute_slices;          \
-        (info)->instanceCount = (p)->max_instances;        \
-        (info)->multiprocessorCount = (p)->sms;            \
-        (info)->copyEngineCount = (p)->ce;                 \
-        (info)->decoderCount = (p)->dec;                   \
-        (info)->encoderCount = (p)->enc;                   \
-        (info)->jpegCount = (p)->jpeg;                     \
-        (info)->ofaCount = (p)->ofa;                       \
-        (info)->memorySizeMB = (p)->memory_mib;            \
+#define GI_INFO_SET(info, p)                                                                       \
+    do {                                                                                           \
+        (info)->id = (p)->id;                                                                      \
+        (info)->sliceCount = (p)->compute_slices;                                                  \
+        (info)->instanceCount = (p)->max_instances;                                                \
+        (info)->multiprocessorCount = (p)->sms;                                                    \
+        (info)->copyEngineCount = (p)->ce;                                                         \
+        (info)->decoderCount = (p)->dec;                                                           \
+        (info)->encoderCount = (p)->enc;                                                           \
+        (info)->jpegCount = (p)->jpeg;                                                             \
+        (info)->ofaCount = (p)->ofa;                                                               \
+        (info)->memorySizeMB = (p)->memory_mib;                                                    \
     } while (0)
 
 static nvmlReturn_t profile_lookup(const struct fake_gpu *g, const struct fake_ci *ci,
@@ -226,8 +226,8 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned i
     return fake_leave(NVML_SUCCESS);
 }
 
-static nvmlReturn_t profile_by_id(const struct fake_gpu *g, const struct fake_ci *ci,
-                                  unsigned id, const struct fake_gi_profile **ret);
+static nvmlReturn_t profile_by_id(const struct fake_gpu *g, const struct fake_ci *ci, unsigned id,
+                                  const struct fake_gi_profile **ret);
 
 /* The V calls by index or (by_id) by profile ID. */
 static nvmlReturn_t profile_info_v(const char *fn, nvmlDevice_t device, unsigned int key,
@@ -269,16 +269,15 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned 
     return profile_info_v(__func__, device, profile, false, info);
 }
 
-nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device,
-                                                      unsigned int profileId,
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsigned int profileId,
                                                       nvmlGpuInstanceProfileInfo_v2_t *info)
 {
     return profile_info_v(__func__, device, profileId, true, info);
 }
 
 /* Profile by ID on a MIG-capable parent handle. */
-static nvmlReturn_t profile_by_id(const struct fake_gpu *g, const struct fake_ci *ci,
-                                  unsigned id, const struct fake_gi_profile **ret)
+static nvmlReturn_t profile_by_id(const struct fake_gpu *g, const struct fake_ci *ci, unsigned id,
+                                  const struct fake_gi_profile **ret)
 {
     if (ci)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -315,8 +314,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device,
     return fake_leave(rc);
 }
 
-nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device,
-                                                       unsigned int profileId,
+nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsigned int profileId,
                                                        unsigned int *count)
 {
     const struct fake_gi_profile *p = NULL;
@@ -365,8 +363,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profi
     return gi_create(device, __func__, profileId, NULL, false, gpuInstance);
 }
 
-nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device,
-                                                      unsigned int profileId,
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
                                                       const nvmlGpuInstancePlacement_t *placement,
                                                       nvmlGpuInstance_t *gpuInstance)
 {
@@ -449,8 +446,7 @@ static nvmlReturn_t ci_profile_check(const struct fake_gi *gi, unsigned profile,
     if (profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
         engProfile >= NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT)
         return NVML_ERROR_INVALID_ARGUMENT;
-    return fake_ci_shape(gi, profile, ret_slices, &align) ? NVML_SUCCESS
-                                                          : NVML_ERROR_NOT_SUPPORTED;
+    return fake_ci_shape(gi, profile, ret_slices, &align) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 
 struct ci_info {
@@ -464,21 +460,20 @@ static void ci_info_fill(const struct fake_gi *gi, unsigned profile, unsigned sl
 
     out->slices = slices;
     out->instances = fake_ci_placements(gi, profile, NULL, 0);
-    out->sms = slices >= gi->profile->compute_slices || !one ? gi->profile->sms
-                                                             : slices * one->sms;
+    out->sms = slices >= gi->profile->compute_slices || !one ? gi->profile->sms : slices * one->sms;
 }
 
-#define CI_INFO_SET(info, profile, ci_i, p)           \
-    do {                                              \
-        (info)->id = (profile);                       \
-        (info)->sliceCount = (ci_i).slices;           \
-        (info)->instanceCount = (ci_i).instances;     \
-        (info)->multiprocessorCount = (ci_i).sms;     \
-        (info)->sharedCopyEngineCount = (p)->ce;      \
-        (info)->sharedDecoderCount = (p)->dec;        \
-        (info)->sharedEncoderCount = (p)->enc;        \
-        (info)->sharedJpegCount = (p)->jpeg;          \
-        (info)->sharedOfaCount = (p)->ofa;            \
+#define CI_INFO_SET(info, profile, ci_i, p)                                                        \
+    do {                                                                                           \
+        (info)->id = (profile);                                                                    \
+        (info)->sliceCount = (ci_i).slices;                                                        \
+        (info)->instanceCount = (ci_i).instances;                                                  \
+        (info)->multiprocessorCount = (ci_i).sms;                                                  \
+        (info)->sharedCopyEngineCount = (p)->ce;                                                   \
+        (info)->sharedDecoderCount = (p)->dec;                                                     \
+        (info)->sharedEncoderCount = (p)->enc;                                                     \
+        (info)->sharedJpegCount = (p)->jpeg;                                                       \
+        (info)->sharedOfaCount = (p)->ofa;                                                         \
     } while (0)
 
 nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance,
@@ -504,9 +499,10 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuI
     return fake_leave(NVML_SUCCESS);
 }
 
-nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
-    nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
-    nvmlComputeInstanceProfileInfo_v2_t *info)
+nvmlReturn_t
+nvmlGpuInstanceGetComputeInstanceProfileInfoV(nvmlGpuInstance_t gpuInstance, unsigned int profile,
+                                              unsigned int engProfile,
+                                              nvmlComputeInstanceProfileInfo_v2_t *info)
 {
     struct fake_gi *gi = NULL;
     struct ci_info cinfo;
@@ -593,8 +589,8 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(
 }
 
 static nvmlReturn_t ci_create(nvmlGpuInstance_t gpuInstance, const char *fn, unsigned profileId,
-                              const nvmlComputeInstancePlacement_t *placement,
-                              bool with_placement, nvmlComputeInstance_t *out)
+                              const nvmlComputeInstancePlacement_t *placement, bool with_placement,
+                              nvmlComputeInstance_t *out)
 {
     struct fake_gi *gi = NULL;
     struct fake_ci *ci = NULL;
@@ -609,8 +605,7 @@ static nvmlReturn_t ci_create(nvmlGpuInstance_t gpuInstance, const char *fn, uns
     if (rc == NVML_SUCCESS && with_placement && placement->size != slices)
         rc = NVML_ERROR_INVALID_ARGUMENT;
     if (rc == NVML_SUCCESS)
-        rc = fake_ci_create(gi, profileId, with_placement ? placement->start : FAKE_NO_START,
-                            &ci);
+        rc = fake_ci_create(gi, profileId, with_placement ? placement->start : FAKE_NO_START, &ci);
     if (rc == NVML_SUCCESS)
         *out = (nvmlComputeInstance_t)ci;
     return fake_leave(rc);
@@ -654,14 +649,12 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
                 computeInstances[n] = (nvmlComputeInstance_t)&gi->cis[i];
             n++;
         }
-    rc = n > 0 && (!computeInstances || n > *count) ? NVML_ERROR_INSUFFICIENT_SIZE
-                                                     : NVML_SUCCESS;
+    rc = n > 0 && (!computeInstances || n > *count) ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
     *count = n;
     return fake_leave(rc);
 }
 
-nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance,
-                                                   unsigned int id,
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
                                                    nvmlComputeInstance_t *computeInstance)
 {
     struct fake_gi *gi = NULL;

@@ -163,8 +163,10 @@ int fake_state_load(struct fake_machine *m, const char *path, struct error *err)
     if (r == 0)
         r = state_walk(m, body, true);
     if (r < 0)
-        r = error_set(err, -EINVAL, "'%s' is damaged; remove it to start from the machine "
-                                    "file", path);
+        r = error_set(err, -EINVAL,
+                      "'%s' is damaged; remove it to start from the machine "
+                      "file",
+                      path);
 out:
     free(data);
     return r;

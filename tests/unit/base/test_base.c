@@ -79,10 +79,18 @@ static void test_parse_numbers_strict(void **state)
         int r;
         int64_t v;
     } cases[] = {
-        {"0", 0, 0},           {"42", 0, 42},      {"-7", 0, -7},   {"+3", 0, 3},
-        {"", -EINVAL, 0},      {"4x", -EINVAL, 0}, {" 4", -EINVAL, 0}, {"1.5", -EINVAL, 0},
-        {"9223372036854775807", 0, INT64_MAX},     {"9223372036854775808", -ERANGE, 0},
-        {"-9223372036854775808", 0, INT64_MIN},    {"-", -EINVAL, 0},
+        {"0", 0, 0},
+        {"42", 0, 42},
+        {"-7", 0, -7},
+        {"+3", 0, 3},
+        {"", -EINVAL, 0},
+        {"4x", -EINVAL, 0},
+        {" 4", -EINVAL, 0},
+        {"1.5", -EINVAL, 0},
+        {"9223372036854775807", 0, INT64_MAX},
+        {"9223372036854775808", -ERANGE, 0},
+        {"-9223372036854775808", 0, INT64_MIN},
+        {"-", -EINVAL, 0},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
         int64_t v = 12345;
@@ -125,10 +133,10 @@ static void test_str_dns_subdomain_valid_rules(void **state)
         const char *s;
         bool ok;
     } cases[] = {
-        {"nvidia.com", true},  {"gpu", true},        {"mig-1g.10gb", true}, {"a", true},
-        {"", false},           {"Nvidia.com", false}, {"-gpu", false},      {"gpu-", false},
-        {"a..b", false},       {".a", false},         {"a.", false},        {"a_b", false},
-        {"gpu.-x", false},     {"gpu-.x", false},
+        {"nvidia.com", true}, {"gpu", true},         {"mig-1g.10gb", true}, {"a", true},
+        {"", false},          {"Nvidia.com", false}, {"-gpu", false},       {"gpu-", false},
+        {"a..b", false},      {".a", false},         {"a.", false},         {"a_b", false},
+        {"gpu.-x", false},    {"gpu-.x", false},
     };
     char label64[65], long254[255];
     for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++)

@@ -157,9 +157,9 @@ static void test_bad_handles_are_invalid_argument(void **state)
     assert_int_equal(nvmlDeviceGetName((nvmlDevice_t)not_a_handle, name, sizeof(name)),
                      NVML_ERROR_INVALID_ARGUMENT);
     assert_int_equal(nvmlDeviceGetMigMode(NULL, &v, &v), NVML_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(nvmlDeviceRegisterEvents(NULL, nvmlEventTypeXidCriticalError,
-                                              (nvmlEventSet_t)not_a_handle),
-                     NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(
+        nvmlDeviceRegisterEvents(NULL, nvmlEventTypeXidCriticalError, (nvmlEventSet_t)not_a_handle),
+        NVML_ERROR_INVALID_ARGUMENT);
     assert_int_equal(nvmlGpuInstanceDestroy(NULL), NVML_ERROR_INVALID_ARGUMENT);
     assert_int_equal(nvmlGpuInstanceDestroy(gi), NVML_ERROR_INVALID_ARGUMENT);
     assert_int_equal(nvmlComputeInstanceDestroy(NULL), NVML_ERROR_INVALID_ARGUMENT);
@@ -397,9 +397,12 @@ struct placement_row {
 };
 
 static const struct placement_row eight_slice[] = {
-    {19, 1, 7, {0, 1, 2, 3, 4, 5, 6}}, {20, 1, 7, {0, 1, 2, 3, 4, 5, 6}},
-    {15, 2, 4, {0, 2, 4, 6}},          {14, 2, 3, {0, 2, 4}},
-    {9, 4, 2, {0, 4}},                 {5, 4, 1, {0}},
+    {19, 1, 7, {0, 1, 2, 3, 4, 5, 6}},
+    {20, 1, 7, {0, 1, 2, 3, 4, 5, 6}},
+    {15, 2, 4, {0, 2, 4, 6}},
+    {14, 2, 3, {0, 2, 4}},
+    {9, 4, 2, {0, 4}},
+    {5, 4, 1, {0}},
     {0, 8, 1, {0}},
 };
 
@@ -417,9 +420,9 @@ static void check_placements(nvmlDevice_t d, const struct placement_row *rows, s
         assert_int_equal(count, rows[r].n);
         count = 1;
         if (rows[r].n > 1)
-            assert_int_equal(nvmlDeviceGetGpuInstancePossiblePlacements_v2(d, rows[r].id, pl,
-                                                                           &count),
-                             NVML_ERROR_INSUFFICIENT_SIZE);
+            assert_int_equal(
+                nvmlDeviceGetGpuInstancePossiblePlacements_v2(d, rows[r].id, pl, &count),
+                NVML_ERROR_INSUFFICIENT_SIZE);
         count = 8;
         OK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(d, rows[r].id, pl, &count));
         assert_int_equal(count, rows[r].n);
@@ -441,8 +444,7 @@ static void test_possible_placements_per_model(void **state)
         check_placements(dev(g), eight_slice, GS_ARRAY_SIZE(eight_slice));
     check_placements(dev(A30_INDEX), a30_rows, GS_ARRAY_SIZE(a30_rows));
     /* ID 9 (3g) does not exist on an A30. */
-    assert_int_equal(nvmlDeviceGetGpuInstancePossiblePlacements_v2(dev(A30_INDEX), 9, NULL,
-                                                                   &count),
+    assert_int_equal(nvmlDeviceGetGpuInstancePossiblePlacements_v2(dev(A30_INDEX), 9, NULL, &count),
                      NVML_ERROR_INVALID_ARGUMENT);
     OK(nvmlShutdown());
 }
@@ -484,8 +486,7 @@ static void test_profile_info_names_match_go_nvlib_formula(void **state)
                 assert_string_equal(by_id.name, v2.name);
             }
             assert_int_equal(v1.memorySizeMB, v2.memorySizeMB);
-            snprintf(want, sizeof(want), ".%ugb",
-                     name_gb(v2.memorySizeMB, mem.total >> 20));
+            snprintf(want, sizeof(want), ".%ugb", name_gb(v2.memorySizeMB, mem.total >> 20));
             assert_non_null(strstr(v2.name, want));
             assert_true(str_startswith(v2.name, "MIG "));
             seen++;
@@ -506,16 +507,16 @@ static void test_create_with_placement_rules(void **state)
 {
     static const struct create_row rows[] = {
         {9, 4, 4, NVML_SUCCESS},
-        {9, 4, 4, NVML_ERROR_INSUFFICIENT_RESOURCES},    /* taken */
-        {9, 2, 4, NVML_ERROR_INVALID_ARGUMENT},          /* not a 3g start */
-        {9, 0, 2, NVML_ERROR_INVALID_ARGUMENT},          /* wrong size */
-        {19, 7, 1, NVML_ERROR_INVALID_ARGUMENT},         /* slot 7 is never a 1g start */
-        {19, 5, 1, NVML_ERROR_INSUFFICIENT_RESOURCES},   /* overlaps 3g@4 */
+        {9, 4, 4, NVML_ERROR_INSUFFICIENT_RESOURCES},  /* taken */
+        {9, 2, 4, NVML_ERROR_INVALID_ARGUMENT},        /* not a 3g start */
+        {9, 0, 2, NVML_ERROR_INVALID_ARGUMENT},        /* wrong size */
+        {19, 7, 1, NVML_ERROR_INVALID_ARGUMENT},       /* slot 7 is never a 1g start */
+        {19, 5, 1, NVML_ERROR_INSUFFICIENT_RESOURCES}, /* overlaps 3g@4 */
         {14, 0, 2, NVML_SUCCESS},
         {15, 2, 2, NVML_SUCCESS},
         {15, 2, 2, NVML_ERROR_INSUFFICIENT_RESOURCES},
         {0, 0, 8, NVML_ERROR_INSUFFICIENT_RESOURCES},
-        {77, 0, 1, NVML_ERROR_INVALID_ARGUMENT},         /* no such profile */
+        {77, 0, 1, NVML_ERROR_INVALID_ARGUMENT}, /* no such profile */
     };
     unsigned left = 9;
     (void)state;
@@ -557,9 +558,9 @@ static void test_create_each_start_per_model(void **state)
                 bool listed = false;
                 for (unsigned k = 0; k < rows[r].n; k++)
                     listed = listed || rows[r].starts[k] == start;
-                assert_int_equal(nvmlDeviceCreateGpuInstanceWithPlacement(dev(g), rows[r].id,
-                                                                          &pl, &gi),
-                                 listed ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT);
+                assert_int_equal(
+                    nvmlDeviceCreateGpuInstanceWithPlacement(dev(g), rows[r].id, &pl, &gi),
+                    listed ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT);
                 if (listed)
                     OK(nvmlGpuInstanceDestroy(gi));
             }
@@ -572,10 +573,10 @@ struct layouts {
     nvmlDevice_t d;
     const unsigned *ids;
     size_t n_ids;
-    unsigned count;             /* maximal layouts */
-    char multisets[64][32];     /* distinct profile multisets */
+    unsigned count;         /* maximal layouts */
+    char multisets[64][32]; /* distinct profile multisets */
     unsigned n_multisets;
-    unsigned used[8];           /* instances per profile in the current layout */
+    unsigned used[8]; /* instances per profile in the current layout */
 };
 
 static bool layout_full(struct layouts *L)
@@ -611,8 +612,7 @@ static void layout_dfs(struct layouts *L, unsigned min_key)
             if (!size)
                 continue;
             pl = (nvmlGpuInstancePlacement_t){start, size};
-            if (nvmlDeviceCreateGpuInstanceWithPlacement(L->d, L->ids[i], &pl, &gi) !=
-                NVML_SUCCESS)
+            if (nvmlDeviceCreateGpuInstanceWithPlacement(L->d, L->ids[i], &pl, &gi) != NVML_SUCCESS)
                 continue;
             extended = true;
             L->used[i]++;
@@ -741,9 +741,15 @@ static void test_get_gpu_instances_and_by_id(void **state)
 static void test_compute_instances_in_7g(void **state)
 {
     static const nvmlReturn_t profile_rc[] = {
-        NVML_SUCCESS,             NVML_SUCCESS,             NVML_SUCCESS,
-        NVML_SUCCESS,             NVML_SUCCESS,             NVML_ERROR_NOT_SUPPORTED,
-        NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NOT_SUPPORTED,
+        NVML_SUCCESS,
+        NVML_SUCCESS,
+        NVML_SUCCESS,
+        NVML_SUCCESS,
+        NVML_SUCCESS,
+        NVML_ERROR_NOT_SUPPORTED,
+        NVML_ERROR_NOT_SUPPORTED,
+        NVML_ERROR_NOT_SUPPORTED,
+        NVML_ERROR_NOT_SUPPORTED,
         NVML_ERROR_INVALID_ARGUMENT,
     };
     static const unsigned instances[] = {7, 3, 2, 1, 1};
@@ -855,7 +861,10 @@ struct migdev_row {
 static void test_mig_devices_all_balanced(void **state)
 {
     static const struct migdev_row rows[] = {
-        {"2g.20gb", 2, 19968}, {"1g.10gb", 3, 9728}, {"1g.10gb", 4, 9728}, {"3g.40gb", 1, 40192},
+        {"2g.20gb", 2, 19968},
+        {"1g.10gb", 3, 9728},
+        {"1g.10gb", 4, 9728},
+        {"3g.40gb", 1, 40192},
     };
     unsigned max = 0, v;
     (void)state;
@@ -1038,9 +1047,8 @@ static void test_state_seen_by_another_process(void **state)
         nvmlGpuInstance_t gi;
         nvmlComputeInstance_t ci;
         if (nvmlDeviceGetHandleByIndex_v2(2, &d) || nvmlDeviceGetGpuInstanceById(d, 1, &gi) ||
-            nvmlGpuInstanceGetComputeInstanceById(gi, 0, &ci) ||
-            nvmlComputeInstanceDestroy(ci) || nvmlGpuInstanceDestroy(gi) ||
-            nvmlDeviceGetHandleByIndex_v2(3, &d) ||
+            nvmlGpuInstanceGetComputeInstanceById(gi, 0, &ci) || nvmlComputeInstanceDestroy(ci) ||
+            nvmlGpuInstanceDestroy(gi) || nvmlDeviceGetHandleByIndex_v2(3, &d) ||
             nvmlDeviceSetMigMode(d, NVML_DEVICE_MIG_DISABLE, &mode_status))
             _exit(2);
         nvmlShutdown();
@@ -1119,8 +1127,7 @@ static void test_events_delivered_once_and_fast(void **state)
     OK(nvmlEventSetCreate(&set));
     OK(nvmlDeviceRegisterEvents(dev(0), nvmlEventTypeXidCriticalError, set));
     OK(nvmlDeviceRegisterEvents(dev(1), nvmlEventTypeXidCriticalError, set));
-    assert_int_equal(nvmlDeviceRegisterEvents(dev(1), 1ULL << 40, set),
-                     NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceRegisterEvents(dev(1), 1ULL << 40, set), NVML_ERROR_NOT_SUPPORTED);
     assert_int_equal(nvmlEventSetWait_v2(set, &ev, 0), NVML_ERROR_TIMEOUT);
 
     write_text(events, "xid 1 79\n", "a");
@@ -1276,13 +1283,13 @@ static const struct bad_machine bad_machines[] = {
      "      instances:\n        - {profile: 3g.20gb}\n",
      ":6:", "is not a GPU-instance profile"},
     {"gpus:\n  - model: NVIDIA L20\n    count: many\n", ":3:", "not a non-negative integer"},
-    {"gpus:\n  - {model: NVIDIA L20, count: 2}\ntopology:\n  nvlink: [[0, 1, 4]]\n", ":4:",
-     "more links than the GPU has"},
+    {"gpus:\n  - {model: NVIDIA L20, count: 2}\ntopology:\n  nvlink: [[0, 1, 4]]\n",
+     ":4:", "more links than the GPU has"},
     {"gpus:\n  - {model: NVIDIA H100 80GB HBM3, count: 2}\ntopology:\n  nvlink: [[0, 5, 4]]\n",
      ":4:", "two different GPU indexes"},
     {"driver: \"1\"\n", "machine", "needs a gpus list"},
-    {"gpus:\n  - model: NVIDIA L20\n    architecture: hopper\n", ":3:",
-     "only for models outside the catalog"},
+    {"gpus:\n  - model: NVIDIA L20\n    architecture: hopper\n",
+     ":3:", "only for models outside the catalog"},
     {"gpus: [\n  {model: x\n", ":3:1: error", "missing comma"},
 };
 

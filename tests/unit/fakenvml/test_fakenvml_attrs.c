@@ -156,7 +156,8 @@ static void test_caps_files_follow_instances(void **state)
     snprintf(path, sizeof(path), "%s/driver/nvidia-caps/mig-minors", root);
     text = slurp(path);
     assert_non_null(text);
-    assert_non_null(strstr(text, "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\n"));
+    assert_non_null(
+        strstr(text, "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\n"));
     assert_non_null(strstr(text, "gpu1/gi0/access 138\n"));
     free(text);
     /* GPU instance 1 exists on GPU 0 of this machine: its access file names minor 12 */

@@ -223,8 +223,10 @@ static void test_labels_node_facts(void **state)
     struct model *m;
     struct labels_set *s;
     const uint32_t compute_class[] = {0x0302}, vga[] = {0x0300};
-    struct labels_options o = {.timestamp = 1700000000, .machine_type = "ProLiant DL380 Gen11",
-                               .pci_class = compute_class, .vgpu_present = true};
+    struct labels_options o = {.timestamp = 1700000000,
+                               .machine_type = "ProLiant DL380 Gen11",
+                               .pci_class = compute_class,
+                               .vgpu_present = true};
 
     (void)state;
     fx_cfg_init(&cfg);
@@ -289,8 +291,9 @@ static void test_labels_sanitise_and_family(void **state)
     assert_true(labels_valid("nvidia.com/gpu.product", "NVIDIA-L20-SHARED"));
     assert_false(labels_valid("nvidia.com/-bad", "x"));
     assert_false(labels_valid("nvidia.com/gpu", "bad value"));
-    assert_false(labels_valid("nvidia.com/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-                              "x")); /* name of 64 characters */
+    assert_false(
+        labels_valid("nvidia.com/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                     "x")); /* name of 64 characters */
 }
 
 /* Families by compute capability, through the label (incl. blackwell and rubin). */
@@ -300,11 +303,11 @@ static void test_labels_family_table(void **state)
         int major, minor;
         const char *family;
     } rows[] = {
-        {1, 0, "tesla"},  {2, 1, "fermi"},        {3, 5, "kepler"},  {5, 2, "maxwell"},
-        {6, 1, "pascal"}, {7, 0, "volta"},        {7, 2, "volta"},   {7, 5, "turing"},
-        {8, 0, "ampere"}, {8, 6, "ampere"},       {8, 9, "ada-lovelace"},
-        {9, 0, "hopper"}, {10, 0, "blackwell"},   {12, 0, "blackwell"}, {13, 0, "rubin"},
-        {4, 0, "undefined"}, {11, 0, "undefined"},
+        {1, 0, "tesla"},      {2, 1, "fermi"},      {3, 5, "kepler"},       {5, 2, "maxwell"},
+        {6, 1, "pascal"},     {7, 0, "volta"},      {7, 2, "volta"},        {7, 5, "turing"},
+        {8, 0, "ampere"},     {8, 6, "ampere"},     {8, 9, "ada-lovelace"}, {9, 0, "hopper"},
+        {10, 0, "blackwell"}, {12, 0, "blackwell"}, {13, 0, "rubin"},       {4, 0, "undefined"},
+        {11, 0, "undefined"},
     };
     struct inv_inventory *inv = fx_l20();
     struct cfg_config cfg;

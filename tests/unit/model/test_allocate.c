@@ -68,9 +68,8 @@ static char *cap_path(void *userdata, unsigned minor, unsigned gi, unsigned ci, 
     return strdup(buf);
 }
 
-static const struct model_alloc_env test_env = {.device_exists = no_modeset,
-                                                .mig_cap_path = cap_path,
-                                                .new_id = fixed_id};
+static const struct model_alloc_env test_env = {
+    .device_exists = no_modeset, .mig_cap_path = cap_path, .new_id = fixed_id};
 
 static struct model_alloc_response *alloc_ok(const struct alloc_fx *f, const char *const *ids,
                                              size_t n)
@@ -91,7 +90,8 @@ static bool has_mount(const struct model_alloc_response *r, const char *host, co
     return false;
 }
 
-/* ---- validation ------------------------------------------------------------------------------- */
+/* ---- validation -------------------------------------------------------------------------------
+ */
 
 static void test_model_allocate_fail_requests_greater_than_one(void **state)
 {
@@ -113,8 +113,7 @@ static void test_model_allocate_fail_requests_greater_than_one(void **state)
     assert_null(r);
     /* one replica is fine */
     r = alloc_ok(&f, ids, 1);
-    assert_string_equal(model_alloc_response_env(r, "NVIDIA_VISIBLE_DEVICES"),
-                        f.inv->gpus[0].uuid);
+    assert_string_equal(model_alloc_response_env(r, "NVIDIA_VISIBLE_DEVICES"), f.inv->gpus[0].uuid);
     model_alloc_response_free(r);
     fx_teardown(&f);
 }
@@ -160,12 +159,13 @@ static void test_model_allocate_dedups_replicas(void **state)
     fx_teardown(&f);
 }
 
-/* ---- strategies -------------------------------------------------------------------------------- */
+/* ---- strategies --------------------------------------------------------------------------------
+ */
 
 struct strategy_case {
     const char *what;
     unsigned strategies;
-    const char *visible;    /* NVIDIA_VISIBLE_DEVICES, "$0" = GPU 0's uuid, NULL = unset */
+    const char *visible; /* NVIDIA_VISIBLE_DEVICES, "$0" = GPU 0's uuid, NULL = unset */
     size_t n_mounts;
     size_t n_annotations;
     size_t n_cdi;
@@ -327,8 +327,7 @@ static void test_model_allocate_mps(void **state)
                         "/mps/nvidia.com/gpu/pipe");
     assert_true(has_mount(r, "/run/nvidia/mps/nvidia.com/gpu/pipe", "/mps/nvidia.com/gpu/pipe"));
     assert_true(has_mount(r, "/run/nvidia/mps/shm", "/dev/shm"));
-    assert_string_equal(model_alloc_response_env(r, "NVIDIA_VISIBLE_DEVICES"),
-                        f.inv->gpus[0].uuid);
+    assert_string_equal(model_alloc_response_env(r, "NVIDIA_VISIBLE_DEVICES"), f.inv->gpus[0].uuid);
     model_alloc_response_free(r);
     fx_teardown(&f);
 }

@@ -53,43 +53,142 @@ static struct inv_inventory *two_layouts(void)
 }
 
 static const struct scenario scenarios[] = {
-    {"two layouts under single (regression: profiles counted per node)", two_layouts,
-     CFG_MIG_SINGLE, NULL, 0, false,
-     "invalid MIG configuration: more than one MIG device type present on node", {{0}}},
-    {"seed L20 with l20 (8)", fx_l20, CFG_MIG_NONE, "nvidia.com/gpu", 8, false, NULL,
+    {"two layouts under single (regression: profiles counted per node)",
+     two_layouts,
+     CFG_MIG_SINGLE,
+     NULL,
+     0,
+     false,
+     "invalid MIG configuration: more than one MIG device type present on node",
+     {{0}}},
+    {"seed L20 with l20 (8)",
+     fx_l20,
+     CFG_MIG_NONE,
+     "nvidia.com/gpu",
+     8,
+     false,
+     NULL,
      {{"nvidia.com/gpu", 8}, {"nvidia.com/gpu.shared", -1}}},
-    {"seed T4 with t4 (3)", fx_t4, CFG_MIG_NONE, "nvidia.com/gpu", 3, false, NULL,
+    {"seed T4 with t4 (3)",
+     fx_t4,
+     CFG_MIG_NONE,
+     "nvidia.com/gpu",
+     3,
+     false,
+     NULL,
      {{"nvidia.com/gpu", 3}}},
-    {"seed L20 with any (2)", fx_l20, CFG_MIG_NONE, "nvidia.com/gpu", 2, false, NULL,
+    {"seed L20 with any (2)",
+     fx_l20,
+     CFG_MIG_NONE,
+     "nvidia.com/gpu",
+     2,
+     false,
+     NULL,
      {{"nvidia.com/gpu", 2}}},
-    {"seed T4 with any (2)", fx_t4, CFG_MIG_NONE, "nvidia.com/gpu", 2, false, NULL,
+    {"seed T4 with any (2)",
+     fx_t4,
+     CFG_MIG_NONE,
+     "nvidia.com/gpu",
+     2,
+     false,
+     NULL,
      {{"nvidia.com/gpu", 2}}},
-    {"4 GPUs x4 renameByDefault", generic4, CFG_MIG_NONE, "nvidia.com/gpu", 4, true, NULL,
+    {"4 GPUs x4 renameByDefault",
+     generic4,
+     CFG_MIG_NONE,
+     "nvidia.com/gpu",
+     4,
+     true,
+     NULL,
      {{"nvidia.com/gpu.shared", 16}, {"nvidia.com/gpu", -1}}},
-    {"4 GPUs no sharing", generic4, CFG_MIG_NONE, NULL, 0, false, NULL,
-     {{"nvidia.com/gpu", 4}}},
-    {"A100 all-1g.10gb mixed", a100_1g10gb, CFG_MIG_MIXED, NULL, 0, false, NULL,
+    {"4 GPUs no sharing", generic4, CFG_MIG_NONE, NULL, 0, false, NULL, {{"nvidia.com/gpu", 4}}},
+    {"A100 all-1g.10gb mixed",
+     a100_1g10gb,
+     CFG_MIG_MIXED,
+     NULL,
+     0,
+     false,
+     NULL,
      {{"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/gpu", -1}}},
-    {"A100 all-1g.10gb single", a100_1g10gb, CFG_MIG_SINGLE, NULL, 0, false, NULL,
+    {"A100 all-1g.10gb single",
+     a100_1g10gb,
+     CFG_MIG_SINGLE,
+     NULL,
+     0,
+     false,
+     NULL,
      {{"nvidia.com/gpu", 7}, {"nvidia.com/mig-1g.10gb", -1}}},
-    {"A100 all-1g.10gb none: whole GPU", a100_1g10gb, CFG_MIG_NONE, NULL, 0, false, NULL,
+    {"A100 all-1g.10gb none: whole GPU",
+     a100_1g10gb,
+     CFG_MIG_NONE,
+     NULL,
+     0,
+     false,
+     NULL,
      {{"nvidia.com/gpu", 1}}},
-    {"A100 all-balanced single", fx_a100_balanced, CFG_MIG_SINGLE, NULL, 0, false,
-     "invalid MIG configuration: more than one MIG device type present on node", {{0}}},
-    {"A100 all-balanced mixed", fx_a100_balanced, CFG_MIG_MIXED, NULL, 0, false, NULL,
-     {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-2g.20gb", 1},
-      {"nvidia.com/mig-3g.40gb", 1}}},
-    {"A100 1g.10gb mixed time-sliced x2", a100_1g10gb, CFG_MIG_MIXED, "nvidia.com/mig-1g.10gb",
-     2, false, NULL, {{"nvidia.com/mig-1g.10gb", 14}}},
-    {"H20 1g.12gb mixed time-sliced x2", fx_h20_1g12gb, CFG_MIG_MIXED, "nvidia.com/mig-1g.12gb",
-     2, false, NULL, {{"nvidia.com/mig-1g.12gb", 14}}},
-    {"H20 1g.12gb single time-sliced x2 renamed", fx_h20_1g12gb, CFG_MIG_SINGLE,
-     "nvidia.com/gpu", 2, true, NULL, {{"nvidia.com/gpu.shared", 14}}},
-    {"MIG on and off under single", fx_mixed_mig, CFG_MIG_SINGLE, NULL, 0, false,
-     "all devices on the node must be configured with the same migEnabled value", {{0}}},
-    {"MIG on and off under mixed", fx_mixed_mig, CFG_MIG_MIXED, NULL, 0, false, NULL,
+    {"A100 all-balanced single",
+     fx_a100_balanced,
+     CFG_MIG_SINGLE,
+     NULL,
+     0,
+     false,
+     "invalid MIG configuration: more than one MIG device type present on node",
+     {{0}}},
+    {"A100 all-balanced mixed",
+     fx_a100_balanced,
+     CFG_MIG_MIXED,
+     NULL,
+     0,
+     false,
+     NULL,
+     {{"nvidia.com/mig-1g.10gb", 2}, {"nvidia.com/mig-2g.20gb", 1}, {"nvidia.com/mig-3g.40gb", 1}}},
+    {"A100 1g.10gb mixed time-sliced x2",
+     a100_1g10gb,
+     CFG_MIG_MIXED,
+     "nvidia.com/mig-1g.10gb",
+     2,
+     false,
+     NULL,
+     {{"nvidia.com/mig-1g.10gb", 14}}},
+    {"H20 1g.12gb mixed time-sliced x2",
+     fx_h20_1g12gb,
+     CFG_MIG_MIXED,
+     "nvidia.com/mig-1g.12gb",
+     2,
+     false,
+     NULL,
+     {{"nvidia.com/mig-1g.12gb", 14}}},
+    {"H20 1g.12gb single time-sliced x2 renamed",
+     fx_h20_1g12gb,
+     CFG_MIG_SINGLE,
+     "nvidia.com/gpu",
+     2,
+     true,
+     NULL,
+     {{"nvidia.com/gpu.shared", 14}}},
+    {"MIG on and off under single",
+     fx_mixed_mig,
+     CFG_MIG_SINGLE,
+     NULL,
+     0,
+     false,
+     "all devices on the node must be configured with the same migEnabled value",
+     {{0}}},
+    {"MIG on and off under mixed",
+     fx_mixed_mig,
+     CFG_MIG_MIXED,
+     NULL,
+     0,
+     false,
+     NULL,
      {{"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/gpu", 1}}},
-    {"replicas 1 is not shared", fx_l20, CFG_MIG_NONE, "nvidia.com/gpu", 1, true, NULL,
+    {"replicas 1 is not shared",
+     fx_l20,
+     CFG_MIG_NONE,
+     "nvidia.com/gpu",
+     1,
+     true,
+     NULL,
      {{"nvidia.com/gpu", 1}, {"nvidia.com/gpu.shared", -1}}},
 };
 
@@ -118,8 +217,8 @@ static void run_scenario(const struct scenario *s)
             fail_msg("%s: model_build: %s", s->what, err.msg);
         for (size_t i = 0; i < GS_ARRAY_SIZE(s->want) && s->want[i].name; i++)
             if (fx_count(m, s->want[i].name) != s->want[i].count)
-                fail_msg("%s: %s: want %ld, got %ld", s->what, s->want[i].name,
-                         s->want[i].count, fx_count(m, s->want[i].name));
+                fail_msg("%s: %s: want %ld, got %ld", s->what, s->want[i].name, s->want[i].count,
+                         fx_count(m, s->want[i].name));
     }
     model_free(m);
     inv_free(inv);
@@ -278,8 +377,9 @@ static void test_model_build_mixed_empty_mig_gpu_warns(void **state)
     cfg.flags.mig_strategy = CFG_MIG_MIXED;
     m = fx_build(inv, &cfg);
     assert_int_equal(fx_count(m, "nvidia.com/gpu"), 1);
-    assert_true(has_diag(m, MODEL_DIAG_WARNING, "GPU 1 (NVIDIA A100-SXM4-80GB) has MIG enabled "
-                                                "but no MIG devices"));
+    assert_true(has_diag(m, MODEL_DIAG_WARNING,
+                         "GPU 1 (NVIDIA A100-SXM4-80GB) has MIG enabled "
+                         "but no MIG devices"));
     model_free(m);
     inv_free(inv);
 }
@@ -329,7 +429,8 @@ static void test_model_build_keep_valid_serves_valid_part(void **state)
     inv_free(inv);
 }
 
-/* ---- beyond NVIDIA: per-model resources, device subsets, renames ------------------------------ */
+/* ---- beyond NVIDIA: per-model resources, device subsets, renames ------------------------------
+ */
 
 static void test_model_build_per_model_resources(void **state)
 {
@@ -416,10 +517,10 @@ static void test_model_build_devices_by_uuid_count_and_rename(void **state)
 static void test_model_build_devices_by_mig_uuid_and_legacy(void **state)
 {
     struct inv_inventory *inv = fx_a100_1g10gb(1);
-    struct cfg_device_ref refs[3] = {{.kind = CFG_DEVREF_MIG_UUID},
-                                     {.kind = CFG_DEVREF_MIG_UUID},
-                                     {.kind = CFG_DEVREF_MIG_INDEX, .gpu_index = 0,
-                                      .mig_index = 6}};
+    struct cfg_device_ref refs[3] = {
+        {.kind = CFG_DEVREF_MIG_UUID},
+        {.kind = CFG_DEVREF_MIG_UUID},
+        {.kind = CFG_DEVREF_MIG_INDEX, .gpu_index = 0, .mig_index = 6}};
     struct cfg_replicated_resource rule = fx_rule("nvidia.com/mig-1g.10gb", 4);
     char legacy[160];
     struct cfg_config cfg;
@@ -427,8 +528,8 @@ static void test_model_build_devices_by_mig_uuid_and_legacy(void **state)
     struct model *m;
 
     (void)state;
-    snprintf(legacy, sizeof(legacy), "MIG-%s/%u/%u", inv->gpus[0].uuid,
-             inv->gpus[0].migs[2].gi_id, inv->gpus[0].migs[2].ci_id);
+    snprintf(legacy, sizeof(legacy), "MIG-%s/%u/%u", inv->gpus[0].uuid, inv->gpus[0].migs[2].gi_id,
+             inv->gpus[0].migs[2].ci_id);
     refs[0].uuid = inv->gpus[0].migs[0].uuid;
     refs[1].uuid = legacy;
     rule.devices_kind = CFG_DEVICES_LIST;
@@ -485,8 +586,7 @@ static void test_model_build_devices_missing_on_node_warns(void **state)
     struct cfg_resource_pattern pats[] = {{.pattern = "*T4", .name = "nvidia.com/t4"}};
     struct cfg_device_ref refs[] = {{.kind = CFG_DEVREF_GPU_INDEX, .gpu_index = 7},
                                     {.kind = CFG_DEVREF_GPU_INDEX, .gpu_index = 1},
-                                    {.kind = CFG_DEVREF_MIG_INDEX, .gpu_index = 0,
-                                     .mig_index = 2}};
+                                    {.kind = CFG_DEVREF_MIG_INDEX, .gpu_index = 0, .mig_index = 2}};
     struct cfg_replicated_resource rules[] = {fx_rule("nvidia.com/gpu", 4),
                                               fx_rule("nvidia.com/h100", 2)};
     struct cfg_config cfg;
@@ -505,8 +605,9 @@ static void test_model_build_devices_missing_on_node_warns(void **state)
     assert_true(has_diag(m, MODEL_DIAG_WARNING, "this node has no GPU 7, ignoring"));
     assert_true(has_diag(m, MODEL_DIAG_WARNING, "this node has no MIG device 0:2, ignoring"));
     assert_true(has_diag(m, MODEL_DIAG_WARNING, "GPU 1 is advertised as \"nvidia.com/t4\""));
-    assert_true(has_diag(m, MODEL_DIAG_WARNING, "no device on this node is advertised as "
-                                                "\"nvidia.com/h100\", ignoring"));
+    assert_true(has_diag(m, MODEL_DIAG_WARNING,
+                         "no device on this node is advertised as "
+                         "\"nvidia.com/h100\", ignoring"));
     assert_int_equal(fx_count(m, "nvidia.com/gpu"), 1);
     assert_int_equal(fx_count(m, "nvidia.com/t4"), 1);
     model_free(m);
@@ -515,8 +616,12 @@ static void test_model_build_devices_missing_on_node_warns(void **state)
 
 static void test_model_build_refused_names(void **state)
 {
-    static char *const bad[] = {"nvidia.com/bad name", "example.kubernetes.io/gpu", "gpu",
-                                "NVIDIA.com/gpu", "nvidia.com/a/b", "requests.x/gpu",
+    static char *const bad[] = {"nvidia.com/bad name",
+                                "example.kubernetes.io/gpu",
+                                "gpu",
+                                "NVIDIA.com/gpu",
+                                "nvidia.com/a/b",
+                                "requests.x/gpu",
                                 "nvidia.com/-gpu"};
     struct inv_inventory *inv = fx_l20();
     struct cfg_replicated_resource rule = fx_rule("nvidia.com/gpu", 2);
@@ -653,8 +758,9 @@ static void test_model_build_warns_memory_per_replica(void **state)
     fx_cfg_init(&cfg);
     fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, true, false);
     m = fx_build(inv, &cfg);
-    assert_true(has_diag(m, MODEL_DIAG_WARNING, "4 replicas leave ~3840 MiB each, less than "
-                                                "the 4401 MiB process 2002 uses now"));
+    assert_true(has_diag(m, MODEL_DIAG_WARNING,
+                         "4 replicas leave ~3840 MiB each, less than "
+                         "the 4401 MiB process 2002 uses now"));
     assert_true(has_diag(m, MODEL_DIAG_WARNING, "failRequestsGreaterThanOne is false"));
     assert_false(has_diag(m, MODEL_DIAG_WARNING, "renameByDefault is false"));
     model_free(m);
@@ -666,7 +772,8 @@ static void test_model_build_warns_memory_per_replica(void **state)
     inv_free(inv);
 }
 
-/* ---- health ------------------------------------------------------------------------------------ */
+/* ---- health ------------------------------------------------------------------------------------
+ */
 
 static size_t unhealthy(const struct model_resource *res)
 {
@@ -685,8 +792,8 @@ static void test_model_set_health_marks_replicas(void **state)
     (void)state;
     res = model_find_resource(m, "nvidia.com/mig-1g.10gb");
     /* one MIG device by uuid: its 2 replicas */
-    assert_int_equal(model_set_health(m, inv->gpus[0].migs[3].uuid, INV_ID_NONE, INV_ID_NONE,
-                                      false), 2);
+    assert_int_equal(
+        model_set_health(m, inv->gpus[0].migs[3].uuid, INV_ID_NONE, INV_ID_NONE, false), 2);
     assert_int_equal(unhealthy(res), 2);
     assert_false(res->devices[6].healthy);
     /* by parent GPU + gi/ci */

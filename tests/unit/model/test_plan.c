@@ -43,10 +43,10 @@ static void test_model_plan_report_text_seed_l20(void **state)
 
     (void)state;
     assert_true(str_startswith(text,
-        "RESOURCE               DEVICES  SHARING        REPLICAS  GPUS\n"
-        "nvidia.com/gpu         8        time-slicing   8         "
-        "1 × NVIDIA L20 (46068 MiB, ~5758 MiB per replica)\n"
-        "warning: renameByDefault is false"));
+                               "RESOURCE               DEVICES  SHARING        REPLICAS  GPUS\n"
+                               "nvidia.com/gpu         8        time-slicing   8         "
+                               "1 × NVIDIA L20 (46068 MiB, ~5758 MiB per replica)\n"
+                               "warning: renameByDefault is false"));
     assert_null(strstr(text, "error:"));
     free(text);
     model_free(m);

@@ -18,8 +18,8 @@
 /* ---- brute force ----------------------------------------------------------------------------- */
 
 /* Best score over all subsets of `avail_mask` of `size` GPUs that contain `must_mask`. */
-static uint64_t brute_best(const struct inv_inventory *inv, unsigned avail_mask,
-                           unsigned must_mask, size_t size)
+static uint64_t brute_best(const struct inv_inventory *inv, unsigned avail_mask, unsigned must_mask,
+                           size_t size)
 {
     uint64_t best = 0;
     bool any = false;
@@ -67,8 +67,7 @@ static void check_topology_answer(const struct inv_inventory *inv, const struct 
         must_ids[i] = res->devices[must[i]].id;
         must_mask |= 1u << must[i];
     }
-    r = model_preferred_allocation(m, res, avail, n_avail, must_ids, n_must, size, inv, &ids,
-                                   &err);
+    r = model_preferred_allocation(m, res, avail, n_avail, must_ids, n_must, size, inv, &ids, &err);
     if (r < 0)
         fail_msg("size %zu: %s", size, err.msg);
     assert_int_equal(ids_len(ids), size);
@@ -137,8 +136,7 @@ static void test_model_preferred_allocation_pcie_2socket_brute_force(void **stat
     res = model_find_resource(m, "nvidia.com/gpu");
     for (size_t i = 0; i < 8; i++)
         avail[i] = res->devices[i].id;
-    assert_int_equal(model_preferred_allocation(m, res, avail, 8, NULL, 0, 2, inv, &ids, NULL),
-                     0);
+    assert_int_equal(model_preferred_allocation(m, res, avail, 8, NULL, 0, 2, inv, &ids, NULL), 0);
     assert_string_equal(ids[0], inv->gpus[0].uuid);
     assert_string_equal(ids[1], inv->gpus[1].uuid);
     strv_free(ids);
@@ -216,7 +214,8 @@ static void test_model_preferred_allocation_large_node_bounded(void **state)
     inv_free(inv);
 }
 
-/* ---- replicas: distributed / packed ------------------------------------------------------------ */
+/* ---- replicas: distributed / packed ------------------------------------------------------------
+ */
 
 struct shared {
     struct inv_inventory *inv;
@@ -283,12 +282,19 @@ static const struct policy_case policy_cases[] = {
     {"distributed 1: the emptier GPU", CFG_ALLOC_DISTRIBUTED, {0, 1, 2, 3, 6, 7}, 6, 1, {0}},
     /* ours (#491): distinct GPUs even when one is busier */
     {"distributed 2: distinct GPUs", CFG_ALLOC_DISTRIBUTED, {0, 1, 2, 3, 7}, 5, 2, {0, 1}},
-    {"distributed 3: spread, then fewest", CFG_ALLOC_DISTRIBUTED, {0, 1, 2, 3, 6, 7}, 6, 3,
+    {"distributed 3: spread, then fewest",
+     CFG_ALLOC_DISTRIBUTED,
+     {0, 1, 2, 3, 6, 7},
+     6,
+     3,
      {0, 1, 0}},
     {"packed 1: the busier GPU", CFG_ALLOC_PACKED, {0, 1, 2, 3, 6, 7}, 6, 1, {1}},
-    {"packed 3: fill the busier GPU first", CFG_ALLOC_PACKED, {0, 1, 2, 3, 6, 7}, 6, 3,
-     {1, 1, 0}},
-    {"packed 2 from free GPUs: stays on one", CFG_ALLOC_PACKED, {0, 1, 2, 3, 4, 5, 6, 7}, 8, 2,
+    {"packed 3: fill the busier GPU first", CFG_ALLOC_PACKED, {0, 1, 2, 3, 6, 7}, 6, 3, {1, 1, 0}},
+    {"packed 2 from free GPUs: stays on one",
+     CFG_ALLOC_PACKED,
+     {0, 1, 2, 3, 4, 5, 6, 7},
+     8,
+     2,
      {0, 0}},
 };
 
@@ -304,8 +310,8 @@ static void test_model_preferred_allocation_policies(void **state)
         assert_int_equal(ids_len(ids), pc->size);
         for (size_t i = 0; i < pc->size; i++)
             if (gpu_of(&s, ids[i]) != pc->want_gpus[i])
-                fail_msg("%s: pick %zu is GPU %u, want GPU %u", pc->what, i,
-                         gpu_of(&s, ids[i]), pc->want_gpus[i]);
+                fail_msg("%s: pick %zu is GPU %u, want GPU %u", pc->what, i, gpu_of(&s, ids[i]),
+                         pc->want_gpus[i]);
         strv_free(ids);
         shared_teardown(&s);
     }
@@ -343,8 +349,7 @@ static void test_model_preferred_allocation_mig_devices(void **state)
     res = model_find_resource(m, "nvidia.com/mig-1g.10gb");
     for (size_t i = 0; i < 14; i++)
         avail[13 - i] = res->devices[i].id; /* order given must not matter */
-    assert_int_equal(model_preferred_allocation(m, res, avail, 14, NULL, 0, 3, inv, &ids, NULL),
-                     0);
+    assert_int_equal(model_preferred_allocation(m, res, avail, 14, NULL, 0, 3, inv, &ids, NULL), 0);
     assert_int_equal(ids_len(ids), 3);
     /* distributed spreads MIG devices over their parent GPUs */
     assert_string_equal(ids[0], res->devices[0].id);
@@ -374,8 +379,7 @@ static void test_model_preferred_allocation_whole_gpus_short_is_empty(void **sta
     assert_non_null(res);
     avail[0] = res->devices[0].id;
     avail[1] = res->devices[1].id;
-    assert_int_equal(model_preferred_allocation(m, res, avail, 2, NULL, 0, 3, inv, &ids, &err),
-                     0);
+    assert_int_equal(model_preferred_allocation(m, res, avail, 2, NULL, 0, 3, inv, &ids, &err), 0);
     assert_non_null(ids);
     assert_int_equal(ids_len(ids), 0);
     strv_free(ids);
