@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "base/base.h"
 #include "cli/cli.h"
 #include "config/config.h"
@@ -201,6 +203,116 @@ static int validate_one(const struct config_args *a, const char *name)
     return rc;
 }
 
+static json_t *diag_json(const struct cfg_diag *d)
+{
+    return json_pack("{s:s, s:s?, s:i, s:i, s:s?, s:s?, s:s}", "severity",
+                     d->severity == CFG_SEV_ERROR ? "error" : "warning", "file", d->file, "line",
+                     (int)d->line, "column", (int)d->col, "path", d->path, "value", d->value,
+                     "message", d->message ? d->message : "");
+}
+
+/* One data key of a ConfigMap manifest: parsed, positions moved into the manifest, printed
+ * in order (or added to the JSON report). 0 when valid. */
+static int validate_manifest_config(const struct config_args *a,
+                                    const struct cfg_manifest_config *c, json_t *report)
+{
+    struct cfg_diags diags = CFG_DIAGS_INIT;
+    struct cfg_config *cfg = NULL;
+    struct strbuf sb = STRBUF_INIT;
+    struct error err = {0};
+    json_t *jd = report ? json_array() : NULL;
+    int r;
+
+    if (c->not_a_string)
+        r = error_set(&err, -EINVAL, "%s:%u:%u: data.%s: the value is a mapping or a list; "
+                      "a ConfigMap holds the config as text (use `%s: |` and indent the YAML "
+                      "under it)", a->path, c->line, c->col, c->name, c->name);
+    else
+        r = cfg_parse_buffer(c->text, c->len, a->path, &a->overrides, &cfg, &diags, &err);
+    cfg_manifest_place(c, a->path, &diags);
+    cfg_diags_sort(&diags);
+    for (size_t i = 0; i < diags.n_items; i++) {
+        if (jd) {
+            json_array_append_new(jd, diag_json(&diags.items[i]));
+            continue;
+        }
+        strbuf_reset(&sb);
+        cfg_diag_format(&diags.items[i], &sb);
+        fprintf(stderr, "%s\n", strbuf_str(&sb));
+    }
+    strbuf_reset(&sb);
+    if (r == 0)
+        cfg_summary(cfg, &sb);
+    if (report) {
+        json_t *o = json_pack("{s:s, s:b, s:o}", "name", c->name, "valid", r == 0,
+                              "diagnostics", jd);
+        if (o && r == 0)
+            json_object_set_new(o, "summary", json_string(strbuf_str(&sb)));
+        else if (o && c->not_a_string)
+            json_object_set_new(o, "error", json_string(err.msg));
+        json_array_append_new(report, o);
+    } else if (r == 0) {
+        printf("valid: %s: %s\n", c->name, strbuf_str(&sb));
+    } else {
+        if (c->not_a_string)
+            fprintf(stderr, "%s\n", err.msg);
+        printf("invalid: %s: %zu error%s\n", c->name, diags.n_errors + (c->not_a_string),
+               diags.n_errors + c->not_a_string == 1 ? "" : "s");
+    }
+    strbuf_release(&sb);
+    cfg_diags_release(&diags);
+    cfg_free(cfg);
+    return r;
+}
+
+/* `validate` on the ConfigMap manifest itself (the file people kubectl apply). Returns -1
+ * when the file is not a manifest, else the exit code. */
+static int validate_manifest(const struct config_args *a)
+{
+    struct cfg_manifest m = {0};
+    struct error err = {0};
+    json_t *report = NULL, *configs = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    int r, rc = CLI_EXIT_OK;
+
+    if (file_read_all(a->path, CFG_MAX_INPUT_BYTES, &data, &len, NULL) < 0)
+        return -1; /* the config loader reports why */
+    r = cfg_manifest_parse(data, len, &m, &err);
+    free(data);
+    if (r <= 0) {
+        if (r < 0)
+            fprintf(stderr, "gpuslice config validate: %s\n", err.msg);
+        return r < 0 ? CLI_EXIT_FAILURE : -1;
+    }
+    if (a->format == CFG_FORMAT_JSON) {
+        configs = json_array();
+        report = json_pack("{s:s, s:s, s:O}", "file", a->path, "kind", "ConfigMap", "configs",
+                           configs);
+    }
+    if (m.n_configs == 0) {
+        fprintf(stderr, "gpuslice config validate: %s: the ConfigMap has no data keys\n",
+                a->path);
+        rc = CLI_EXIT_FAILURE;
+    }
+    for (size_t i = 0; i < m.n_configs; i++)
+        if (!a->config_name || strcmp(a->config_name, m.configs[i].name) == 0)
+            if (validate_manifest_config(a, &m.configs[i], configs) != 0)
+                rc = CLI_EXIT_FAILURE;
+    if (report) {
+        char *text;
+        json_object_set_new(report, "valid", json_boolean(rc == CLI_EXIT_OK));
+        text = json_dumps(report, JSON_INDENT(2));
+        if (text)
+            printf("%s\n", text);
+        free(text);
+    }
+    json_decref(configs);
+    json_decref(report);
+    cfg_manifest_release(&m);
+    return rc;
+}
+
 static int do_validate(struct config_args *a)
 {
     struct error err = {0};
@@ -210,6 +322,12 @@ static int do_validate(struct config_args *a)
     if (!a->path)
         return cli_usage_error("config", "validate needs a PATH (a config file or a "
                                          "ConfigMap directory)");
+    if (!path_is_dir(a->path)) {
+        rc = validate_manifest(a);
+        if (rc >= 0)
+            return rc;
+        rc = CLI_EXIT_OK;
+    }
     if (!path_is_dir(a->path) || a->config_name || a->default_name || a->fallbacks_given)
         return validate_one(a, a->config_name);
     /* a whole ConfigMap directory: check every config in it */

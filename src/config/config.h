@@ -177,6 +177,35 @@ struct cfg_diags {
     }
 
 void cfg_diags_release(struct cfg_diags *diags);
+/* Orders the diagnostics by position (line, column; errors first on a tie). */
+void cfg_diags_sort(struct cfg_diags *diags);
+
+/* ---- ConfigMap manifests ------------------------------------------------------------------ */
+
+/* One data key of a ConfigMap manifest, and where its value starts in the manifest. */
+struct cfg_manifest_config {
+    char *name; /* the data key: the config's name (owned) */
+    char *text; /* the value (owned, NUL-terminated) */
+    size_t len;
+    unsigned line, col;  /* 1-based start of the value's text in the manifest */
+    bool block;          /* a block scalar (|, >): its lines map one to one */
+    bool not_a_string;   /* the value is a mapping or list, not the config text */
+};
+
+struct cfg_manifest {
+    struct cfg_manifest_config *configs; /* owned, in file order */
+    size_t n_configs;
+};
+
+/* 1 when data is a ConfigMap manifest (kind: ConfigMap, a kind: List of them, or several
+ * documents), with its data keys in *ret (cfg_manifest_release()); 0 when it is not one
+ * (a plain config: parse it as such); -ENOMEM. */
+int cfg_manifest_parse(const char *data, size_t len, struct cfg_manifest *ret, struct error *err);
+void cfg_manifest_release(struct cfg_manifest *m);
+/* Moves the positions of diagnostics found in c->text to the manifest (file replaces each
+ * diagnostic's file name when not NULL). */
+void cfg_manifest_place(const struct cfg_manifest_config *c, const char *file,
+                        struct cfg_diags *diags);
 /* One line, no newline:
  *   "config.yaml:12:7: sharing.timeSlicing.resources[0].replicas: 0 is not a valid ..."
  * Warnings carry "warning: " after the position. */

@@ -60,4 +60,7 @@ void cfg__replicated_release(struct cfg_replicated_resource *r);
 /* Replaces *dst with a copy of s; false when out of memory. */
 bool cfg__set_str(char **dst, const char *s);
 
+/* 0 for valid UTF-8, -EILSEQ otherwise (libfyaml must never see invalid UTF-8). */
+int cfg__utf8_check(const char *data, size_t len);
+
 #endif

@@ -98,6 +98,12 @@ bad:
     return false;
 }
 
+int cfg__utf8_check(const char *data, size_t len)
+{
+    struct cfg_pos pos;
+    return utf8_valid(data, len, &pos) ? 0 : -EILSEQ;
+}
+
 int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
                      const struct cfg_overrides *overrides, struct cfg_config **ret_cfg,
                      struct cfg_diags *diags, struct error *err)

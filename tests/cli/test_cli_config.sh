@@ -68,4 +68,23 @@ check config-file-dir 0 "replicas: 3" "$BIN" config show --config-file="$CM" --c
 check file-name-mismatch 1 "holds one config named 't4', not 'l20'" "$BIN" config show "$CM/t4" --config-name l20
 cp "$I/replicas-zero.yaml" "$CM/$TS/broken"; ln -s "..data/broken" "$CM/broken"
 check dir-validate-one-bad 1 "$CM/broken:6:17: sharing.timeSlicing.resources\[0\].replicas" "$BIN" config validate "$CM"
+# the ConfigMap manifest people kubectl apply: each data key is a named config, positions in
+# the manifest (issue 14: it said "valid ... sharing none" before)
+M="$DATA/manifest"
+check manifest-keys 1 "valid: l20: config '-': migStrategy none, sharing time-slicing: nvidia.com/gpu x8" \
+    "$BIN" config validate "$M/seed-configmap.yaml"
+check manifest-position 1 "seed-configmap.yaml:24:23: sharing.timeSlicing.resources\[0\].replicas: 0 is not" \
+    "$BIN" config validate "$M/seed-configmap.yaml"
+check manifest-invalid-key 1 "invalid: t4: 1 error" "$BIN" config validate "$M/seed-configmap.yaml"
+check manifest-one-name 0 "valid: l20" "$BIN" config validate "$M/seed-configmap.yaml" --config-name l20
+check manifest-list 1 "list-of-configmaps.yaml:22:24: flags.migStrategy: 'sideways'" \
+    "$BIN" config validate "$M/list-of-configmaps.yaml"
+check manifest-list-json-value 1 "valid: json: config '-': migStrategy mixed" \
+    "$BIN" config validate "$M/list-of-configmaps.yaml"
+out=$("$BIN" config validate "$M/seed-configmap.yaml" -o json 2>/dev/null)
+if printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); c={x["name"]: x for x in d["configs"]}; assert not d["valid"] and c["l20"]["valid"] and c["t4"]["diagnostics"][0]["line"] == 24, d'; then
+    ok manifest-json
+else
+    bad manifest-json "not the expected JSON report: $out"
+fi
 exit $fail
