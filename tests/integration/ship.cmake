@@ -21,5 +21,6 @@ if(TARGET gpuslice AND TARGET fake_nvml AND TARGET kubelet-sim)
     add_test(NAME test_image_rootfs
         COMMAND ${CMAKE_SOURCE_DIR}/tests/deploy/test_image_rootfs.sh ${CMAKE_SOURCE_DIR}
                 ${CMAKE_BINARY_DIR})
-    set_tests_properties(test_image_rootfs PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+    set_tests_properties(test_image_rootfs PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+        ENVIRONMENT "GS_SANITIZE_BUILD=${GS_SANITIZE}")
 endif()
