@@ -1,64 +1,129 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* health_thread.c: the NVML event thread. It owns its own NVML handle and event set
- * (gpu_events_*), waits for events in short ticks so it can be stopped, and writes each
- * event to a pipe the main loop polls; the main loop applies the XID policy and updates the
- * model, so no model state is touched from here. */
+ * (gpu_events_*), applies NVIDIA's XID policy itself (ignorable XIDs never leave the
+ * thread) and records critical ones in a bounded per-device table, waking the main loop
+ * through an eventfd; the loop drains the table and updates the model. A burst of
+ * thousands of ignorable XIDs therefore cannot push a critical one out, and a device hit
+ * many times is one entry. The wait has no tick: stopping cancels the thread inside the
+ * wait (a cancellation point), so an idle node costs no wake-ups. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/internal.h"
 #include "gpu/gpu.h"
 
-#define HEALTH_TICK_MS 250
+/* One wait lasts at most this long (NVML takes an unsigned ms timeout); the thread is
+ * normally stopped by cancellation long before. */
+#define HEALTH_WAIT_MS (3600 * 1000)
+/* How long daemon__health_stop waits for the cancelled thread before leaving it behind. */
+#define HEALTH_STOP_GRACE_MS 2000
 
 struct daemon__health {
     pthread_t thread;
-    int pipe[2];
-    atomic_bool stop;
+    bool started;
+    int efd; /* eventfd: pending entries to drain */
+    struct daemon_xid_policy policy;
     struct gpu_nvml *nvml;
     struct gpu_events *events;
+    pthread_mutex_t lock; /* guards the table */
+    struct daemon__health_msg *pending; /* bounded: one slot per device */
+    bool *used;
+    size_t n_slots;
+    size_t next_drain;
+    bool all_devices; /* the event wait failed */
+    char all_text[200];
+    unsigned long long ignored, coalesced;
 };
 
-static void health_send(struct daemon__health *h, const struct daemon__health_msg *m)
+static void wake(struct daemon__health *h)
 {
-    /* a full pipe means the loop is far behind: dropping an event is better than blocking */
-    if (write(h->pipe[1], m, sizeof(*m)) != (ssize_t)sizeof(*m))
-        log_warn("health: event for %s dropped (main loop busy)", m->uuid);
+    uint64_t one = 1;
+    if (write(h->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        log_debug("health: eventfd write: %s", strerror(errno));
+}
+
+/* Records a critical XID for its device: a new slot, or the device's existing one (the
+ * latest XID wins; the device is Unhealthy either way). */
+static void record(struct daemon__health *h, const struct gpu_event *ev)
+{
+    size_t free_slot = SIZE_MAX;
+    bool fresh = true;
+
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->n_slots; i++) {
+        struct daemon__health_msg *m = &h->pending[i];
+        if (!h->used[i]) {
+            if (free_slot == SIZE_MAX)
+                free_slot = i;
+            continue;
+        }
+        if (strcmp(m->uuid, ev->uuid) == 0 && m->gi_id == ev->gi_id && m->ci_id == ev->ci_id) {
+            m->xid = ev->xid;
+            fresh = false;
+            h->coalesced++;
+            break;
+        }
+    }
+    if (fresh && free_slot != SIZE_MAX) {
+        struct daemon__health_msg *m = &h->pending[free_slot];
+        memset(m, 0, sizeof(*m));
+        str_copy(m->uuid, ev->uuid, sizeof(m->uuid));
+        m->xid = ev->xid;
+        m->gi_id = ev->gi_id;
+        m->ci_id = ev->ci_id;
+        h->used[free_slot] = true;
+    } else if (fresh) {
+        /* more devices in flight than slots (the table is sized for every GPU and MIG
+         * device): never drop a critical event, mark everything instead */
+        h->all_devices = true;
+        str_copy(h->all_text, "too many devices reported critical XIDs at once",
+                 sizeof(h->all_text));
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (fresh)
+        wake(h);
 }
 
 static void *health_main(void *arg)
 {
     struct daemon__health *h = arg;
-    struct daemon__health_msg m;
     struct gpu_event ev;
     struct error err = {0};
-    int r;
+    int r, old;
 
-    while (!atomic_load(&h->stop)) {
-        r = gpu_events_wait(h->events, HEALTH_TICK_MS, &ev, &err);
+    /* cancellable only inside the wait, never while holding the table's lock */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    for (;;) {
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+        r = gpu_events_wait(h->events, HEALTH_WAIT_MS, &ev, &err);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
         if (r == 0)
             continue;
-        memset(&m, 0, sizeof(m));
         if (r < 0) {
-            m.all_devices = true;
-            str_copy(m.text, err.msg, sizeof(m.text));
-            health_send(h, &m);
+            pthread_mutex_lock(&h->lock);
+            h->all_devices = true;
+            str_copy(h->all_text, err.msg, sizeof(h->all_text));
+            pthread_mutex_unlock(&h->lock);
+            wake(h);
             break;
         }
-        if (!ev.is_xid) {
-            log_debug("health: skipping non-XID event type=0x%llx gpu=%s", ev.type, ev.uuid);
+        if (!ev.is_xid)
+            continue; /* NVIDIA's checker skips non-XID events too */
+        if (!daemon_xid_is_critical(&h->policy, ev.xid)) {
+            h->ignored++; /* only this thread touches it */
+            log_debug("health: ignoring xid=%llu gpu=%s (not critical by policy)", ev.xid,
+                      ev.uuid);
             continue;
         }
-        str_copy(m.uuid, ev.uuid, sizeof(m.uuid));
-        m.xid = ev.xid;
-        m.gi_id = ev.gi_id;
-        m.ci_id = ev.ci_id;
-        health_send(h, &m);
+        record(h, &ev);
     }
     return NULL;
 }
@@ -69,10 +134,11 @@ static void health_free(struct daemon__health *h)
         return;
     gpu_events_close(h->events);
     gpu_nvml_close(h->nvml);
-    if (h->pipe[0] >= 0)
-        close(h->pipe[0]);
-    if (h->pipe[1] >= 0)
-        close(h->pipe[1]);
+    if (h->efd >= 0)
+        close(h->efd);
+    pthread_mutex_destroy(&h->lock);
+    free(h->pending);
+    free(h->used);
     free(h);
 }
 
@@ -96,9 +162,16 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
     h = calloc(1, sizeof(*h));
     if (!h)
         goto fail;
-    h->pipe[0] = h->pipe[1] = -1;
-    if (pipe2(h->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-        error_set(&err, -errno, "pipe: %s", strerror(errno));
+    pthread_mutex_init(&h->lock, NULL);
+    h->policy = *xid;
+    /* a slot for every GPU and every MIG device it could hold (7 or 8), and the GPU itself */
+    h->n_slots = inv->n_gpus * 9 + 8;
+    h->pending = calloc(h->n_slots, sizeof(*h->pending));
+    h->used = calloc(h->n_slots, sizeof(*h->used));
+    h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!h->pending || !h->used || h->efd < 0) {
+        error_set(&err, h->efd < 0 ? -errno : -ENOMEM, "health table: %s",
+                  h->efd < 0 ? strerror(errno) : "out of memory");
         goto fail;
     }
     gpu_nvml_options_from_env(&nvml);
@@ -112,6 +185,7 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
         error_set(&err, -EAGAIN, "cannot start the health thread");
         goto fail;
     }
+    h->started = true;
     log_debug("health: watching XID events on %zu GPUs", inv->n_gpus);
     return h;
 fail:
@@ -123,21 +197,57 @@ fail:
 
 void daemon__health_stop(struct daemon__health *h)
 {
+    struct timespec ts;
+
     if (!h)
         return;
-    atomic_store(&h->stop, true);
-    pthread_join(h->thread, NULL);
+    if (h->started) {
+        pthread_cancel(h->thread);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += HEALTH_STOP_GRACE_MS / 1000;
+        if (pthread_timedjoin_np(h->thread, NULL, &ts) != 0) {
+            /* an NVML that does not wait in a cancellation point: the process is going
+             * away, leave the thread and what it uses alone */
+            log_warn("health: the event thread did not stop in %d ms, leaving it",
+                     HEALTH_STOP_GRACE_MS);
+            pthread_detach(h->thread);
+            return;
+        }
+    }
     health_free(h);
 }
 
 int daemon__health_fd(const struct daemon__health *h)
 {
-    return h ? h->pipe[0] : -1;
+    return h ? h->efd : -1;
 }
 
 int daemon__health_read(struct daemon__health *h, struct daemon__health_msg *ret)
 {
+    uint64_t v;
+    int found = 0;
+
     if (!h)
         return 0;
-    return read(h->pipe[0], ret, sizeof(*ret)) == (ssize_t)sizeof(*ret) ? 1 : 0;
+    while (read(h->efd, &v, sizeof(v)) == sizeof(v))
+        ;
+    pthread_mutex_lock(&h->lock);
+    if (h->all_devices) {
+        memset(ret, 0, sizeof(*ret));
+        ret->all_devices = true;
+        str_copy(ret->text, h->all_text, sizeof(ret->text));
+        h->all_devices = false;
+        found = 1;
+    }
+    for (size_t k = 0; !found && k < h->n_slots; k++) {
+        size_t i = (h->next_drain + k) % h->n_slots;
+        if (!h->used[i])
+            continue;
+        *ret = h->pending[i];
+        h->used[i] = false;
+        h->next_drain = i + 1;
+        found = 1;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return found;
 }

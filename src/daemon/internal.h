@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* internal.h: what daemon/'s files share — the daemon's state, the plugin slots (daemon.c),
  * live reload (reload.c: config watch, inventory re-reads, diffs, retiring devices), the node
- * label (label.c) and the health thread (health_thread.c) that waits for NVML XID events and
- * hands them to the main loop through a pipe. Never included from outside src/daemon/. */
+ * label (label.c) and the health thread (health_thread.c) that waits for NVML XID events,
+ * applies the XID policy and hands critical ones to the main loop through a bounded
+ * per-device table and an eventfd. Never included from outside src/daemon/. */
 #ifndef GS_DAEMON_INTERNAL_H
 #define GS_DAEMON_INTERNAL_H
 
@@ -13,7 +14,7 @@
 #include "kubelet/kubelet.h"
 #include "model/model.h"
 
-/* One message on the pipe; small enough to be written atomically (< PIPE_BUF). */
+/* One device's critical XID (or: every device, when the event wait failed). */
 struct daemon__health_msg {
     char uuid[INV_UUID_MAX];
     unsigned long long xid;
@@ -159,9 +160,9 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
                                             struct dp_snapshot *snap);
 /* Stops and joins the thread; accepts NULL. */
 void daemon__health_stop(struct daemon__health *h);
-/* The pipe's read end for poll(2); -1 for NULL (poll ignores it). */
+/* The eventfd for poll(2): readable when entries wait; -1 for NULL (poll ignores it). */
 int daemon__health_fd(const struct daemon__health *h);
-/* Reads one message without blocking: 1, or 0 when none is waiting. */
+/* Takes one pending entry without blocking: 1, or 0 when none is waiting. */
 int daemon__health_read(struct daemon__health *h, struct daemon__health_msg *ret);
 
 #endif

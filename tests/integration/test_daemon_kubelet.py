@@ -626,6 +626,30 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("devices=16 marked Unhealthy", log)
         self.assertStoppedClean(d)
 
+    def test_xid_burst_never_loses_critical(self):
+        """8 critical XIDs (79) spread through ~10,000 ignorable ones (13) on 8 GPUs: all 8
+        GPUs end Unhealthy (a ~200-entry pipe used to drop 5-6 of them)."""
+        d = self.start("h100-nvswitch-8.yaml")
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        self.assertEqual(len(w.next().devices), 8)
+        wait_until(lambda: "health: watching XID events" in d.logtext(), what="health thread")
+        lines = []
+        for i in range(10000):
+            lines.append("xid %d 13\n" % (i % 8))
+            if i % 1250 == 625:
+                lines.append("xid %d 79\n" % (i // 1250))
+        with open(d.events, "a") as f:
+            f.write("".join(lines))
+        deadline = time.monotonic() + 20
+        unhealthy = set()
+        while len(unhealthy) < 8 and time.monotonic() < deadline:
+            m = w.next(timeout=max(0.1, deadline - time.monotonic()))
+            unhealthy = {x.ID for x in m.devices if x.health == "Unhealthy"}
+        w.close()
+        self.assertEqual(len(unhealthy), 8, d.logtext()[-3000:])
+        self.assertStoppedClean(d)
+
     def test_xid_mig_attribution_and_enable(self):
         d = self.start("a100-80gb-all-balanced.yaml", args=["--mig-strategy=mixed"],
                        env={"DP_ENABLE_HEALTHCHECKS": "43"})
