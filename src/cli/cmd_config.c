@@ -224,9 +224,11 @@ static int validate_manifest_config(const struct config_args *a,
     int r;
 
     if (c->not_a_string)
-        r = error_set(&err, -EINVAL, "%s:%u:%u: data.%s: the value is a mapping or a list; "
+        r = error_set(&err, -EINVAL,
+                      "%s:%u:%u: data.%s: the value is a mapping or a list; "
                       "a ConfigMap holds the config as text (use `%s: |` and indent the YAML "
-                      "under it)", a->path, c->line, c->col, c->name, c->name);
+                      "under it)",
+                      a->path, c->line, c->col, c->name, c->name);
     else
         r = cfg_parse_buffer(c->text, c->len, a->path, &a->overrides, &cfg, &diags, &err);
     cfg_manifest_place(c, a->path, &diags);
@@ -244,8 +246,8 @@ static int validate_manifest_config(const struct config_args *a,
     if (r == 0)
         cfg_summary(cfg, &sb);
     if (report) {
-        json_t *o = json_pack("{s:s, s:b, s:o}", "name", c->name, "valid", r == 0,
-                              "diagnostics", jd);
+        json_t *o =
+            json_pack("{s:s, s:b, s:o}", "name", c->name, "valid", r == 0, "diagnostics", jd);
         if (o && r == 0)
             json_object_set_new(o, "summary", json_string(strbuf_str(&sb)));
         else if (o && c->not_a_string)
@@ -287,12 +289,11 @@ static int validate_manifest(const struct config_args *a)
     }
     if (a->format == CFG_FORMAT_JSON) {
         configs = json_array();
-        report = json_pack("{s:s, s:s, s:O}", "file", a->path, "kind", "ConfigMap", "configs",
-                           configs);
+        report =
+            json_pack("{s:s, s:s, s:O}", "file", a->path, "kind", "ConfigMap", "configs", configs);
     }
     if (m.n_configs == 0) {
-        fprintf(stderr, "gpuslice config validate: %s: the ConfigMap has no data keys\n",
-                a->path);
+        fprintf(stderr, "gpuslice config validate: %s: the ConfigMap has no data keys\n", a->path);
         rc = CLI_EXIT_FAILURE;
     }
     for (size_t i = 0; i < m.n_configs; i++)

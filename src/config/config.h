@@ -187,9 +187,9 @@ struct cfg_manifest_config {
     char *name; /* the data key: the config's name (owned) */
     char *text; /* the value (owned, NUL-terminated) */
     size_t len;
-    unsigned line, col;  /* 1-based start of the value's text in the manifest */
-    bool block;          /* a block scalar (|, >): its lines map one to one */
-    bool not_a_string;   /* the value is a mapping or list, not the config text */
+    unsigned line, col; /* 1-based start of the value's text in the manifest */
+    bool block;         /* a block scalar (|, >): its lines map one to one */
+    bool not_a_string;  /* the value is a mapping or list, not the config text */
 };
 
 struct cfg_manifest {

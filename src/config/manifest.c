@@ -70,8 +70,8 @@ static int add_configs(const char *data, size_t len, struct fy_node *cm, struct 
         struct cfg_manifest_config *c, *grown;
         size_t klen = 0, vlen = 0;
         const char *ks = k ? fy_node_get_scalar(k, &klen) : NULL;
-        const char *vs = v && fy_node_get_type(v) == FYNT_SCALAR ? fy_node_get_scalar(v, &vlen)
-                                                                  : NULL;
+        const char *vs =
+            v && fy_node_get_type(v) == FYNT_SCALAR ? fy_node_get_scalar(v, &vlen) : NULL;
 
         if (!ks)
             continue;

@@ -33,7 +33,7 @@ struct daemon__health {
     struct daemon_xid_policy policy;
     struct gpu_nvml *nvml;
     struct gpu_events *events;
-    pthread_mutex_t lock; /* guards the table */
+    pthread_mutex_t lock;               /* guards the table */
     struct daemon__health_msg *pending; /* bounded: one slot per device */
     bool *used;
     size_t n_slots;
@@ -119,8 +119,7 @@ static void *health_main(void *arg)
             continue; /* NVIDIA's checker skips non-XID events too */
         if (!daemon_xid_is_critical(&h->policy, ev.xid)) {
             h->ignored++; /* only this thread touches it */
-            log_debug("health: ignoring xid=%llu gpu=%s (not critical by policy)", ev.xid,
-                      ev.uuid);
+            log_debug("health: ignoring xid=%llu gpu=%s (not critical by policy)", ev.xid, ev.uuid);
             continue;
         }
         record(h, &ev);
