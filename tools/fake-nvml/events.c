@@ -4,6 +4,7 @@
  * followed like `tail -f` from the size it had when the set was created; each line is
  * delivered at most once per set. Wait sleeps in poll(2) on inotify, honouring the timeout. */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -28,6 +29,11 @@ struct nvmlEventSet_st {
     int inotify_fd;
     unsigned long long mask[FAKE_MAX_GPUS]; /* registered types per GPU index */
 };
+
+static void unlock_set(void *lock)
+{
+    pthread_mutex_unlock(lock);
+}
 
 static off_t file_size(const char *path)
 {
@@ -200,6 +206,8 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
     if (!set || !data)
         return NVML_ERROR_INVALID_ARGUMENT;
     pthread_mutex_lock(&set->lock);
+    /* the real call is a cancellation point (poll inside): release the set if cancelled */
+    pthread_cleanup_push(unlock_set, &set->lock);
     for (;;) {
         char drain[4096];
         uint64_t now, left, cap;
@@ -216,12 +224,15 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
             rc = NVML_ERROR_TIMEOUT;
             break;
         }
-        /* Without inotify, look again every 5 ms; with it, wake on a change (cap 1 s). */
+        /* No events file: nothing can ever come, sleep to the deadline like an idle GPU.
+         * Without inotify, look again every 5 ms; with it, wake on a change (cap 1 s). */
         left = deadline - now;
-        cap = set->inotify_fd >= 0 ? 1000 : 5;
+        cap = !set->path ? left : set->inotify_fd >= 0 ? 1000 : 5;
         poll(set->inotify_fd >= 0 ? &pfd : NULL, set->inotify_fd >= 0 ? 1 : 0,
-             (int)(left < cap ? left : cap));
+             (int)(left < cap        ? left
+                   : cap > INT32_MAX ? INT32_MAX
+                                     : cap));
     }
-    pthread_mutex_unlock(&set->lock);
+    pthread_cleanup_pop(1);
     return rc;
 }
