@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "base/base.h"
 
@@ -234,6 +235,51 @@ static void test_file_read_all_refuses_fifo_accepts_dev_null(void **state)
     free(data);
 }
 
+/* JSON logs: every line valid JSON whatever the message holds (invalid UTF-8, quotes,
+ * controls), and the key=value context in keys of their own. Checked with jansson. */
+static void test_log_json_valid_and_structured(void **state)
+{
+    char path[] = "/tmp/gs-log-XXXXXX";
+    int fd = mkstemp(path);
+    char *data = NULL, *line, *save = NULL;
+    size_t len = 0, n = 0;
+    json_error_t jerr;
+
+    (void)state;
+    assert_true(fd >= 0);
+    log_setup(LOG_LEVEL_INFO, LOG_FORMAT_JSON, fd);
+    log_warn("health: xid=79 gpu=GPU-1234: devices=16 marked Unhealthy");
+    log_info("resource=nvidia.com/gpu device=GPU-ab::3 held by pod=default/p1, kept");
+    log_error("bad bytes \xff\xfe and \xc3 quote \" backslash \\ tab \t name=%s", "caf\xc3\xa9");
+    log_setup(LOG_LEVEL_INFO, LOG_FORMAT_KLOG, 2);
+    close(fd);
+    assert_int_equal(file_read_all(path, 65536, &data, &len, NULL), 0);
+    unlink(path);
+    for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+        json_t *o = json_loads(line, 0, &jerr);
+        if (!o)
+            fail_msg("not JSON: %s (%s)", line, jerr.text);
+        if (n == 0) {
+            assert_string_equal(json_string_value(json_object_get(o, "xid")), "79");
+            assert_string_equal(json_string_value(json_object_get(o, "gpu")), "GPU-1234");
+            assert_string_equal(json_string_value(json_object_get(o, "level")), "warning");
+        } else if (n == 1) {
+            assert_string_equal(json_string_value(json_object_get(o, "resource")),
+                                "nvidia.com/gpu");
+            assert_string_equal(json_string_value(json_object_get(o, "device")), "GPU-ab::3");
+            assert_string_equal(json_string_value(json_object_get(o, "pod")), "default/p1");
+        } else {
+            const char *m = json_string_value(json_object_get(o, "msg"));
+            assert_non_null(
+                strstr(m, "bad bytes \xef\xbf\xbd\xef\xbf\xbd and \xef\xbf\xbd quote \""));
+            assert_non_null(strstr(m, "caf\xc3\xa9")); /* valid UTF-8 kept as is */
+        }
+        json_decref(o);
+    }
+    assert_int_equal(n, 3);
+    free(data);
+}
+
 static void test_log_level_parse(void **state)
 {
     enum log_level l;
@@ -279,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_strv_push_contains_free),
         cmocka_unit_test(test_file_write_atomic_and_read_back),
         cmocka_unit_test(test_file_read_all_refuses_fifo_accepts_dev_null),
+        cmocka_unit_test(test_log_json_valid_and_structured),
         cmocka_unit_test(test_log_level_parse),
         cmocka_unit_test(test_log_emit_one_line_json),
     };
