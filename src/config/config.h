@@ -177,6 +177,9 @@ struct cfg_diags {
     }
 
 void cfg_diags_release(struct cfg_diags *diags);
+/* The diagnostic path of the warning that a ConfigMap directory with several configs fell
+ * back to the built-in defaults because nothing named one (the daemon posts an Event). */
+#define CFG_DIAG_NO_CONFIG_NAME "configName"
 /* Orders the diagnostics by position (line, column; errors first on a tie). */
 void cfg_diags_sort(struct cfg_diags *diags);
 

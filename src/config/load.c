@@ -371,6 +371,22 @@ int cfg_load(const struct cfg_load_options *opts, struct cfg_config **ret_cfg,
         if (r < 0)
             goto out;
         if (!name) { /* the "empty" fallback: built-in defaults */
+            char **names = NULL;
+            if (diags && cfg_list_names(opts->path, &names, NULL) == 0 && strv_length(names) > 1) {
+                struct cfg__ctx c = {.file = opts->path, .diags = diags};
+                struct strbuf list = STRBUF_INIT;
+                join_names(names, &list);
+                /* capacity silently dropping to one device per GPU is the trap: say so */
+                cfg__diag(&c, CFG_SEV_WARNING, (struct cfg_pos){0, 0}, CFG_DIAG_NO_CONFIG_NAME,
+                          NULL,
+                          "no config chosen among %s (no config name, no node label "
+                          "nvidia.com/device-plugin.config, no default config): falling back to "
+                          "the built-in defaults, no sharing; label the node or set "
+                          "--config-name / --default-config",
+                          strbuf_str(&list));
+                strbuf_release(&list);
+            }
+            strv_free(names);
             r = cfg_parse_buffer("", 0, opts->path, opts->overrides, &cfg, NULL, err);
             goto done;
         }

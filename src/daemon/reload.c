@@ -85,6 +85,9 @@ static int load_config(struct daemon *d, const char *label, struct cfg_config **
         lo.config_name = label;
     r = cfg_load(&lo, ret, &diags, err);
     log_cfg_diags(&diags);
+    for (size_t i = 0; i < diags.n_items; i++)
+        if (diags.items[i].path && strcmp(diags.items[i].path, CFG_DIAG_NO_CONFIG_NAME) == 0)
+            daemon__kube_event(d, "ConfigNotSelected", diags.items[i].message);
     if (r == -EINVAL && !err->msg[0])
         error_set(err, r, "invalid config");
     if (r == 0 && cfg_summary(*ret, &summary) == 0)

@@ -94,6 +94,20 @@ class LabelReload(ReloadCase):
         self.assertNotIn("kubernetes.io/hostname", owned)
         print("label l20 -> t4: node labels in %.0f ms" % (took * 1e3), file=sys.stderr)
 
+    def test_no_label_several_configs_warns_and_posts_event(self):
+        """A ConfigMap directory with several configs and nothing naming one fell back to no
+        sharing with one info line (capacity 8 -> 1): now a warning naming the keys and the
+        missing label, and a ConfigNotSelected Event on the node."""
+        n = self.node("l20-node", ["--config-file", self.cm.path, "--kube-api-server",
+                                   "http://127.0.0.1:%d" % self.api.port],
+                      env={"NODE_NAME": NODE})
+        self.wait_capacity(n, 1, 10)
+        log = self.log_text(n)
+        self.assertIn("no config chosen among l20, t4", log)
+        self.assertIn("nvidia.com/device-plugin.config", log)
+        wait_for(lambda: [e for e in self.events() if e.get("reason") == "ConfigNotSelected"],
+                 LABEL_S, "a ConfigNotSelected Event")
+
     def test_unknown_label_keeps_config_and_posts_event(self):
         n = self.labelled_node("t4")
         self.wait_capacity(n, 3, 10)
