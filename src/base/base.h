@@ -94,6 +94,12 @@ void strbuf_release(struct strbuf *sb);
 char *str_dup(const char *s);
 bool str_eq(const char *a, const char *b); /* NULL-safe */
 bool str_startswith(const char *s, const char *prefix);
+/* The text of a YAML single-quoted scalar from its source bytes src[start, end) (inside
+ * the quotes): '' is a quote, line breaks fold (one is a space, n are n-1 newlines, blanks
+ * around them go). Owned result, NULL on ENOMEM. Shared by every YAML reader because
+ * libfyaml 0.7.12 leaks its buffer (4 KiB) and drops a character when it unescapes long
+ * '' runs itself. */
+char *str_yaml_single_quoted(const char *src, size_t start, size_t end);
 bool str_endswith(const char *s, const char *suffix);
 /* Copies at most size-1 bytes and always terminates; returns strlen(src) like strlcpy. */
 size_t str_copy(char *dst, const char *src, size_t size);

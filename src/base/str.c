@@ -221,3 +221,35 @@ void strv_free(char **strv)
         free(strv[i]);
     free(strv);
 }
+
+char *str_yaml_single_quoted(const char *src, size_t start, size_t end)
+{
+    struct strbuf sb = STRBUF_INIT;
+
+    for (size_t i = start; i < end; i++) {
+        char ch = src[i];
+        if (ch == '\'' && i + 1 < end && src[i + 1] == '\'') {
+            strbuf_putc(&sb, '\'');
+            i++;
+        } else if (ch == '\n' || ch == '\r') {
+            unsigned breaks = 0;
+            while (sb.len > 0 && (sb.buf[sb.len - 1] == ' ' || sb.buf[sb.len - 1] == '\t'))
+                sb.buf[--sb.len] = '\0';
+            for (; i < end; i++) {
+                char w = src[i];
+                if (w == '\n')
+                    breaks++;
+                else if (w != ' ' && w != '\t' && w != '\r')
+                    break;
+            }
+            i--; /* the loop's i++ moves to the first character of the next line */
+            if (breaks <= 1)
+                strbuf_putc(&sb, ' ');
+            for (unsigned k = 1; k < breaks; k++)
+                strbuf_putc(&sb, '\n');
+        } else {
+            strbuf_putc(&sb, ch);
+        }
+    }
+    return strbuf_take(&sb);
+}

@@ -77,36 +77,10 @@ static const char *single_quoted_text(struct cfg__ctx *c, struct fy_node *n)
     struct fy_token *t = fy_node_get_scalar_token(n);
     const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL;
     const struct fy_mark *b = t ? fy_token_end_mark(t) : NULL;
-    struct strbuf sb = STRBUF_INIT;
 
     if (!a || !b || a->input_pos > b->input_pos || b->input_pos > c->src_len)
         return NULL;
-    for (size_t i = a->input_pos; i < b->input_pos; i++) {
-        char ch = c->src[i];
-        if (ch == '\'' && i + 1 < b->input_pos && c->src[i + 1] == '\'') {
-            strbuf_putc(&sb, '\'');
-            i++;
-        } else if (ch == '\n' || ch == '\r') {
-            unsigned breaks = 0;
-            while (sb.len > 0 && (sb.buf[sb.len - 1] == ' ' || sb.buf[sb.len - 1] == '\t'))
-                sb.buf[--sb.len] = '\0';
-            for (; i < b->input_pos; i++) {
-                char w = c->src[i];
-                if (w == '\n')
-                    breaks++;
-                else if (w != ' ' && w != '\t' && w != '\r')
-                    break;
-            }
-            i--; /* the loop's i++ moves to the first character of the next line */
-            if (breaks <= 1)
-                strbuf_putc(&sb, ' ');
-            for (unsigned k = 1; k < breaks; k++)
-                strbuf_putc(&sb, '\n');
-        } else {
-            strbuf_putc(&sb, ch);
-        }
-    }
-    return arena_keep(c, strbuf_take(&sb));
+    return arena_keep(c, str_yaml_single_quoted(c->src, a->input_pos, b->input_pos));
 }
 
 /* The scalar's text (NUL-terminated, owned by the document or the parse), or NULL for a

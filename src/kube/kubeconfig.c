@@ -97,6 +97,10 @@ struct kc {
     const char *path;
     const char *dir; /* of path, for relative file names */
     struct error *err;
+    const char *src; /* the kubeconfig's text, for single-quoted scalars */
+    size_t src_len;
+    char **owned; /* decoded single-quoted scalars, freed with the parse */
+    size_t n_owned;
 };
 
 static int node_line(struct fy_node *n)
@@ -120,6 +124,26 @@ static int get_scalar(struct kc *k, struct fy_node *map, const char *key, const 
     if (fy_node_get_type(v) != FYNT_SCALAR || !fy_node_get_scalar0(v))
         return error_set(k->err, -EINVAL, "kubeconfig %s: %s.%s must be a string", k->path, where,
                          key);
+    if (fy_node_get_style(v) == FYNS_SINGLE_QUOTED && k->src) {
+        /* decoded by base/, not libfyaml (which leaks and drops characters on '' runs) */
+        struct fy_token *t = fy_node_get_scalar_token(v);
+        const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL;
+        const struct fy_mark *b = t ? fy_token_end_mark(t) : NULL;
+        char **grown;
+        char *s;
+        if (a && b && a->input_pos <= b->input_pos && (size_t)b->input_pos <= k->src_len) {
+            s = str_yaml_single_quoted(k->src, a->input_pos, b->input_pos);
+            grown = s ? realloc(k->owned, (k->n_owned + 1) * sizeof(*grown)) : NULL;
+            if (!grown) {
+                free(s);
+                return error_set(k->err, -ENOMEM, "kubeconfig %s: out of memory", k->path);
+            }
+            k->owned = grown;
+            k->owned[k->n_owned++] = s;
+            *ret = s;
+            return 0;
+        }
+    }
     *ret = fy_node_get_scalar0(v);
     return 0;
 }
@@ -325,7 +349,7 @@ static int build_document(struct kc *k, const char *text, size_t len, struct fy_
 int kube__kubeconfig_parse(const char *text, size_t len, const char *path, const char *context,
                            struct kube__auth *ret, struct error *err)
 {
-    struct kc k = {.path = path ? path : "<kubeconfig>", .err = err};
+    struct kc k = {.path = path ? path : "<kubeconfig>", .err = err, .src = text, .src_len = len};
     struct kube__auth a = {0};
     struct fy_diag *diag = NULL;
     struct fy_document *doc = NULL;
@@ -398,6 +422,9 @@ out:
     fy_document_destroy(doc);
     if (diag)
         fy_diag_destroy(diag);
+    for (size_t i = 0; i < k.n_owned; i++)
+        free(k.owned[i]);
+    free(k.owned);
     free(path_copy);
     return r;
 }

@@ -92,6 +92,32 @@ static void test_kubeconfig_parse_json_insecure_token_file(void **state)
     kube__auth_release(&a);
 }
 
+/* A single-quoted value with a long run of '' (quotes inside): decoded by base/ as in the
+ * config parser; libfyaml's own unescaping leaked 4 KiB and dropped a character here. */
+static void test_kubeconfig_single_quoted_long_quote_run(void **state)
+{
+    struct strbuf kc = STRBUF_INIT, want = STRBUF_INIT;
+    struct kube__auth a = {0};
+
+    (void)state;
+    strbuf_puts(&kc, "apiVersion: v1\ncurrent-context: x\ncontexts:\n- name: x\n  context: "
+                     "{cluster: c, user: u}\nclusters:\n- name: c\n  cluster: {server: "
+                     "'http://127.0.0.1:8080'}\nusers:\n- name: u\n  user:\n    token: 'tk");
+    strbuf_puts(&want, "tk");
+    for (int i = 0; i < 3000; i++) {
+        strbuf_puts(&kc, "''x");
+        strbuf_puts(&want, "'x");
+    }
+    strbuf_puts(&kc, "end'\n");
+    strbuf_puts(&want, "end");
+    assert_int_equal(kube__kubeconfig_parse(kc.buf, kc.len, "/k/config", NULL, &a, NULL), 0);
+    assert_string_equal(a.server, "http://127.0.0.1:8080");
+    assert_string_equal(a.token, want.buf);
+    kube__auth_release(&a);
+    strbuf_release(&kc);
+    strbuf_release(&want);
+}
+
 static void test_kubeconfig_parse_refuses_with_messages(void **state)
 {
     static const struct {
@@ -270,6 +296,7 @@ int run_kubeconfig_tests(void)
         cmocka_unit_test(test_kubeconfig_parse_current_context_with_data_blobs),
         cmocka_unit_test(test_kubeconfig_parse_named_context_files_relative_to_kubeconfig),
         cmocka_unit_test(test_kubeconfig_parse_json_insecure_token_file),
+        cmocka_unit_test(test_kubeconfig_single_quoted_long_quote_run),
         cmocka_unit_test(test_kubeconfig_parse_refuses_with_messages),
         cmocka_unit_test(test_kubeconfig_parse_refuses_nul_byte),
         cmocka_unit_test(test_base64_decode_table),
