@@ -124,6 +124,13 @@ int kube_client_new(const struct kube_options *o, struct kube_client **ret, stru
         r = pick_kubeconfig(kc_list, &kc_path);
         if (r >= 0)
             r = load_kubeconfig(kc_path, &c->auth, err);
+        if (r < 0 && kc_path && strchr(kc_list, ':'))
+            /* kubectl merges every file of the list; say which one we read */
+            error_prefix(err,
+                         "KUBECONFIG lists several files and gpuslice reads only the first "
+                         "that exists, %s (kubectl would merge them; put the cluster, user "
+                         "and current-context in that one)",
+                         kc_path);
     } else if (getenv("KUBERNETES_SERVICE_HOST") || !override) {
         r = kube__incluster_auth(sa_dir, &c->auth, err);
         if (r == -ENOENT && !override && !getenv("KUBERNETES_SERVICE_HOST"))

@@ -359,6 +359,12 @@ users:
         rc, _, err = self.run_probe(["--kubeconfig", bad, "--node", "node-1", "get"])
         self.assertEqual(rc, 1)
         self.assertIn("no contexts entry named \"nope\"", err)
+        # several files in KUBECONFIG: the error says which one was read (kubectl merges)
+        env = dict(os.environ, KUBECONFIG=bad + ":" + self.kubeconfig("t"), NODE_NAME="node-1")
+        rc, _, err = self.run_probe(["get"], env=env)
+        self.assertEqual(rc, 1)
+        self.assertIn("KUBECONFIG lists several files and gpuslice reads only the first that "
+                      "exists, %s" % bad, err)
 
     def test_incluster_token_reread_on_reconnect(self):
         sa = os.path.join(self.tmp.name, "sa")
