@@ -535,6 +535,7 @@ static int read_mig(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g, uin
 {
     unsigned current = 0, pending = 0;
     nvmlReturn_t rc;
+    int r;
 
     if (!c->n->nvmlDeviceGetMigMode)
         return 0; /* a pre-MIG driver: nothing is MIG capable (load warning given) */
@@ -546,7 +547,25 @@ static int read_mig(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g, uin
     g->mig_capable = true;
     g->mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
     g->mig_pending = pending == NVML_DEVICE_MIG_ENABLE;
-    return g->mig_enabled ? read_migs(c, dev, g, total) : 0;
+    if (!g->mig_enabled)
+        return 0;
+    r = read_migs(c, dev, g, total);
+    if (r != -EPERM)
+        return r;
+    /* An unprivileged daemon may not list GPU/compute instances (NO_PERMISSION): keep the
+     * node served, this GPU as a whole one, and say how to get its MIG devices. */
+    {
+        char why[ERROR_MSG_MAX], where[160];
+        str_copy(why, c->err ? c->err->msg : "Insufficient Permissions", sizeof(why));
+        error_clear(c->err);
+        g->mig_enabled = false;
+        r = gpu__warn(&c->warnings,
+                      "cannot list the MIG devices of %s (%s); serving it as a whole GPU. Run "
+                      "the daemon privileged or with CAP_SYS_ADMIN (as NVIDIA's chart does for "
+                      "MIG) to serve its MIG devices",
+                      gpu_where(g, where, sizeof(where)), why);
+        return r < 0 ? error_set(c->err, r, "out of memory") : 0;
+    }
 }
 
 /* ---- processes ----------------------------------------------------------------------------- */

@@ -695,6 +695,33 @@ static void test_gpu_inventory_read_numa_from_sysfs(void **state)
     strbuf_release(&rel);
 }
 
+/* An unprivileged daemon gets NO_PERMISSION on GPU-instance queries: the read used to fail
+ * outright; now each such GPU is served whole, with a warning that says how to fix it. */
+static void test_gpu_inventory_mig_no_permission_degrades(void **state)
+{
+    struct fixture *f = *state;
+    struct inv_inventory *inv = NULL;
+    struct error err = {0};
+    char **w = NULL;
+
+    use_machine(f, FAULT_MACHINE);
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetGpuInstanceById=4", 1);
+    assert_int_equal(read_fake(f, NULL, &inv, &w, &err), 0);
+    assert_true(inv->n_gpus > 0);
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        assert_true(inv->gpus[i].mig_capable);
+        assert_false(inv->gpus[i].mig_enabled);
+        assert_int_equal(inv->gpus[i].n_migs, 0);
+    }
+    assert_int_equal(strv_length(w), inv->n_gpus);
+    assert_non_null(strstr(w[0], "Insufficient Permissions"));
+    assert_non_null(strstr(w[0], "serving it as a whole GPU"));
+    assert_non_null(strstr(w[0], "CAP_SYS_ADMIN"));
+    inv_free(inv);
+    strv_free(w);
+    unsetenv("FAKE_NVML_FAIL");
+}
+
 /* NVIDIA's plugin reads sysfs; both must agree on real hardware: sysfs wins when NVML
  * answers too, NVML fills in where sysfs has nothing. */
 static void test_gpu_inventory_numa_sysfs_before_nvml(void **state)
@@ -897,6 +924,8 @@ int run_inventory_tests(void)
         cmocka_unit_test_setup_teardown(test_gpu_nvml_open_found_under_driver_root, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_open_and_read_fail_on_init_error, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_mig_no_permission_degrades, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_numa_sysfs_before_nvml, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_numa_from_sysfs, setup, teardown),
