@@ -528,7 +528,20 @@ static int h_allocate(void *ctx, const uint8_t *req, size_t req_len, struct strb
     }
     s = plugin_snapshot(p);
     dp_snapshot_lock(s);
-    for (size_t i = 0; i < n; i++) {
+    {
+        /* The kubelet never asks for more IDs than the resource advertises: a request that
+         * does is refused before any work (and before its IDs are copied around). */
+        const struct model_resource *res = model_find_resource(s->model, p->resource_name);
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += in->container_requests[i]->n_devices_ids;
+        if (res && total > res->n_devices)
+            rpc_status_set(st, RPC_INVALID_ARGUMENT,
+                           "invalid allocation request for \"%s\": %zu device IDs, more than "
+                           "the %zu devices it advertises",
+                           p->resource_name, total, res->n_devices);
+    }
+    for (size_t i = 0; i < n && st->code == RPC_OK; i++) {
         const V1beta1__ContainerAllocateRequest *c = in->container_requests[i];
         const struct model_resource *res = model_find_resource(s->model, p->resource_name);
 

@@ -7,6 +7,7 @@
 #include "kubelet/rpc.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -175,6 +176,9 @@ struct rpc_method {
     rpc_stream_closed_fn closed;
     void *ctx;
 };
+
+/* Requests at least this large are followed by malloc_trim(0). */
+#define RPC_TRIM_AFTER_BYTES (64u * 1024u)
 
 struct rpc_server {
     char *socket_path;
@@ -546,6 +550,7 @@ static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_
 
 static void on_recv(struct rpc_stream *s, bool ok)
 {
+    size_t len;
     grpc_slice req;
 
     if (!ok || !s->recv_buf) {
@@ -561,7 +566,12 @@ static void on_recv(struct rpc_stream *s, bool ok)
         call_run_stream_open(s, GRPC_SLICE_START_PTR(req), GRPC_SLICE_LENGTH(req));
     else
         call_run_unary(s, GRPC_SLICE_START_PTR(req), GRPC_SLICE_LENGTH(req));
+    len = GRPC_SLICE_LENGTH(req);
     grpc_slice_unref(req);
+    /* a large request (up to 4 MiB, ~50,000 IDs) leaves its unpacked copies in the heap's
+     * free lists for good (RSS 16-42 MiB seen): hand the memory back to the system */
+    if (len >= RPC_TRIM_AFTER_BYTES)
+        malloc_trim(0);
 }
 
 static void on_send(struct rpc_stream *s, bool ok)
