@@ -7,6 +7,7 @@
  * and the node label watch (label.c). */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -518,6 +519,12 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     /* A log reader (or any peer) going away must not kill the daemon and leave its sockets
      * behind: writes to a closed pipe fail with EPIPE instead. */
     signal(SIGPIPE, SIG_IGN);
+    /* Memory a large request took goes back to the system: big blocks are mmap'd (freed
+     * at once), the heap is trimmed past 128 KiB free, and gRPC's threads share two arenas
+     * instead of one each (RSS stayed at 16-42 MiB after one 50,000-ID request). */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+    mallopt(M_ARENA_MAX, 2);
     d.env.device_exists = env_device_exists;
     d.env.mig_cap_path = env_mig_cap_path;
     d.env.new_id = env_new_id;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* label.c: the node label that names the config (nvidia.com/device-plugin.config, or
  * --node-label), read and watched through kube/ when a client can be made and NODE_NAME is
- * set, and Kubernetes Events for reload failures. The API being unreachable never stops
+ * set, and Kubernetes Events for reload failures, posted by a thread of their own so the
+ * main loop never waits on the API server. The API being unreachable never stops
  * serving: the current config stays and the watcher retries by itself. Built without
  * src/kube/ (GS_HAVE_KUBE unset), the daemon runs without the label. */
 #include <errno.h>
@@ -12,13 +13,58 @@
 #include "daemon/internal.h"
 
 #ifdef GS_HAVE_KUBE
+#include <pthread.h>
+
 #include "kube/kube.h"
+
+/* Events wait here for the poster thread: posting never blocks the main loop (a hung API
+ * server delayed XID -> Unhealthy by 1.8 s when Events were posted inline). Bounded: when
+ * full, the oldest is dropped and counted. */
+#define KUBE_EVENT_QUEUE 32
+
+struct kube_event_item {
+    char reason[64];
+    char message[1024];
+};
 
 struct daemon__kube {
     struct kube_client *client;
     struct kube_node_watch *watch;
     bool reachable;
+    pthread_t poster;
+    bool poster_started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct kube_event_item queue[KUBE_EVENT_QUEUE];
+    size_t head, n; /* ring */
+    bool stop;
+    unsigned long long dropped;
 };
+
+static void *event_poster(void *arg)
+{
+    struct daemon__kube *k = arg;
+
+    pthread_mutex_lock(&k->lock);
+    for (;;) {
+        struct kube_event_item it;
+        struct error err = {0};
+
+        while (!k->n && !k->stop)
+            pthread_cond_wait(&k->cond, &k->lock);
+        if (k->stop)
+            break;
+        it = k->queue[k->head];
+        k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
+        k->n--;
+        pthread_mutex_unlock(&k->lock);
+        if (kube_event_post(k->client, NULL, "Warning", it.reason, it.message, &err) < 0)
+            log_debug("posting Event %s: %s", it.reason, err.msg);
+        pthread_mutex_lock(&k->lock);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return NULL;
+}
 
 void daemon__kube_start(struct daemon *d)
 {
@@ -26,7 +72,7 @@ void daemon__kube_start(struct daemon *d)
         .kubeconfig = d->o->kubeconfig,
         .node_name = d->o->node_name,
         .api_server = d->o->kube_api_server,
-        .request_timeout_ms = 2000, /* Events and the first read block the main loop */
+        .request_timeout_ms = 2000, /* the first read blocks start-up; Events do not */
     };
     struct daemon__kube *k;
     struct error err = {0};
@@ -46,6 +92,11 @@ void daemon__kube_start(struct daemon *d)
         free(k);
         return;
     }
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_cond_init(&k->cond, NULL);
+    k->poster_started = pthread_create(&k->poster, NULL, event_poster, k) == 0;
+    if (!k->poster_started)
+        log_warn("cannot start the Event thread: Events will not be posted");
     d->kube = k;
     if (d->o->config_name) {
         log_info("--config-name %s wins over the node label %s", d->o->config_name,
@@ -71,6 +122,15 @@ void daemon__kube_stop(struct daemon *d)
     if (!d->kube)
         return;
     kube_node_watch_stop(d->kube->watch);
+    if (d->kube->poster_started) {
+        pthread_mutex_lock(&d->kube->lock);
+        d->kube->stop = true; /* Events still queued are dropped: we are going away */
+        pthread_cond_signal(&d->kube->cond);
+        pthread_mutex_unlock(&d->kube->lock);
+        pthread_join(d->kube->poster, NULL);
+    }
+    pthread_mutex_destroy(&d->kube->lock);
+    pthread_cond_destroy(&d->kube->cond);
     kube_client_free(d->kube->client);
     free(d->kube);
     d->kube = NULL;
@@ -120,12 +180,23 @@ void daemon__kube_on_event(struct daemon *d)
 
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
 {
-    struct error err = {0};
+    struct daemon__kube *k = d->kube;
+    struct kube_event_item *it;
 
-    if (!d->kube)
+    if (!k || !k->poster_started)
         return;
-    if (kube_event_post(d->kube->client, NULL, "Warning", reason, message, &err) < 0)
-        log_debug("posting Event %s: %s", reason, err.msg);
+    pthread_mutex_lock(&k->lock);
+    if (k->n == KUBE_EVENT_QUEUE) { /* full: the oldest goes */
+        k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
+        k->n--;
+        k->dropped++;
+    }
+    it = &k->queue[(k->head + k->n) % KUBE_EVENT_QUEUE];
+    str_copy(it->reason, reason, sizeof(it->reason));
+    str_copy(it->message, message, sizeof(it->message));
+    k->n++;
+    pthread_cond_signal(&k->cond);
+    pthread_mutex_unlock(&k->lock);
 }
 
 #else /* !GS_HAVE_KUBE */
