@@ -16,9 +16,71 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
 #include <microhttpd.h>
 
 #include "metrics/metrics.h"
+
+/* libmicrohttpd is loaded with dlopen when an endpoint is started, never linked: it pulls
+ * in GnuTLS, p11-kit and nettle (+2.5 MiB resident), which a daemon without
+ * --metrics-address should not pay for. The calls we make, resolved once: */
+static struct {
+    bool loaded;
+    struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+                                       MHD_AccessHandlerCallback, void *, ...);
+    void (*stop_daemon)(struct MHD_Daemon *);
+    struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
+                                                        enum MHD_ResponseMemoryMode);
+    enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
+    enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+    void (*destroy_response)(struct MHD_Response *);
+    const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *, enum MHD_DaemonInfoType,
+                                                   ...);
+} mhd;
+static pthread_mutex_t mhd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int mhd_load(struct error *err)
+{
+    static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
+    void *h = NULL;
+    int r = 0;
+
+    pthread_mutex_lock(&mhd_lock);
+    if (mhd.loaded)
+        goto out;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !h; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        r = error_set(err, -ENOENT,
+                      "--metrics-address: cannot load libmicrohttpd (%s); "
+                      "install Debian's libmicrohttpd12",
+                      dlerror());
+        goto out;
+    }
+#define MHD_SYM(field, name)                                                                       \
+    do {                                                                                           \
+        *(void **)&mhd.field = dlsym(h, name);                                                     \
+        if (!mhd.field) {                                                                          \
+            r = error_set(err, -ENOENT, "--metrics-address: libmicrohttpd lacks %s", name);        \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+    MHD_SYM(start_daemon, "MHD_start_daemon");
+    MHD_SYM(stop_daemon, "MHD_stop_daemon");
+    MHD_SYM(create_response_from_buffer, "MHD_create_response_from_buffer");
+    MHD_SYM(add_response_header, "MHD_add_response_header");
+    MHD_SYM(queue_response, "MHD_queue_response");
+    MHD_SYM(destroy_response, "MHD_destroy_response");
+    MHD_SYM(get_daemon_info, "MHD_get_daemon_info");
+#undef MHD_SYM
+    mhd.loaded = true;
+    h = NULL; /* stays loaded for the life of the process */
+out:
+    if (h)
+        dlclose(h);
+    pthread_mutex_unlock(&mhd_lock);
+    return r;
+}
 
 struct metrics_server {
     struct MHD_Daemon *mhd;
@@ -54,14 +116,14 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
                              const char *body, size_t len)
 {
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+        mhd.create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     enum MHD_Result r;
 
     if (!resp)
         return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", type);
-    r = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
+    mhd.add_response_header(resp, "Content-Type", type);
+    r = mhd.queue_response(c, status, resp);
+    mhd.destroy_response(resp);
     return r;
 }
 
@@ -175,6 +237,9 @@ int metrics_server_start(const char *address, struct metrics_server **ret, struc
 
     if (r < 0)
         return r;
+    r = mhd_load(err);
+    if (r < 0)
+        return r;
     s = calloc(1, sizeof(*s));
     if (!s)
         return error_set(err, -ENOMEM, "out of memory");
@@ -190,7 +255,7 @@ int metrics_server_start(const char *address, struct metrics_server **ret, struc
         goto fail;
     }
     s->mhd =
-        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
+        mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
                          (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     if (!s->mhd) {
@@ -200,7 +265,7 @@ int metrics_server_start(const char *address, struct metrics_server **ret, struc
                       address);
         goto fail;
     }
-    info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    info = mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : ntohs(sa.sin_port);
     *ret = s;
     return 0;
@@ -214,7 +279,7 @@ void metrics_server_free(struct metrics_server *s)
     if (!s)
         return;
     if (s->mhd)
-        MHD_stop_daemon(s->mhd);
+        mhd.stop_daemon(s->mhd);
     if (s->ping_fd >= 0)
         close(s->ping_fd);
     pthread_mutex_destroy(&s->lock);
