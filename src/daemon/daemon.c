@@ -500,6 +500,12 @@ static int daemon_on_signal(struct daemon *d)
     return 0;
 }
 
+/* One entry of the loop's handler table. */
+struct loop_fd {
+    int fd;
+    void (*on_ready)(struct daemon *d);
+};
+
 int daemon_run(const struct daemon_options *o, struct error *err)
 {
     struct daemon d = {.o = o,
@@ -557,18 +563,23 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     daemon__metrics_start(&d);
 
     for (;;) {
-        struct pollfd pfd[9] = {
-            {.fd = d.sfd, .events = POLLIN},
-            {.fd = d.ifd, .events = POLLIN},
-            {.fd = d.tfd, .events = POLLIN},
-            {.fd = daemon__health_fd(d.health), .events = POLLIN},
-            {.fd = d.debounce_fd, .events = POLLIN},
-            {.fd = d.inventory_fd, .events = POLLIN},
-            {.fd = d.retire_fd, .events = POLLIN},
-            {.fd = daemon__kube_fd(d.kube), .events = POLLIN},
-            {.fd = daemon__metrics_fd(&d), .events = POLLIN},
+        /* The handler table: every fd the loop waits on and what handles it, in the order
+         * they are served (health before config work; -1 fds are ignored by poll). */
+        const struct loop_fd fds[] = {
+            {d.sfd, NULL}, /* signals: handled first, may end the loop */
+            {daemon__health_fd(d.health), daemon_on_health},
+            {d.ifd, daemon_on_inotify},
+            {d.tfd, daemon_on_timer},
+            {daemon__kube_fd(d.kube), daemon__kube_on_event},
+            {d.debounce_fd, daemon__on_debounce},
+            {d.inventory_fd, daemon__on_inventory_timer},
+            {d.retire_fd, daemon__on_retire_timer},
+            {daemon__metrics_fd(&d), daemon__metrics_on_ping},
         };
+        struct pollfd pfd[GS_ARRAY_SIZE(fds)];
 
+        for (size_t i = 0; i < GS_ARRAY_SIZE(fds); i++)
+            pfd[i] = (struct pollfd){.fd = fds[i].fd, .events = POLLIN};
         daemon_arm_timer(&d);
         if (poll(pfd, GS_ARRAY_SIZE(pfd), -1) < 0) {
             if (errno == EINTR)
@@ -578,22 +589,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
         }
         if ((pfd[0].revents & POLLIN) && daemon_on_signal(&d))
             break;
-        if (pfd[3].revents & POLLIN)
-            daemon_on_health(&d);
-        if (pfd[1].revents & POLLIN)
-            daemon_on_inotify(&d);
-        if (pfd[2].revents & POLLIN)
-            daemon_on_timer(&d);
-        if (pfd[7].revents & POLLIN)
-            daemon__kube_on_event(&d);
-        if (pfd[4].revents & POLLIN)
-            daemon__on_debounce(&d);
-        if (pfd[5].revents & POLLIN)
-            daemon__on_inventory_timer(&d);
-        if (pfd[6].revents & POLLIN)
-            daemon__on_retire_timer(&d);
-        if (pfd[8].revents & POLLIN)
-            daemon__metrics_on_ping(&d);
+        for (size_t i = 1; i < GS_ARRAY_SIZE(fds); i++)
+            if (pfd[i].revents & POLLIN)
+                fds[i].on_ready(&d);
     }
     r = 0;
 out:

@@ -420,7 +420,8 @@ static size_t resource_index(const struct model *m, const char *name)
 }
 
 /* Serves snap (reference taken over) instead of d->snap, touching only what changed. */
-static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, const char *why)
+static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, unsigned what,
+                          const char *why)
 {
     const struct model *om = dp_snapshot_model(d->snap), *nm = dp_snapshot_model(snap);
     bool same_settings = model_settings_equal(&om->settings, &nm->settings);
@@ -479,8 +480,9 @@ static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, const char
     }
     d->reloads++;
     daemon__labels_update(d); /* labels follow what is served */
-    if (changed + added + removed > 0 || strcmp(why, "config change") == 0 ||
-        strcmp(why, "SIGHUP") == 0 || strcmp(why, "node label") == 0)
+    /* a change someone asked for (config, label, SIGHUP) is always reported; periodic
+     * re-reads only when they changed something */
+    if (changed + added + removed > 0 || (what & DAEMON_RELOAD_CONFIG))
         log_info("%s applied: resources unchanged=%zu changed=%zu added=%zu removed=%zu", why,
                  unchanged, changed, added, removed);
     else
@@ -570,7 +572,7 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
         daemon__health_stop(d->health);
         d->health = NULL;
     }
-    swap_snapshot(d, snap, why);
+    swap_snapshot(d, snap, what, why);
     if (inv_changed)
         d->health = daemon__health_start(d->o, &d->xid, d->snap);
     if (cfg) {
