@@ -4,8 +4,9 @@
  * thread) and records critical ones in a bounded per-device table, waking the main loop
  * through an eventfd; the loop drains the table and updates the model. A burst of
  * thousands of ignorable XIDs therefore cannot push a critical one out, and a device hit
- * many times is one entry. The wait has no tick: stopping cancels the thread inside the
- * wait (a cancellation point), so an idle node costs no wake-ups. */
+ * many times is one entry. The wait is NVIDIA's (5 s per nvmlEventSetWait, no shorter
+ * tick): an idle node wakes no more than NVIDIA's plugin. Stopping does not wait those 5 s:
+ * a thread still inside NVML's wait is left to finish it, and frees itself then. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,16 +21,18 @@
 #include "daemon/internal.h"
 #include "gpu/gpu.h"
 
-/* One wait lasts at most this long (NVML takes an unsigned ms timeout); the thread is
- * normally stopped by cancellation long before. */
-#define HEALTH_WAIT_MS (3600 * 1000)
-/* How long daemon__health_stop waits for the cancelled thread before leaving it behind. */
-#define HEALTH_STOP_GRACE_MS 2000
+/* One wait, as NVIDIA's plugin does it: the only wake-up of an idle thread. */
+#define HEALTH_WAIT_MS 5000
+/* How long daemon__health_stop waits for the thread before leaving it to finish alone. */
+#define HEALTH_STOP_GRACE_MS 100
 
 struct daemon__health {
     pthread_t thread;
     bool started;
-    int efd; /* eventfd: pending entries to drain */
+    atomic_bool stop;
+    bool finished;  /* the thread left its loop (under lock) */
+    bool abandoned; /* stop gave up waiting: the thread frees everything (under lock) */
+    int efd;        /* eventfd: pending entries to drain */
     struct daemon_xid_policy policy;
     struct gpu_nvml *nvml;
     struct gpu_events *events;
@@ -92,20 +95,19 @@ static void record(struct daemon__health *h, const struct gpu_event *ev)
         wake(h);
 }
 
+static void health_free(struct daemon__health *h);
+
 static void *health_main(void *arg)
 {
     struct daemon__health *h = arg;
     struct gpu_event ev;
     struct error err = {0};
-    int r, old;
+    bool abandoned;
+    int r;
 
-    /* cancellable only inside the wait, never while holding the table's lock */
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    for (;;) {
-        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+    while (!atomic_load(&h->stop)) {
         r = gpu_events_wait(h->events, HEALTH_WAIT_MS, &ev, &err);
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-        if (r == 0)
+        if (r == 0 || atomic_load(&h->stop))
             continue;
         if (r < 0) {
             pthread_mutex_lock(&h->lock);
@@ -124,6 +126,12 @@ static void *health_main(void *arg)
         }
         record(h, &ev);
     }
+    pthread_mutex_lock(&h->lock);
+    h->finished = true;
+    abandoned = h->abandoned;
+    pthread_mutex_unlock(&h->lock);
+    if (abandoned)
+        health_free(h);
     return NULL;
 }
 
@@ -197,20 +205,29 @@ fail:
 void daemon__health_stop(struct daemon__health *h)
 {
     struct timespec ts;
+    bool finished;
 
     if (!h)
         return;
     if (h->started) {
-        pthread_cancel(h->thread);
+        atomic_store(&h->stop, true);
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += HEALTH_STOP_GRACE_MS / 1000;
+        ts.tv_nsec += HEALTH_STOP_GRACE_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
         if (pthread_timedjoin_np(h->thread, NULL, &ts) != 0) {
-            /* an NVML that does not wait in a cancellation point: the process is going
-             * away, leave the thread and what it uses alone */
-            log_warn("health: the event thread did not stop in %d ms, leaving it",
-                     HEALTH_STOP_GRACE_MS);
-            pthread_detach(h->thread);
-            return;
+            /* still inside NVML's wait (up to 5 s): let it finish and free itself */
+            pthread_mutex_lock(&h->lock);
+            finished = h->finished;
+            h->abandoned = !finished;
+            pthread_mutex_unlock(&h->lock);
+            if (!finished) {
+                pthread_detach(h->thread);
+                return;
+            }
+            pthread_join(h->thread, NULL);
         }
     }
     health_free(h);
