@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define GS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GS_UNUSED __attribute__((unused))
@@ -141,5 +142,8 @@ bool path_exists(const char *path);
 
 uint64_t time_now_ns(void); /* CLOCK_MONOTONIC */
 uint64_t time_now_ms(void);
+/* *ts = now on `clock` + ms: the absolute deadline pthread_cond_timedwait and
+ * pthread_timedjoin_np take (the clock must be the one the condition or call uses). */
+void time_deadline(struct timespec *ts, clockid_t clock, unsigned ms);
 
 #endif

@@ -161,3 +161,14 @@ uint64_t time_now_ms(void)
 {
     return time_now_ns() / 1000000ull;
 }
+
+void time_deadline(struct timespec *ts, clockid_t clock, unsigned ms)
+{
+    clock_gettime(clock, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}

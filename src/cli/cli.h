@@ -91,9 +91,10 @@ struct cli_node {
     struct inv_inventory *inv;
     struct model *model;
 };
-/* Loads the config (diagnostics on stderr), reads NVML, builds the model. 0, or <0 after
- * printing the error. */
-int cli_node_load(const struct cli_node_args *a, bool keep_valid, struct cli_node *ret);
+/* Loads the config (diagnostics on stderr), reads NVML, builds the model (its errors and
+ * warnings on stderr when print_diags). 0, or <0 after printing the error. */
+int cli_node_load(const struct cli_node_args *a, bool keep_valid, bool print_diags,
+                  struct cli_node *ret);
 int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_cfg);
 void cli_node_release_node(struct cli_node *n);
 

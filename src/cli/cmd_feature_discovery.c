@@ -105,7 +105,7 @@ static int label_once(const struct cli_node_args *a, const struct fd_args *f,
     bool changed = false;
     int r;
 
-    r = cli_node_load(a, true, &node);
+    r = cli_node_load(a, true, true, &node);
     if (r == 0)
         r = cli_node_labels(a, &node, &set);
     if (r < 0)

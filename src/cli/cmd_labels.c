@@ -165,7 +165,7 @@ int cmd_labels(int argc, char **argv)
     rc = CLI_EXIT_FAILURE;
     /* as GFD does, label what the node has even where the plugin would refuse the config
      * (an invalid single strategy becomes -MIG-INVALID) */
-    if (cli_node_load(&a, true, &node) < 0 || cli_node_labels(&a, &node, &set) < 0)
+    if (cli_node_load(&a, true, true, &node) < 0 || cli_node_labels(&a, &node, &set) < 0)
         goto out;
     rc = cli_labels_print(set, a.json, stdout) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 out:

@@ -181,7 +181,8 @@ int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_
     return r;
 }
 
-int cli_node_load(const struct cli_node_args *a, bool keep_valid, struct cli_node *ret)
+int cli_node_load(const struct cli_node_args *a, bool keep_valid, bool print_diags,
+                  struct cli_node *ret)
 {
     struct model_options mo = {.keep_valid = keep_valid};
     struct cli_node n = {0};
@@ -202,7 +203,7 @@ int cli_node_load(const struct cli_node_args *a, bool keep_valid, struct cli_nod
         fprintf(stderr, "gpuslice %s: %s\n", a->cmd, err.msg);
         goto out;
     }
-    for (size_t i = 0; i < n.model->n_diags; i++) /* kept-valid models carry their errors */
+    for (size_t i = 0; print_diags && i < n.model->n_diags; i++) /* kept-valid ones carry errors */
         fprintf(stderr, "gpuslice %s: %s: %s\n", a->cmd,
                 n.model->diags[i].level == MODEL_DIAG_ERROR ? "error" : "warning",
                 n.model->diags[i].message);

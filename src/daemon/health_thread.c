@@ -211,12 +211,7 @@ void daemon__health_stop(struct daemon__health *h)
         return;
     if (h->started) {
         atomic_store(&h->stop, true);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += HEALTH_STOP_GRACE_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        time_deadline(&ts, CLOCK_REALTIME, HEALTH_STOP_GRACE_MS);
         if (pthread_timedjoin_np(h->thread, NULL, &ts) != 0) {
             /* still inside NVML's wait (up to 5 s): let it finish and free itself */
             pthread_mutex_lock(&h->lock);

@@ -51,17 +51,6 @@ static int write_set(struct daemon__labels *l, const struct labels_set *s, struc
     }
 }
 
-static void deadline_after(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static void *writer(void *arg)
 {
     struct daemon__labels *l = arg;
@@ -75,7 +64,7 @@ static void *writer(void *arg)
 
         if (backoff_ms && !l->pending && !l->stop) { /* a failed write waits, a new set not */
             struct timespec ts;
-            deadline_after(&ts, backoff_ms);
+            time_deadline(&ts, CLOCK_MONOTONIC, backoff_ms);
             while (!l->pending && !l->stop &&
                    pthread_cond_timedwait(&l->cond, &l->lock, &ts) != ETIMEDOUT)
                 ;

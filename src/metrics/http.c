@@ -127,17 +127,6 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     return r;
 }
 
-static void deadline_ms(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Pings the loop and waits for its pong. */
 static bool loop_alive(struct metrics_server *s)
 {
@@ -152,7 +141,7 @@ static bool loop_alive(struct metrics_server *s)
         pthread_mutex_unlock(&s->lock);
         return false;
     }
-    deadline_ms(&ts, METRICS_HEALTHZ_TIMEOUT_MS);
+    time_deadline(&ts, CLOCK_MONOTONIC, METRICS_HEALTHZ_TIMEOUT_MS);
     while (s->pongs == before && pthread_cond_timedwait(&s->cond, &s->lock, &ts) != ETIMEDOUT)
         ;
     alive = s->pongs != before;
