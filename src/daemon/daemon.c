@@ -319,6 +319,8 @@ static void daemon_on_inotify(struct daemon *d)
             }
             if (ev->wd == d->wd_config)
                 daemon__on_config_event(d, ev);
+            if (ev->wd == d->wd_config_parent && d->wd_config_parent >= 0)
+                daemon__on_config_parent_event(d, ev);
             if (ev->len > 0 && ev->wd == d->wd_kubelet && d->kubelet_name &&
                 strcmp(ev->name, d->kubelet_name) == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
                 kubelet_created = true;
@@ -515,6 +517,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
                        .wd_plugin = -1,
                        .wd_kubelet = -1,
                        .wd_config = -1,
+                       .wd_config_parent = -1,
                        .debounce_fd = -1,
                        .inventory_fd = -1,
                        .retire_fd = -1};

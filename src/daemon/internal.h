@@ -69,6 +69,8 @@ struct daemon {
     /* live reload (reload.c) */
     struct cfg_config *cfg; /* the last good config */
     int wd_config;          /* inotify watch of the config directory (or the file's one) */
+    char *config_dir;       /* that directory (owned) */
+    int wd_config_parent;   /* while it is gone: a watch of its parent, -1 otherwise */
     char *config_base;      /* the config file's basename; NULL when the path is a directory */
     bool config_is_dir;
     int debounce_fd, inventory_fd, retire_fd; /* timerfds */
@@ -112,6 +114,8 @@ void daemon__reload_release(struct daemon *d);
 void daemon__apply(struct daemon *d, unsigned what, const char *why);
 /* An inotify event of the config watch: arms the debounce timer when it matters. */
 void daemon__on_config_event(struct daemon *d, const struct inotify_event *ev);
+/* An event of the parent watch: the config directory came back, watch it again. */
+void daemon__on_config_parent_event(struct daemon *d, const struct inotify_event *ev);
 void daemon__on_debounce(struct daemon *d);
 void daemon__on_inventory_timer(struct daemon *d);
 void daemon__on_retire_timer(struct daemon *d);

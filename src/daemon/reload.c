@@ -175,10 +175,13 @@ out:
 
 /* ---- watching the config path ------------------------------------------------------------ */
 
+#define CONFIG_WATCH_MASK                                                                          \
+    (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_ATTRIB |            \
+     IN_DELETE_SELF | IN_MOVE_SELF)
+
 int daemon__reload_setup(struct daemon *d, struct error *err)
 {
-    const uint32_t mask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE |
-                          IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    const uint32_t mask = CONFIG_WATCH_MASK;
     const char *path = d->o->config_file;
     char *dir = NULL;
 
@@ -213,8 +216,51 @@ int daemon__reload_setup(struct daemon *d, struct error *err)
         log_warn("cannot watch %s (%s): config changes need SIGHUP", dir, strerror(errno));
     else
         log_info("watching %s for config changes", dir);
-    free(dir);
+    d->config_dir = dir;
     return 0;
+}
+
+/* The config directory went away (a ConfigMap volume remounted, a directory replaced):
+ * watch its parent until a directory of that name is back, then watch it again. */
+static void watch_parent(struct daemon *d)
+{
+    char *parent;
+    const char *slash = strrchr(d->config_dir, '/');
+
+    if (d->wd_config_parent >= 0)
+        return;
+    parent = slash && slash != d->config_dir
+                 ? strndup(d->config_dir, (size_t)(slash - d->config_dir))
+                 : str_dup(slash ? "/" : ".");
+    if (parent)
+        d->wd_config_parent =
+            inotify_add_watch(d->ifd, parent, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+    if (d->wd_config_parent < 0)
+        log_warn("the config directory %s went away and its parent cannot be watched: config "
+                 "changes need SIGHUP from now on",
+                 d->config_dir);
+    else
+        log_warn("the config directory %s went away: watching %s for it to come back, keeping "
+                 "the last good config",
+                 d->config_dir, parent);
+    free(parent);
+}
+
+void daemon__on_config_parent_event(struct daemon *d, const struct inotify_event *ev)
+{
+    const char *slash = strrchr(d->config_dir, '/');
+    const char *base = slash ? slash + 1 : d->config_dir;
+
+    if (ev->len == 0 || strcmp(ev->name, base) != 0 || !path_is_dir(d->config_dir))
+        return;
+    d->wd_config = inotify_add_watch(d->ifd, d->config_dir, CONFIG_WATCH_MASK);
+    if (d->wd_config < 0)
+        return; /* not there after all: keep waiting on the parent */
+    inotify_rm_watch(d->ifd, d->wd_config_parent);
+    d->wd_config_parent = -1;
+    log_info("the config directory %s is back: watching it again", d->config_dir);
+    if (!timer_armed(d->debounce_fd))
+        timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
 }
 
 void daemon__reload_release(struct daemon *d)
@@ -228,6 +274,8 @@ void daemon__reload_release(struct daemon *d)
     d->debounce_fd = d->inventory_fd = d->retire_fd = -1;
     free(d->config_base);
     d->config_base = NULL;
+    free(d->config_dir);
+    d->config_dir = NULL;
     cfg_free(d->cfg);
     d->cfg = NULL;
 }
@@ -237,8 +285,11 @@ void daemon__on_config_event(struct daemon *d, const struct inotify_event *ev)
     if (d->debounce_fd < 0)
         return;
     if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
-        log_warn("the config directory went away: config changes need SIGHUP from now on");
+        if (ev->mask & IN_MOVE_SELF) /* moved away: the watch follows it, drop it */
+            inotify_rm_watch(d->ifd, d->wd_config);
         d->wd_config = -1;
+        if (d->config_dir)
+            watch_parent(d);
         return;
     }
     /* a file: its own name, or kubelet's ..data swap when it is a ConfigMap key mount */

@@ -164,6 +164,24 @@ class LiveReload(ReloadCase):
         os.rename(cfg + ".new", cfg)
         self.wait_capacity(n, 4)  # tearDown's SIGTERM checks the clean exit
 
+    def test_config_directory_deleted_and_back(self):
+        """A deleted config directory was not watched again until SIGHUP: now its parent is
+        watched until it is back, and the new config applies by itself."""
+        path = os.path.join(self.root, "cm")
+        cm = ConfigMapDir(path, {"l20": time_slicing(8)})
+        n = self.node("l20-node", ["--config-file", path, "--config-name", "l20"])
+        self.wait_capacity(n, 8, 10)
+        pid = n.daemon.pid
+        shutil.rmtree(path)
+        wait_for(lambda: "went away: watching" in self.log_text(n), APPLY_S, "the parent watch")
+        self.assertEqual(self.caps(n)[GPU]["capacity"], 8)  # the last good config serves on
+        cm = ConfigMapDir(path, {"l20": time_slicing(5)})
+        self.wait_capacity(n, 5)
+        self.assertEqual(n.daemon.pid, pid)
+        self.assertIn("is back: watching it again", self.log_text(n))
+        cm.update({"l20": time_slicing(3)})  # and watched again for good
+        self.wait_capacity(n, 3)
+
     def test_configmap_swap_the_kubelet_way(self):
         cm = ConfigMapDir(os.path.join(self.root, "cm"),
                           {"l20": time_slicing(8), "t4": time_slicing(3)})
