@@ -107,6 +107,9 @@ int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
 /* key=value lines (sorted), or a JSON object with -o json. */
 int cli_labels_print(const struct labels_set *set, bool json, FILE *f);
 
+/* `plan -o json` (plan_json.c): resources with their devices, errors, warnings. */
+int cli_plan_json(const struct model *m, const struct inv_inventory *inv, struct strbuf *out);
+
 int cmd_version(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_inventory(int argc, char **argv);

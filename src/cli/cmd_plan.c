@@ -59,12 +59,19 @@ int cmd_plan(int argc, char **argv)
     /* keep_valid: show every problem (in the report), and what is left */
     if (cli_node_load(&a, true, false, &node) < 0)
         goto out;
-    if (model_plan_report(node.model, node.inv, a.json ? MODEL_PLAN_JSON : MODEL_PLAN_TEXT, &text,
-                          &err) < 0) {
+    if (a.json) {
+        struct strbuf sb = STRBUF_INIT;
+        if (cli_plan_json(node.model, node.inv, &sb) < 0) {
+            strbuf_release(&sb);
+            fprintf(stderr, "gpuslice plan: out of memory\n");
+            goto out;
+        }
+        text = strbuf_take(&sb);
+    } else if (model_plan_report(node.model, node.inv, &text, &err) < 0) {
         fprintf(stderr, "gpuslice plan: %s\n", err.msg);
         goto out;
     }
-    fputs(text, stdout);
+    fputs(text ? text : "", stdout);
     rc = node.model->n_errors > 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 out:
     free(text);

@@ -230,12 +230,14 @@ const char *model_alloc_response_env(const struct model_alloc_response *r, const
 
 /* ---- plan --------------------------------------------------------------------------------- */
 
-enum model_plan_format { MODEL_PLAN_TEXT = 0, MODEL_PLAN_JSON };
-
-/* The `gpuslice plan` report: a table (or JSON) of resources, then errors and warnings.
- * `inv` gives GPU names and memory for the GPUS column. *ret_text is owned by the caller. */
-int model_plan_report(const struct model *m, const struct inv_inventory *inv,
-                      enum model_plan_format format, char **ret_text, struct error *err);
+/* The `gpuslice plan` report: a table of resources, then errors and warnings (the JSON
+ * form is built by cli/ from the model itself). `inv` gives GPU names and memory for the
+ * GPUS column. *ret_text is owned by the caller. */
+int model_plan_report(const struct model *m, const struct inv_inventory *inv, char **ret_text,
+                      struct error *err);
+/* The GPUS column of a resource ("8 × NVIDIA L20 (46068 MiB)"), appended to sb. */
+int model_resource_gpus_text(const struct model_resource *res, const struct inv_inventory *inv,
+                             struct strbuf *sb);
 
 /* ---- retiring devices (daemon live reload; retire.c) ------------------------------------- */
 

@@ -62,6 +62,10 @@ ids = [x["id"] for x in r[0]["devices"]]
 assert all(i.endswith("::%d" % n) for n, i in enumerate(ids)), ids
 assert all(x["health"] == "Healthy" for x in r[0]["devices"])
 assert d["errors"] == []
+assert r[0]["socket"] == "nvidia-gpu.sock" and len(r[0]["devices"]) == 3
+assert all(x["gpu"] == 0 and isinstance(x["numa"], list) for x in r[0]["devices"])
+assert r[0]["gpus"].startswith("1 × Tesla T4"), r[0]["gpus"]
+assert len(d["warnings"]) >= 1, d
 ' && ok t4 || bad t4 "json content"
 fi
 
