@@ -107,6 +107,12 @@ int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
 /* key=value lines (sorted), or a JSON object with -o json. */
 int cli_labels_print(const struct labels_set *set, bool json, FILE *f);
 
+/* `plan --size` (sizing.c): replicas from measured memory, with the arithmetic and a config
+ * fragment; exit code. cli_parse_mib reads "4621", "4621MiB", "5GiB". */
+int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigned headroom_pct,
+                  FILE *out);
+int cli_parse_mib(const char *s, uint64_t *ret);
+
 /* `plan -o json` (plan_json.c): resources with their devices, errors, warnings. */
 int cli_plan_json(const struct model *m, const struct inv_inventory *inv, struct strbuf *out);
 

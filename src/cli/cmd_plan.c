@@ -17,30 +17,84 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: gpuslice plan [options]\n\n"
-               "Show what this node will advertise to the kubelet: resources, device counts,\n"
-               "sharing, replicas and memory per replica, with errors and warnings. Reads the\n"
-               "GPUs through NVML and the same config the device plugin would use (none: the\n"
-               "built-in defaults). Exits 1 when the config has errors on this node.\n\n"
-               "Options:\n"
-               "      --config-file PATH     config file or ConfigMap directory (alias --config;\n"
-               "                             env CONFIG_FILE)\n"
-               "      --config-name NAME     named config in a directory (else 'default', or the\n"
-               "                             only one)\n"
-               "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
-               "  -o, --output FORMAT        text (default) or json\n"
-               "      --nvml-library PATH    load this libnvidia-ml.so.1 (env "
-               "GPUSLICE_NVML_LIBRARY)\n"
-               "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
-               "      --driver-root-ctr-path PATH  driver root in this container (default "
-               "/driver-root)\n"
-               "  -h, --help                 show this help\n"
-               "Every NVIDIA device plugin flag and env var is accepted (--mps-root,\n"
-               "--device-id-strategy, ...), as the daemon takes them.\n");
+    fprintf(f,
+            "Usage: gpuslice plan [options]\n\n"
+            "Show what this node will advertise to the kubelet: resources, device counts,\n"
+            "sharing, replicas and memory per replica, with errors and warnings. Reads the\n"
+            "GPUs through NVML and the same config the device plugin would use (none: the\n"
+            "built-in defaults). Exits 1 when the config has errors on this node.\n\n"
+            "Options:\n"
+            "      --config-file PATH     config file or ConfigMap directory (alias --config;\n"
+            "                             env CONFIG_FILE)\n"
+            "      --config-name NAME     named config in a directory (else 'default', or the\n"
+            "                             only one)\n"
+            "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
+            "  -o, --output FORMAT        text (default) or json\n"
+            "      --nvml-library PATH    load this libnvidia-ml.so.1 (env "
+            "GPUSLICE_NVML_LIBRARY)\n"
+            "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
+            "      --driver-root-ctr-path PATH  driver root in this container (default "
+            "/driver-root)\n"
+            "      --size                 replicas that fit the largest process seen on each GPU\n"
+            "                             (NVML), with the arithmetic and a config fragment\n"
+            "      --per-process-memory M size for processes of M (4621MiB) instead\n"
+            "      --headroom P           memory kept free when sizing (default 10%%)\n"
+            "  -h, --help                 show this help\n"
+            "Every NVIDIA device plugin flag and env var is accepted (--mps-root,\n"
+            "--device-id-strategy, ...), as the daemon takes them.\n");
+}
+
+enum { OPT_SIZE = 0x1900, OPT_PER_PROCESS, OPT_HEADROOM };
+
+struct size_args {
+    bool size;
+    uint64_t per_process_mib;
+    unsigned headroom_pct;
+};
+
+static int on_size_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
+{
+    struct size_args *z = ctx;
+    unsigned v;
+
+    switch (c) {
+    case OPT_SIZE:
+        z->size = true;
+        return -1;
+    case OPT_PER_PROCESS:
+        z->size = true;
+        if (cli_parse_mib(arg, &z->per_process_mib) < 0)
+            return cli_usage_error(a->cmd,
+                                   "--per-process-memory '%s': give MiB, e.g. 4621MiB "
+                                   "or 5GiB",
+                                   arg);
+        return -1;
+    case OPT_HEADROOM: {
+        char num[16];
+        size_t n = strcspn(arg, "%");
+        if (n == 0 || n >= sizeof(num) || (arg[n] && strcmp(arg + n, "%") != 0))
+            return cli_usage_error(a->cmd, "--headroom '%s': give a percentage, e.g. 10%%", arg);
+        memcpy(num, arg, n);
+        num[n] = '\0';
+        if (parse_uint(num, &v) < 0 || v >= 100)
+            return cli_usage_error(a->cmd, "--headroom '%s': give a percentage below 100", arg);
+        z->headroom_pct = v;
+        return -1;
+    }
+    default:
+        return CLI_EXIT_USAGE;
+    }
 }
 
 int cmd_plan(int argc, char **argv)
 {
+    static const struct option size_opts[] = {
+        {"size", no_argument, NULL, OPT_SIZE},
+        {"per-process-memory", required_argument, NULL, OPT_PER_PROCESS},
+        {"headroom", required_argument, NULL, OPT_HEADROOM},
+        {NULL, 0, NULL, 0},
+    };
+    struct size_args z = {.headroom_pct = 10};
     struct cli_node_args a;
     struct cli_node node = {0};
     char *text = NULL;
@@ -52,13 +106,17 @@ int cmd_plan(int argc, char **argv)
     rc = cli_node_init(&a, "plan", CFG_BIN_PLUGIN);
     if (rc >= 0)
         return rc;
-    rc = cli_node_parse(&a, argc, argv, NULL, NULL, NULL, usage);
+    rc = cli_node_parse(&a, argc, argv, size_opts, on_size_option, &z, usage);
     if (rc >= 0)
         goto out;
     rc = CLI_EXIT_FAILURE;
     /* keep_valid: show every problem (in the report), and what is left */
     if (cli_node_load(&a, true, false, &node) < 0)
         goto out;
+    if (z.size) {
+        rc = cli_plan_size(&node, z.per_process_mib, z.headroom_pct, stdout);
+        goto out;
+    }
     if (a.json) {
         struct strbuf sb = STRBUF_INIT;
         if (cli_plan_json(node.model, node.inv, &sb) < 0) {

@@ -117,4 +117,3 @@ out:
     json_decref(root);
     return r;
 }
-

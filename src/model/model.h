@@ -239,6 +239,20 @@ int model_plan_report(const struct model *m, const struct inv_inventory *inv, ch
 int model_resource_gpus_text(const struct model_resource *res, const struct inv_inventory *inv,
                              struct strbuf *sb);
 
+/* ---- replica sizing (sizing.c) ------------------------------------------------------------ */
+
+struct model_sizing {
+    uint64_t total_mib, per_process_mib, usable_mib;
+    unsigned headroom_pct;
+    uint64_t ratio_x100; /* usable / per process, x100, for showing the arithmetic */
+    unsigned replicas;   /* floor(usable / per process), at least 1 */
+};
+
+/* Replicas of a GPU of total_mib for processes of per_process_mib, keeping headroom_pct %
+ * free. -EINVAL for a zero size or headroom >= 100. */
+int model_size_replicas(uint64_t total_mib, uint64_t per_process_mib, unsigned headroom_pct,
+                        struct model_sizing *ret);
+
 /* ---- retiring devices (daemon live reload; retire.c) ------------------------------------- */
 
 /* The IDs of old_res that m's resource of the same name does not list (all of them when m has

@@ -96,4 +96,14 @@ done
 "$BIN" plan --mig-strategy half >/dev/null 2>&1; [ $? -eq 2 ] && ok usage-mig || bad usage-mig "exit not 2"
 "$BIN" plan --help | grep -q '^Usage: gpuslice plan' && ok help || bad help "no usage"
 
+# replica sizing from measured memory: the seed's L20 (4621 MiB process) -> 8, T4 -> 3
+machine l20-node
+check size-l20 0 "46068 MiB x (100% - 10%) = 41461 MiB usable / 4621 MiB per process (largest seen: pid 4242) = 8.97 -> 8 replicas" \
+    "$BIN" plan --nvml-library "$LIB" --size
+check size-l20-fragment 0 "replicas: 8" "$BIN" plan --nvml-library "$LIB" --size
+machine t4-node
+check size-t4 0 "= 3.14 -> 3 replicas" "$BIN" plan --nvml-library "$LIB" --size
+check size-by-hand 0 "15360 MiB x (100% - 20%) = 12288 MiB usable / 4096 MiB per process = 3.00 -> 3" \
+    "$BIN" plan --nvml-library "$LIB" --per-process-memory 4GiB --headroom 20%
+check size-bad-headroom 2 "give a percentage below 100" "$BIN" plan --nvml-library "$LIB" --size --headroom 150%
 exit $fail
