@@ -76,8 +76,9 @@ int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigne
             continue;
         }
         if (!per) {
-            fprintf(out, "  GPU %u %s: no process running; pass --per-process-memory (the "
-                         "peak of one workload, e.g. 4621MiB from nvidia-smi)\n",
+            fprintf(out,
+                    "  GPU %u %s: no process running; pass --per-process-memory (the "
+                    "peak of one workload, e.g. 4621MiB from nvidia-smi)\n",
                     g->index, g->name);
             rc = CLI_EXIT_FAILURE;
             continue;
@@ -92,8 +93,7 @@ int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigne
         if (!per_process_mib)
             fprintf(out, " (largest seen: pid %u)", pid);
         fprintf(out, " = %llu.%02llu -> %u replica%s\n", (unsigned long long)(s.ratio_x100 / 100),
-                (unsigned long long)(s.ratio_x100 % 100), s.replicas,
-                s.replicas == 1 ? "" : "s");
+                (unsigned long long)(s.ratio_x100 % 100), s.replicas, s.replicas == 1 ? "" : "s");
         for (k = 0; k < n_models && strcmp(models[k], g->name) != 0; k++)
             ;
         if (k == n_models) {
@@ -109,8 +109,9 @@ int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigne
     for (size_t k = 0; k < n_models; k++) {
         fprintf(out, "\nSuggested config%s%s (paste under a ConfigMap key):\n",
                 n_models > 1 ? " for nodes with " : "", n_models > 1 ? models[k] : "");
-        fprintf(out, "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-                     "      - name: nvidia.com/gpu\n        replicas: %u\n",
+        fprintf(out,
+                "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                "      - name: nvidia.com/gpu\n        replicas: %u\n",
                 replicas[k]);
     }
 out:
