@@ -520,7 +520,8 @@ int daemon_run(const struct daemon_options *o, struct error *err)
                        .wd_config_parent = -1,
                        .debounce_fd = -1,
                        .inventory_fd = -1,
-                       .retire_fd = -1};
+                       .retire_fd = -1,
+                       .recovery_fd = -1};
     char **warnings = NULL;
     sigset_t mask;
     int r;
@@ -557,6 +558,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     r = daemon__reload_setup(&d, err);
     if (r < 0)
         goto out;
+    r = daemon__recovery_setup(&d, err);
+    if (r < 0)
+        goto out;
     r = daemon_start_plugins(&d, err);
     if (r < 0)
         goto out;
@@ -578,6 +582,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             {d.inventory_fd, daemon__on_inventory_timer},
             {d.retire_fd, daemon__on_retire_timer},
             {daemon__metrics_fd(&d), daemon__metrics_on_ping},
+            {d.recovery_fd, daemon__on_recovery_timer},
         };
         struct pollfd pfd[GS_ARRAY_SIZE(fds)];
 
@@ -598,6 +603,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     }
     r = 0;
 out:
+    daemon__recovery_release(&d);
     daemon__metrics_stop(&d);
     daemon__labels_stop(&d);
     daemon__health_stop(d.health);

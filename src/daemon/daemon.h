@@ -17,6 +17,7 @@
 #define DAEMON_REGISTER_TIMEOUT_MS 5000
 #define DAEMON_DEFAULT_INVENTORY_INTERVAL_MS 30000
 #define DAEMON_DEFAULT_RETIRE_CHECK_MS 5000
+#define DAEMON_DEFAULT_HEALTH_RECOVERY_MS (5 * 60 * 1000)
 #define DAEMON_DEFAULT_NODE_LABEL "nvidia.com/device-plugin.config"
 #define DAEMON_DEFAULT_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
 /* Config file events are applied this long after the first one (kubelet's ConfigMap swap is
@@ -62,6 +63,7 @@ struct daemon_options {
     const char *labels_namespace;     /* NodeFeature namespace: NAMESPACE, else "default" */
     const char *pod_name;             /* POD_NAME: owner of the NodeFeature */
     const char *metrics_address;      /* --metrics-address / GPUSLICE_METRICS_ADDRESS */
+    int64_t health_recovery_ms;       /* --health-recovery-after, 0 = never (NVIDIA's) */
     enum log_level log_level;
     enum log_format log_format;
     bool help;

@@ -50,6 +50,8 @@ struct daemon__slot {
 struct daemon__xid_mark {
     char uuid[INV_UUID_MAX];
     unsigned gi_id, ci_id;
+    unsigned long long xid; /* the last critical XID seen on it */
+    uint64_t at_ms;         /* when (monotonic): recovery counts from here */
 };
 #define DAEMON_XID_MARKS_MAX 256
 
@@ -81,6 +83,8 @@ struct daemon {
     struct daemon__xid_mark xid_marks[DAEMON_XID_MARKS_MAX];
     size_t n_xid_marks;
     bool all_unhealthy; /* the event wait failed */
+    int recovery_fd;    /* recovery.c: timerfd for the next device due to recover, or -1 */
+    unsigned long long health_recoveries;
     /* the node label (label.c) */
     struct daemon__kube *kube;      /* NULL: no Kubernetes API */
     char *label_value;              /* the label's value, NULL when absent or unknown */
@@ -146,6 +150,21 @@ void daemon__labels_start(struct daemon *d);
 void daemon__labels_update(struct daemon *d);
 /* Stops and joins the writer; the labels written stay on the node. */
 void daemon__labels_stop(struct daemon *d);
+
+/* ---- recovery.c (health that recovers) --------------------------------------------------- */
+
+/* Creates the timer when --health-recovery-after is not 0. */
+int daemon__recovery_setup(struct daemon *d, struct error *err);
+void daemon__recovery_release(struct daemon *d);
+/* (Re)arms the timer for the earliest recoverable mark. */
+void daemon__recovery_arm(struct daemon *d);
+void daemon__on_recovery_timer(struct daemon *d);
+/* True for XIDs that mean the GPU is gone or must be reset: never recovered by time. */
+bool daemon_xid_needs_reset(unsigned long long xid);
+
+/* timerfd helpers shared by reload.c and recovery.c */
+void daemon__timer_set(int fd, int64_t ms, bool repeat);
+void daemon__timer_drain(int fd);
 
 /* ---- metrics.c --------------------------------------------------------------------------- */
 

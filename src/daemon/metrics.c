@@ -131,6 +131,11 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
                    "Devices made Unhealthy by a critical XID.");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_xid_marked_devices %zu\n", d->n_xid_marks);
+    if (r == 0)
+        r = family(sb, "gpuslice_health_recoveries_total", "counter",
+                   "Devices Healthy again after --health-recovery-after without a new XID.");
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_health_recoveries_total %llu\n", d->health_recoveries);
     *ret_ready = served > 0 && (registered == served || !d->kubelet_socket);
     if (!*ret_ready)
         snprintf(why, n, "%zu of %zu resources registered with the kubelet", registered, served);

@@ -25,6 +25,9 @@ static const char usage_text[] =
     "                                default named,single,empty)\n"
     "      --inventory-interval D    re-read the GPUs every D (env INVENTORY_INTERVAL;\n"
     "                                default 30s, 0: only on SIGHUP)\n"
+    "      --health-recovery-after D a device an XID made Unhealthy is Healthy again after\n"
+    "                                D without a new XID, unless the XID needs a reset (env\n"
+    "                                GPUSLICE_HEALTH_RECOVERY_AFTER; default 5m, 0: never)\n"
     "      --metrics-address H:P     serve /metrics, /healthz, /readyz on HOST:PORT, e.g.\n"
     "                                :9400 (env GPUSLICE_METRICS_ADDRESS; default off)\n"
     "      --labels MODE             label the node from what is served: off (default),\n"
@@ -82,6 +85,7 @@ enum own_flag {
     OWN_LABELS,
     OWN_LABELS_OUTPUT,
     OWN_METRICS_ADDRESS,
+    OWN_HEALTH_RECOVERY,
 };
 
 static const struct {
@@ -105,6 +109,7 @@ static const struct {
     {"labels", OWN_LABELS},
     {"labels-output-file", OWN_LABELS_OUTPUT},
     {"metrics-address", OWN_METRICS_ADDRESS},
+    {"health-recovery-after", OWN_HEALTH_RECOVERY},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -213,6 +218,8 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_METRICS_ADDRESS:
         o->metrics_address = *v ? v : NULL;
         break;
+    case OWN_HEALTH_RECOVERY:
+        return parse_interval(flag, v, &o->health_recovery_ms, err);
     }
     return 0;
 }
@@ -281,6 +288,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     o->config_name = getenv_fn("CONFIG_NAME");
     o->inventory_interval_ms = DAEMON_DEFAULT_INVENTORY_INTERVAL_MS;
     o->retire_check_ms = DAEMON_DEFAULT_RETIRE_CHECK_MS;
+    o->health_recovery_ms = DAEMON_DEFAULT_HEALTH_RECOVERY_MS;
     o->fallbacks[0] = CFG_FALLBACK_NAMED;
     o->fallbacks[1] = CFG_FALLBACK_SINGLE;
     o->fallbacks[2] = CFG_FALLBACK_EMPTY;
@@ -305,6 +313,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"GPUSLICE_LABELS", OWN_LABELS},
             {"GFD_OUTPUT_FILE", OWN_LABELS_OUTPUT},
             {"GPUSLICE_METRICS_ADDRESS", OWN_METRICS_ADDRESS},
+            {"GPUSLICE_HEALTH_RECOVERY_AFTER", OWN_HEALTH_RECOVERY},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);

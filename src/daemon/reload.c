@@ -19,7 +19,7 @@
 /* ---- timers ----------------------------------------------------------------------------- */
 
 /* Arms fd to fire once after ms (0 disarms); periodic when `repeat`. */
-static void timer_set(int fd, int64_t ms, bool repeat)
+void daemon__timer_set(int fd, int64_t ms, bool repeat)
 {
     struct itimerspec its = {0};
 
@@ -38,7 +38,7 @@ static bool timer_armed(int fd)
            (its.it_value.tv_sec != 0 || its.it_value.tv_nsec != 0);
 }
 
-static void timer_drain(int fd)
+void daemon__timer_drain(int fd)
 {
     uint64_t ticks;
 
@@ -191,7 +191,7 @@ int daemon__reload_setup(struct daemon *d, struct error *err)
     if (d->debounce_fd < 0 || d->inventory_fd < 0 || d->retire_fd < 0)
         return error_set(err, -errno, "creating timerfds: %s", strerror(errno));
     if (d->o->inventory_interval_ms > 0)
-        timer_set(d->inventory_fd, d->o->inventory_interval_ms, true);
+        daemon__timer_set(d->inventory_fd, d->o->inventory_interval_ms, true);
     if (!path)
         return 0;
     if (d->config_is_dir) {
@@ -260,7 +260,7 @@ void daemon__on_config_parent_event(struct daemon *d, const struct inotify_event
     d->wd_config_parent = -1;
     log_info("the config directory %s is back: watching it again", d->config_dir);
     if (!timer_armed(d->debounce_fd))
-        timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
+        daemon__timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
 }
 
 void daemon__reload_release(struct daemon *d)
@@ -298,25 +298,25 @@ void daemon__on_config_event(struct daemon *d, const struct inotify_event *ev)
         return;
     log_debug("config event mask=0x%x name=%s", ev->mask, ev->len ? ev->name : "");
     if (!timer_armed(d->debounce_fd))
-        timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
+        daemon__timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
 }
 
 void daemon__on_debounce(struct daemon *d)
 {
-    timer_drain(d->debounce_fd);
+    daemon__timer_drain(d->debounce_fd);
     log_info("config %s changed, reloading", d->o->config_file);
     daemon__apply(d, DAEMON_RELOAD_CONFIG, "config change");
 }
 
 void daemon__on_inventory_timer(struct daemon *d)
 {
-    timer_drain(d->inventory_fd);
+    daemon__timer_drain(d->inventory_fd);
     daemon__apply(d, DAEMON_RELOAD_INVENTORY, "inventory interval");
 }
 
 void daemon__on_retire_timer(struct daemon *d)
 {
-    timer_drain(d->retire_fd);
+    daemon__timer_drain(d->retire_fd);
     daemon__apply(d, 0, "retire check");
 }
 
@@ -332,8 +332,12 @@ void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_ms
     }
     for (size_t i = 0; i < d->n_xid_marks; i++) {
         x = &d->xid_marks[i];
-        if (strcmp(x->uuid, msg->uuid) == 0 && x->gi_id == msg->gi_id && x->ci_id == msg->ci_id)
+        if (strcmp(x->uuid, msg->uuid) == 0 && x->gi_id == msg->gi_id && x->ci_id == msg->ci_id) {
+            x->xid = msg->xid; /* a new XID: recovery counts from now */
+            x->at_ms = time_now_ms();
+            daemon__recovery_arm(d);
             return;
+        }
     }
     if (d->n_xid_marks == DAEMON_XID_MARKS_MAX)
         return; /* bounded: past this, a rebuilt model forgets the oldest marks' health */
@@ -341,6 +345,9 @@ void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_ms
     str_copy(x->uuid, msg->uuid, sizeof(x->uuid));
     x->gi_id = msg->gi_id;
     x->ci_id = msg->ci_id;
+    x->xid = msg->xid;
+    x->at_ms = time_now_ms();
+    daemon__recovery_arm(d);
 }
 
 static void apply_health_marks(const struct daemon *d, struct model *m)
@@ -456,7 +463,7 @@ static int retire_held(struct daemon *d, struct model *m, bool verbose, struct e
     if (total != d->n_retiring)
         log_info("devices kept Unhealthy for their pods: %zu", total);
     d->n_retiring = total;
-    timer_set(d->retire_fd, total ? d->o->retire_check_ms : 0, true);
+    daemon__timer_set(d->retire_fd, total ? d->o->retire_check_ms : 0, true);
     return 0;
 }
 

@@ -665,6 +665,37 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(len(unhealthy), 8, d.logtext()[-3000:])
         self.assertStoppedClean(d)
 
+    def test_health_recovers_after_quiet_period(self):
+        """Health that recovers: XID 31 (ignored) changes nothing; XID 62 makes GPU 2
+        Unhealthy, Healthy again after the (shortened) recovery time without a new XID;
+        XID 79 (fallen off the bus: needs a reset) never recovers."""
+        d = self.start("h100-nvswitch-8.yaml", args=["--health-recovery-after", "600ms"])
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        ids = [x.ID for x in w.next().devices]
+        wait_until(lambda: "health: watching XID events" in d.logtext(), what="health thread")
+
+        def unhealthy(m):
+            return sorted(x.ID for x in m.devices if x.health == "Unhealthy")
+        with open(d.events, "a") as f:
+            f.write("xid 1 31\n")
+            f.flush()
+            f.write("xid 2 62\nxid 3 79\n")
+        m = w.next()
+        while len(unhealthy(m)) < 2:
+            m = w.next()
+        self.assertEqual(unhealthy(m), sorted([ids[2], ids[3]]))
+        t0 = time.monotonic()
+        m = w.next(timeout=10)  # the recovery push
+        took = time.monotonic() - t0
+        self.assertEqual(unhealthy(m), [ids[3]])  # 62 recovered, 79 stays
+        self.assertGreater(took, 0.3)
+        self.waitLog(d, "recovered: no XID for 0.6 s after xid=62")
+        with self.assertRaises(queue.Empty):
+            w.next(timeout=1.5)  # and 79 does not come back
+        w.close()
+        self.assertStoppedClean(d)
+
     def test_xid_mig_attribution_and_enable(self):
         d = self.start("a100-80gb-all-balanced.yaml", args=["--mig-strategy=mixed"],
                        env={"DP_ENABLE_HEALTHCHECKS": "43"})

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* recovery.c: health that recovers. NVIDIA's plugin keeps a device Unhealthy after a critical
+ * XID until it restarts (NVIDIA #1014). Here a device comes back Healthy after
+ * --health-recovery-after (default 5 m) without a new XID, unless its XID means the GPU is
+ * gone or must be reset. One timerfd in the loop, armed for the earliest device due. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "daemon/internal.h"
+
+/* XIDs after which only a GPU reset (or a reboot) helps, from NVIDIA's XID catalogue: 48
+ * double-bit ECC error, 79 GPU has fallen off the bus, 92 high single-bit ECC error rate,
+ * 94 contained ECC error (reset needed), 95 uncontained ECC error. */
+bool daemon_xid_needs_reset(unsigned long long xid)
+{
+    return xid == 48 || xid == 79 || xid == 92 || xid == 94 || xid == 95;
+}
+
+int daemon__recovery_setup(struct daemon *d, struct error *err)
+{
+    d->recovery_fd = -1;
+    if (d->o->health_recovery_ms <= 0)
+        return 0;
+    d->recovery_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (d->recovery_fd < 0)
+        return error_set(err, -errno, "creating the recovery timer: %s", strerror(errno));
+    return 0;
+}
+
+void daemon__recovery_release(struct daemon *d)
+{
+    if (d->recovery_fd >= 0)
+        close(d->recovery_fd);
+    d->recovery_fd = -1;
+}
+
+void daemon__recovery_arm(struct daemon *d)
+{
+    uint64_t now = time_now_ms(), next = 0;
+
+    if (d->recovery_fd < 0)
+        return;
+    for (size_t i = 0; i < d->n_xid_marks; i++) {
+        const struct daemon__xid_mark *x = &d->xid_marks[i];
+        uint64_t due = x->at_ms + (uint64_t)d->o->health_recovery_ms;
+        if (daemon_xid_needs_reset(x->xid))
+            continue;
+        if (!next || due < next)
+            next = due;
+    }
+    /* 0 disarms; a due time already past fires at once (1 ms) */
+    daemon__timer_set(d->recovery_fd, next ? (int64_t)(next > now ? next - now : 1) : 0, false);
+}
+
+void daemon__on_recovery_timer(struct daemon *d)
+{
+    uint64_t now = time_now_ms();
+    bool changed = false;
+
+    daemon__timer_drain(d->recovery_fd);
+    for (size_t i = 0; i < d->n_xid_marks;) {
+        struct daemon__xid_mark x = d->xid_marks[i];
+        char msg[512];
+        int n;
+
+        if (daemon_xid_needs_reset(x.xid) ||
+            now < x.at_ms + (uint64_t)d->o->health_recovery_ms) {
+            i++;
+            continue;
+        }
+        d->xid_marks[i] = d->xid_marks[--d->n_xid_marks]; /* forget the mark */
+        n = dp_snapshot_set_health(d->snap, x.uuid, x.gi_id, x.ci_id, true);
+        if (n < 0)
+            continue; /* the device is gone from what we serve */
+        changed |= n > 0;
+        d->health_recoveries++;
+        snprintf(msg, sizeof(msg),
+                 "device %s recovered: no XID for %.1f s after xid=%llu; marked Healthy again",
+                 x.uuid, (double)d->o->health_recovery_ms / 1000.0, x.xid);
+        log_info("health: %s (devices=%d, reason=recovered)", msg, n);
+        daemon__kube_event(d, "GPURecovered", msg);
+    }
+    if (changed)
+        for (size_t i = 0; i < d->n_slots; i++)
+            if (d->slots[i].p)
+                dp_plugin_push(d->slots[i].p);
+    daemon__recovery_arm(d);
+}
