@@ -66,8 +66,7 @@ void daemon__on_recovery_timer(struct daemon *d)
         char msg[512];
         int n;
 
-        if (daemon_xid_needs_reset(x.xid) ||
-            now < x.at_ms + (uint64_t)d->o->health_recovery_ms) {
+        if (daemon_xid_needs_reset(x.xid) || now < x.at_ms + (uint64_t)d->o->health_recovery_ms) {
             i++;
             continue;
         }
