@@ -218,11 +218,20 @@ class LiveReload(ReloadCase):
         n = self.node("a100-80gb-all-balanced", ["--config-file", cfg])
         n.sim.must("wait-resources 3 10000", 15)
         self.wait_capacity(n, 8, 10, "nvidia.com/mig-1g.10gb")
-        before = {r: c["registrations"] for r, c in self.caps(n).items()}
+
+        def settled():
+            # no Register in flight: what kubelet-sim counted is what the daemon logged
+            # (a Register that timed out on our side but landed is retried, and counted)
+            log = self.log_text(n)
+            regs = {r: c["registrations"] for r, c in self.caps(n).items()}
+            ok = all(regs[r] == log.count("registered resource=%s " % r) for r in regs)
+            return regs if ok else None
+        before = wait_for(settled, 10, "registrations to settle")
         write_file(cfg, time_slicing(2, "nvidia.com/mig-1g.10gb", mig="mixed"))
         self.wait_capacity(n, 16, APPLY_S + 1, "nvidia.com/mig-1g.10gb")
         after = self.caps(n)
-        self.assertEqual({r: c["registrations"] for r, c in after.items()}, before)
+        self.assertEqual({r: c["registrations"] for r, c in after.items()}, before,
+                         self.log_text(n)[-6000:])
         self.assertEqual(after["nvidia.com/mig-2g.20gb"]["capacity"], 4)
         self.assertIn("resources unchanged=2 changed=1 added=0 removed=0", self.log_text(n))
         # renamed: a new resource registers, the old one's socket goes away
