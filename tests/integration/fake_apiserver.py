@@ -32,6 +32,7 @@ class State:
         self.watches_open = 0
         self.forbid = False
         self.always_gone = False  # every watch answers 410 Gone at once
+        self.stall_s = 0.0  # every API request (not /_test) waits this long first
         self.token = token
         self.token_file = token_file
         for name in nodes:
@@ -224,6 +225,8 @@ class Handler(BaseHTTPRequestHandler):
                                      "client_cn": self.client_cn()})
         if u.path.startswith("/_test/"):
             return self.control(method, u.path, q)
+        if self.st.stall_s > 0 and not (q.get("watch") in ("true", "1")):
+            time.sleep(self.st.stall_s)  # a hung API server: the client must not wait on it
         if not self.authorized():
             return
         parts = [unquote(p) for p in u.path.strip("/").split("/")]
@@ -367,6 +370,8 @@ class Handler(BaseHTTPRequestHandler):
             st.drop_watches()
         elif cmd == "bookmark" and method == "POST":
             st.bookmark()
+        elif cmd == "stall" and method == "POST":
+            st.stall_s = float(q.get("seconds", "0"))
         elif cmd == "always-gone" and method == "POST":
             st.always_gone = q.get("on", "1") == "1"
         elif cmd == "forbid" and method == "POST":
