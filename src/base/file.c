@@ -172,3 +172,27 @@ void time_deadline(struct timespec *ts, clockid_t clock, unsigned ms)
         ts->tv_nsec -= 1000000000L;
     }
 }
+
+int path_mkdir_p(const char *path, mode_t mode, struct error *err)
+{
+    char *p = str_dup(path);
+    int r = 0;
+
+    if (!p)
+        return error_set(err, -ENOMEM, "out of memory");
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, mode) < 0 && errno != EEXIST) {
+                r = error_set(err, -errno, "creating directory %s: %s", p, strerror(errno));
+                break;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    return r;
+}

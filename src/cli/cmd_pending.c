@@ -24,5 +24,4 @@ static int pending(int argc, char **argv, const char *what)
 
 GS_PENDING(cmd_mig, "MIG partitioning")
 GS_PENDING(cmd_mps_control_daemon, "the MPS control daemon")
-GS_PENDING(cmd_cdi, "CDI spec generation")
 GS_PENDING(cmd_top, "gpuslice top")

@@ -108,8 +108,15 @@ int cli_node_parse(struct cli_node_args *a, int argc, char **argv, const struct 
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:h", a->longopts, NULL)) != -1) {
-        if (cli_nvml_option(c, optarg, &a->nvml))
+        if (cli_nvml_option(c, optarg, &a->nvml)) {
+            /* the roots are config too (Allocate's device paths, CDI), as in the daemon */
+            const char *flag = c == CLI_OPT_DRIVER_ROOT            ? "driver-root"
+                               : c == CLI_OPT_DRIVER_ROOT_CTR_PATH ? "driver-root-ctr-path"
+                                                                   : NULL;
+            if (flag && cfg_overrides_set(&a->overrides, flag, optarg, &err) < 0)
+                return cli_usage_error(a->cmd, "%s", err.msg);
             continue;
+        }
         if (c >= OPT_TABLE_BASE) {
             const char *flag = table_flag(c);
             /* a bare boolean flag means true, as Go's flag package reads it */

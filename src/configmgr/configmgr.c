@@ -262,20 +262,18 @@ int cfgmgr_choose(const struct cfgmgr_options *o, const char *label_value, char 
 }
 
 /* mkdir -p of the directory part of path. */
+/* The parent folders of path (not path itself). */
 static int make_parent(const char *path, struct error *err)
 {
     char *dir = str_dup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
     int r = 0;
 
     if (!dir)
         return error_set(err, -ENOMEM, "out of memory");
-    for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
-        *p = '\0';
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-            r = error_set(err, -errno, "creating directory %s: %s", dir, strerror(errno));
-            break;
-        }
-        *p = '/';
+    if (slash && slash != dir) {
+        *slash = '\0';
+        r = path_mkdir_p(dir, 0755, err);
     }
     free(dir);
     return r;

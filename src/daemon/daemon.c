@@ -397,31 +397,6 @@ static void daemon_on_health(struct daemon *d)
 
 /* ---- setup and loop ---------------------------------------------------------------------- */
 
-/* mkdir -p: the kubelet makes the directory, but the plugin may start first. */
-static int mkdir_parents(const char *path, struct error *err)
-{
-    char *p = str_dup(path);
-    int r = 0;
-
-    if (!p)
-        return error_set(err, -ENOMEM, "out of memory");
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (mkdir(p, 0750) < 0 && errno != EEXIST) {
-                r = error_set(err, -errno, "creating %s: %s", p, strerror(errno));
-                break;
-            }
-            *s = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    free(p);
-    return r;
-}
-
 static int daemon_setup_fds(struct daemon *d, sigset_t *mask, struct error *err)
 {
     uint32_t in_mask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM;
@@ -439,7 +414,7 @@ static int daemon_setup_fds(struct daemon *d, sigset_t *mask, struct error *err)
     if (d->sfd < 0 || d->ifd < 0 || d->tfd < 0)
         return error_set(err, -errno, "creating signalfd/inotify/timerfd: %s", strerror(errno));
     if (!path_is_dir(d->o->plugin_dir)) {
-        int r = mkdir_parents(d->o->plugin_dir, err);
+        int r = path_mkdir_p(d->o->plugin_dir, 0750, err);
         if (r < 0)
             return r;
     }
@@ -561,6 +536,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     r = daemon__recovery_setup(&d, err);
     if (r < 0)
         goto out;
+    r = daemon__cdi_update(&d, d.snap, d.cfg, true, err);
+    if (r < 0)
+        goto out;
     r = daemon_start_plugins(&d, err);
     if (r < 0)
         goto out;
@@ -612,6 +590,7 @@ out:
     daemon__reload_release(&d);
     dp_snapshot_unref(d.snap);
     strv_free(warnings);
+    free(d.cdi_json);
     free(d.kubelet_socket);
     free(d.kubelet_dir);
     if (d.sfd >= 0)

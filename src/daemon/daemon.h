@@ -64,6 +64,8 @@ struct daemon_options {
     const char *pod_name;             /* POD_NAME: owner of the NodeFeature */
     const char *metrics_address;      /* --metrics-address / GPUSLICE_METRICS_ADDRESS */
     int64_t health_recovery_ms;       /* --health-recovery-after, 0 = never (NVIDIA's) */
+    const char *cdi_spec_dir;         /* --cdi-spec-dir / CDI_SPEC_DIR; NULL: /var/run/cdi */
+    const char *proc_root;            /* GPUSLICE_PROC_ROOT: the driver's /proc (tests) */
     enum log_level log_level;
     enum log_format log_format;
     bool help;

@@ -90,6 +90,7 @@ struct daemon {
     char *label_value;              /* the label's value, NULL when absent or unknown */
     struct daemon__labels *labels;  /* labels.c; NULL with --labels=off */
     struct metrics_server *metrics; /* metrics.c; NULL without --metrics-address */
+    char *cdi_json;                 /* cdi.c: the spec last written (owned), NULL: none */
 };
 
 /* ---- daemon.c ---------------------------------------------------------------------------- */
@@ -141,6 +142,14 @@ int daemon__kube_fd(const struct daemon__kube *k);
 void daemon__kube_on_event(struct daemon *d);
 /* Records a Warning Event on the node when a client exists (errors logged at debug). */
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message);
+
+/* ---- cdi.c ------------------------------------------------------------------------------- */
+
+/* With a cdi-* device list strategy, writes the CDI spec of snap under cfg when it differs
+ * from the last one written. at_start: the caller stops on failure (otherwise it is logged
+ * and the last spec stays). 0 when no CDI strategy is on. */
+int daemon__cdi_update(struct daemon *d, const struct dp_snapshot *snap,
+                       const struct cfg_config *cfg, bool at_start, struct error *err);
 
 /* ---- labels.c ---------------------------------------------------------------------------- */
 

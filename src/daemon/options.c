@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "cdi/cdi.h"
 #include "daemon/daemon.h"
 
 static const char usage_text[] =
@@ -28,6 +29,8 @@ static const char usage_text[] =
     "      --health-recovery-after D a device an XID made Unhealthy is Healthy again after\n"
     "                                D without a new XID, unless the XID needs a reset (env\n"
     "                                GPUSLICE_HEALTH_RECOVERY_AFTER; default 5m, 0: never)\n"
+    "      --cdi-spec-dir DIR        where the CDI spec goes with a cdi-* device list\n"
+    "                                strategy (env CDI_SPEC_DIR; default /var/run/cdi)\n"
     "      --metrics-address H:P     serve /metrics, /healthz, /readyz on HOST:PORT, e.g.\n"
     "                                :9400 (env GPUSLICE_METRICS_ADDRESS; default off)\n"
     "      --labels MODE             label the node from what is served: off (default),\n"
@@ -86,6 +89,7 @@ enum own_flag {
     OWN_LABELS_OUTPUT,
     OWN_METRICS_ADDRESS,
     OWN_HEALTH_RECOVERY,
+    OWN_CDI_SPEC_DIR,
 };
 
 static const struct {
@@ -110,6 +114,7 @@ static const struct {
     {"labels-output-file", OWN_LABELS_OUTPUT},
     {"metrics-address", OWN_METRICS_ADDRESS},
     {"health-recovery-after", OWN_HEALTH_RECOVERY},
+    {"cdi-spec-dir", OWN_CDI_SPEC_DIR},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -220,6 +225,9 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
         break;
     case OWN_HEALTH_RECOVERY:
         return parse_interval(flag, v, &o->health_recovery_ms, err);
+    case OWN_CDI_SPEC_DIR:
+        o->cdi_spec_dir = *v ? v : NULL;
+        break;
     }
     return 0;
 }
@@ -276,6 +284,7 @@ static int parse_long(struct daemon_options *o, int argc, char **argv, int *i, s
 int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
                          const char *(*getenv_fn)(const char *), struct error *err)
 {
+    unsigned cdi_bits;
     int r;
 
     memset(o, 0, sizeof(*o));
@@ -314,6 +323,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"GFD_OUTPUT_FILE", OWN_LABELS_OUTPUT},
             {"GPUSLICE_METRICS_ADDRESS", OWN_METRICS_ADDRESS},
             {"GPUSLICE_HEALTH_RECOVERY_AFTER", OWN_HEALTH_RECOVERY},
+            {"CDI_SPEC_DIR", OWN_CDI_SPEC_DIR},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);
@@ -361,7 +371,15 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
         o->node_name = NULL;
     o->nvml.driver_root = cfg_overrides_get(&o->overrides, CFG_OPT_DRIVER_ROOT);
     o->nvml.driver_root_ctr_path = cfg_overrides_get(&o->overrides, CFG_OPT_CONTAINER_DRIVER_ROOT);
-    return 0;
+    o->proc_root = getenv_fn("GPUSLICE_PROC_ROOT");
+    /* NVIDIA passes these lists to its toolkit, which ignores what it does not know; a typo
+     * there silently changes a spec, so an unknown name is a usage error here */
+    r = cdi_parse_feature_flags(cfg_overrides_get(&o->overrides, CFG_OPT_CDI_FEATURE_FLAGS),
+                                &cdi_bits, err);
+    if (r == 0)
+        r = cdi_parse_disabled_hooks(cfg_overrides_get(&o->overrides, CFG_OPT_CDI_DISABLE_HOOKS),
+                                     &cdi_bits, err);
+    return r;
 }
 
 void daemon_options_release(struct daemon_options *o)

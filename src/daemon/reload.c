@@ -630,6 +630,8 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
         daemon__health_stop(d->health);
         d->health = NULL;
     }
+    /* the names a new snapshot serves must resolve before it is served */
+    (void)daemon__cdi_update(d, snap, cfg ? cfg : d->cfg, false, &err);
     swap_snapshot(d, snap, what, why);
     if (inv_changed)
         d->health = daemon__health_start(d->o, &d->xid, d->snap);

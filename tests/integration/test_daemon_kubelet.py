@@ -23,6 +23,8 @@ import grpc
 
 GPUSLICE, NVML_LIB, SRC = sys.argv[1:4]
 MACHINES = os.path.join(SRC, "examples", "machines")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_driver_root  # noqa: E402
 
 
 def _compile_proto():
@@ -450,9 +452,19 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(r.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"], uuid)
         self.assertStoppedClean(d)
 
+    def cdi_args(self):
+        """A CDI strategy needs the driver's files for its spec (test_cdi.py checks it)."""
+        root = tempfile.mkdtemp(prefix="gs-driver-")
+        self.addCleanup(shutil.rmtree, root, True)
+        fake_driver_root.make(os.path.join(root, "driver"))
+        return (["--driver-root=" + os.path.join(root, "driver")],
+                {"CDI_SPEC_DIR": os.path.join(root, "cdi")})
+
     def test_allocate_volume_mounts_and_cdi(self):
+        args, env = self.cdi_args()
         d = self.start("t4-node.yaml",
-                       args=["--device-list-strategy=volume-mounts,cdi-annotations"])
+                       args=["--device-list-strategy=volume-mounts,cdi-annotations"] + args,
+                       env=env)
         self.registered(d, 1)
         w = Watch(d.sock("nvidia-gpu.sock"))
         uuid = w.next().devices[0].ID
@@ -466,8 +478,9 @@ class DaemonTest(unittest.TestCase):
         self.assertStoppedClean(d)
 
     def test_allocate_cdi_cri_and_device_specs(self):
+        args, env = self.cdi_args()
         d = self.start("t4-node.yaml", args=["--device-list-strategy=cdi-cri", "--pass-device-specs",
-                                             "--dev-root=/host"])
+                                             "--dev-root=/host"] + args, env=env)
         self.registered(d, 1)
         w = Watch(d.sock("nvidia-gpu.sock"))
         uuid = w.next().devices[0].ID
