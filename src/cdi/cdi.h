@@ -78,9 +78,17 @@ int cdi_parse_disabled_hooks(const char *list, unsigned *ret, struct error *err)
 int cdi_spec_build(const struct inv_inventory *inv, const struct cdi_options *o, char **ret_json,
                    struct error *err);
 
-/* Writes json atomically (mode 0644) as <dir>/k8s.device-plugin.nvidia.com-gpu.json,
- * creating dir when missing. *ret_path (optional) is the file written, owned. */
-int cdi_spec_write(const char *dir, const char *json, char **ret_path, struct error *err);
+/* The spec of one of the classes Allocate names besides "gpu" (facts §3.3):
+ * "imex-channel" (a device per channel id, /dev/nvidia-caps-imex-channels/channel<n>) and
+ * "gdrcopy", "gds", "mofed" (one device "all" with /dev/gdrdrv, /dev/nvidia-fs<n>,
+ * every node in /dev/infiniband). A channel or feature without its device nodes is -ENOENT. */
+int cdi_class_spec_build(const char *cls, const struct cdi_options *o, const unsigned *channels,
+                         size_t n_channels, char **ret_json, struct error *err);
+
+/* Writes json atomically (mode 0644) as <dir>/k8s.device-plugin.nvidia.com-<cls>.json (cls
+ * NULL: "gpu"), creating dir when missing. *ret_path (optional) is the file written, owned. */
+int cdi_spec_write(const char *dir, const char *cls, const char *json, char **ret_path,
+                   struct error *err);
 
 /* ld.so.cache (glibc's "new" format, alone or after the old one): the paths it lists for
  * 64-bit libraries, in file order; owned strv. -ENOENT when missing, -EINVAL when not a

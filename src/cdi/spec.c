@@ -674,13 +674,112 @@ int cdi_spec_build(const struct inv_inventory *inv, const struct cdi_options *o,
     return r;
 }
 
-int cdi_spec_write(const char *dir, const char *json, char **ret_path, struct error *err)
+/* ---- the additional classes ------------------------------------------------------------ */
+
+/* Every <dev root>/dev/<dir>/<prefix>* as device paths ("/dev/infiniband/uverbs0"), sorted. */
+static int list_dev(struct ctx *c, const char *dir, const char *prefix, char ***out)
+{
+    struct strbuf rel = STRBUF_INIT;
+    DIR *d;
+    int r = strbuf_printf(&rel, "/dev%s%s", *dir ? "/" : "", dir);
+    if (r == 0)
+        r = join(&c->a, c->o->dev_root, strbuf_str(&rel));
+    d = r == 0 ? opendir(strbuf_str(&c->a)) : NULL;
+    struct dirent *de;
+    while (d && r == 0 && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || !str_startswith(de->d_name, prefix))
+            continue;
+        struct strbuf p = STRBUF_INIT;
+        r = strbuf_printf(&p, "%s/%s", strbuf_str(&rel), de->d_name);
+        if (r == 0)
+            r = strv_push(out, strbuf_str(&p));
+        strbuf_release(&p);
+    }
+    if (d)
+        closedir(d);
+    if (r == 0 && *out)
+        qsort(*out, strv_length(*out), sizeof(char *), cmp_str);
+    strbuf_release(&rel);
+    return r;
+}
+
+int cdi_class_spec_build(const char *cls, const struct cdi_options *o, const unsigned *channels,
+                         size_t n_channels, char **ret_json, struct error *err)
+{
+    struct ctx c = {.o = o, .err = err, .a = STRBUF_INIT, .b = STRBUF_INIT};
+    json_t *spec = json_object(), *devices = json_array(), *nodes = json_array();
+    char **paths = NULL;
+    struct strbuf kind = STRBUF_INIT, name = STRBUF_INIT;
+    int r = spec && devices && nodes ? 0 : -ENOMEM;
+
+    if (r == 0 && strcmp(cls, "imex-channel") == 0) {
+        for (size_t i = 0; r == 0 && i < n_channels; i++) {
+            json_t *one = json_array();
+            strbuf_reset(&name);
+            r = one ? strbuf_printf(&name, "/dev/nvidia-caps-imex-channels/channel%u", channels[i])
+                    : -ENOMEM;
+            if (r == 0)
+                r = add_required_node(&c, one, strbuf_str(&name), "IMEX channel");
+            strbuf_reset(&name);
+            if (r == 0)
+                r = strbuf_printf(&name, "%u", channels[i]);
+            if (r == 0)
+                r = add_device(&c, devices, strbuf_str(&name), one);
+            json_decref(one);
+        }
+    } else if (r == 0) {
+        /* one "all" device with the feature's nodes; none at all means the feature's
+         * driver is not loaded and its name could not resolve */
+        const char *dir = strcmp(cls, "gdrcopy") == 0 ? ""
+                          : strcmp(cls, "gds") == 0   ? ""
+                                                      : "infiniband";
+        const char *prefix = strcmp(cls, "gdrcopy") == 0 ? "gdrdrv"
+                             : strcmp(cls, "gds") == 0   ? "nvidia-fs"
+                                                         : "";
+        r = list_dev(&c, dir, prefix, &paths);
+        for (size_t i = 0; r == 0 && paths && paths[i]; i++)
+            r = add_node(&c, nodes, paths[i]);
+        if (r == 0 && !strv_length(paths)) {
+            join(&c.a, o->dev_root, "/dev");
+            r = error_set(err, -ENOENT,
+                          "%s is enabled but %s/%s%s%s* has no device node: load its kernel "
+                          "module on the node or turn the feature off",
+                          cls, strbuf_str(&c.a), dir, *dir ? "/" : "", prefix);
+        }
+        if (r == 0)
+            r = add_device(&c, devices, "all", nodes);
+    }
+    if (r == 0)
+        r = strbuf_printf(&kind, CDI_VENDOR "/%s", cls);
+    if (r == 0 && (set_str(spec, "cdiVersion", CDI_SPEC_VERSION) < 0 ||
+                   set_str(spec, "kind", strbuf_str(&kind)) < 0 ||
+                   json_object_set(spec, "devices", devices) < 0))
+        r = -ENOMEM;
+    if (r == 0) {
+        *ret_json = json_dumps(spec, JSON_INDENT(2));
+        r = *ret_json ? 0 : -ENOMEM;
+    }
+    if (r == -ENOMEM && !err->code)
+        error_set(err, r, "out of memory building the CDI spec");
+    strv_free(paths);
+    json_decref(spec);
+    json_decref(devices);
+    json_decref(nodes);
+    strbuf_release(&kind);
+    strbuf_release(&name);
+    strbuf_release(&c.a);
+    strbuf_release(&c.b);
+    return r;
+}
+
+int cdi_spec_write(const char *dir, const char *cls, const char *json, char **ret_path,
+                   struct error *err)
 {
     struct strbuf path = STRBUF_INIT;
     const char *d = dir && *dir ? dir : CDI_DEFAULT_SPEC_DIR;
     int r = path_mkdir_p(d, 0755, err);
     if (r == 0)
-        r = strbuf_printf(&path, "%s/%s-%s.json", d, CDI_VENDOR, CDI_CLASS);
+        r = strbuf_printf(&path, "%s/%s-%s.json", d, CDI_VENDOR, cls ? cls : CDI_CLASS);
     if (r == 0)
         r = file_write_atomic(strbuf_str(&path), json, strlen(json), 0644, err);
     if (r == 0 && ret_path)

@@ -96,7 +96,7 @@ int cmd_cdi(int argc, char **argv)
     if (!x.spec_dir || !*x.spec_dir) {
         printf("%s\n", json);
         rc = CLI_EXIT_OK;
-    } else if (cdi_spec_write(x.spec_dir, json, &path, &err) < 0) {
+    } else if (cdi_spec_write(x.spec_dir, NULL, json, &path, &err) < 0) {
         fprintf(stderr, "gpuslice cdi: %s\n", err.msg);
     } else {
         fprintf(stderr, "gpuslice cdi: wrote %s\n", path);

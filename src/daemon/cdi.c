@@ -1,47 +1,72 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cdi.c: keeps the CDI spec in step with what is served when a cdi-annotations or cdi-cri
- * device list strategy is on: written before the first resource is served (a failure stops
- * the start: names that cannot resolve are never advertised) and rewritten whenever a new
- * snapshot changes the devices or the naming; a failure then keeps the last good spec. */
+/* cdi.c: keeps the CDI specs in step with what is served when a cdi-annotations or cdi-cri
+ * device list strategy is on: the gpu spec, and the imex-channel, gdrcopy, gds and mofed
+ * specs when those are configured (Allocate names them too). Written before the first
+ * resource is served (a failure stops the start: names that cannot resolve are never
+ * advertised) and rewritten whenever a new snapshot changes them; a failure then keeps the
+ * last good specs. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cdi/cdi.h"
 #include "daemon/internal.h"
 
+#define CDI_CLASSES_MAX 5
+
 int daemon__cdi_update(struct daemon *d, const struct dp_snapshot *snap,
                        const struct cfg_config *cfg, bool at_start, struct error *err)
 {
     const struct model *m = dp_snapshot_model(snap);
     const struct inv_inventory *inv = dp_snapshot_inventory(snap);
+    const char *classes[CDI_CLASSES_MAX];
+    char *json[CDI_CLASSES_MAX] = {0};
+    struct strbuf all = STRBUF_INIT;
     struct cdi_options o;
-    char *json = NULL, *path = NULL;
+    size_t n = 0;
     int r;
 
     if (!m || !inv ||
         !(m->settings.device_list_strategies & (CFG_LIST_CDI_ANNOTATIONS | CFG_LIST_CDI_CRI)))
         return 0;
+    classes[n++] = CDI_CLASS;
+    if (m->settings.n_imex_channel_ids)
+        classes[n++] = "imex-channel";
+    if (m->settings.gdrcopy_enabled)
+        classes[n++] = "gdrcopy";
+    if (m->settings.gds_enabled)
+        classes[n++] = "gds";
+    if (m->settings.mofed_enabled)
+        classes[n++] = "mofed";
     r = cdi_options_from_config(
         &o, cfg, cfg_overrides_get(&d->o->overrides, CFG_OPT_CDI_FEATURE_FLAGS),
         cfg_overrides_get(&d->o->overrides, CFG_OPT_CDI_DISABLE_HOOKS), d->o->proc_root, err);
-    if (r == 0)
-        r = cdi_spec_build(inv, &o, &json, err);
-    if (r == 0 && d->cdi_json && strcmp(d->cdi_json, json) == 0)
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        r = i == 0 ? cdi_spec_build(inv, &o, &json[i], err)
+                   : cdi_class_spec_build(classes[i], &o, m->settings.imex_channel_ids,
+                                          m->settings.n_imex_channel_ids, &json[i], err);
+        if (r == 0)
+            r = strbuf_printf(&all, "%s\n%s\n", classes[i], json[i]);
+    }
+    if (r == 0 && d->cdi_json && strcmp(d->cdi_json, strbuf_str(&all)) == 0)
         goto out; /* unchanged: no rewrite, no log */
-    if (r == 0)
-        r = cdi_spec_write(d->o->cdi_spec_dir, json, &path, err);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        char *path = NULL;
+        r = cdi_spec_write(d->o->cdi_spec_dir, classes[i], json[i], &path, err);
+        if (r == 0)
+            log_info("CDI spec written: %s", path);
+        free(path);
+    }
     if (r < 0) {
         error_prefix(err, "CDI spec");
         if (!at_start)
-            log_error("%s; keeping the last spec written", err->msg);
+            log_error("%s; keeping the last specs written", err->msg);
         goto out;
     }
-    log_info("CDI spec written: %s (%zu GPUs)", path, inv->n_gpus);
     free(d->cdi_json);
-    d->cdi_json = json;
-    json = NULL;
+    d->cdi_json = strbuf_take(&all);
 out:
-    free(json);
-    free(path);
+    for (size_t i = 0; i < n; i++)
+        free(json[i]);
+    strbuf_release(&all);
     return r;
 }

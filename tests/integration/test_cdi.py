@@ -173,6 +173,27 @@ class Cdi(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("no libraries of NVIDIA driver %s" % DRIVER, r.stderr)
 
+    def test_gdrcopy_spec_or_refusal(self):
+        args = ["--device-list-strategy", "cdi-cri", "--gdrcopy-enabled"]
+        env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "l20-node.yaml"),
+                   FAKE_NVML_STATE=os.path.join(self.root, "st"), **self.env())
+        r = subprocess.run([GPUSLICE, "device-plugin", "--nvml-library", NVML, "--kubelet-socket",
+                            "", "--device-plugin-dir", os.path.join(self.root, "dp"),
+                            "--driver-root", self.driver] + args,
+                           env=env, capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("gdrcopy is enabled but", r.stderr)
+        open(os.path.join(self.driver, "dev/gdrdrv"), "w").close()
+        n = self.node("l20-node", args)
+        n.wait_allocatable(1)
+        n.sim.must("admit g1 nvidia.com/gpu=1")
+        names = n.sim.must("pod g1")["pod"]["allocate_responses"][0]["cdi_devices"]
+        self.assertIn("k8s.device-plugin.nvidia.com/gdrcopy=all", names)
+        with open(os.path.join(self.spec_dir, "k8s.device-plugin.nvidia.com-gdrcopy.json")) as f:
+            g = json.load(f)
+        self.assertEqual(cdi_schema.problems(g), [])
+        self.assertEqual([d["name"] for d in g["devices"]], ["all"])
+
     def test_unknown_feature_flag_is_a_usage_error(self):
         env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "l20-node.yaml"))
         for args, envs in ((["--cdi-feature-flags", "foo"], {}),

@@ -512,7 +512,7 @@ static void test_write_atomic_0644(void **state)
     struct fx *f = *state;
     struct error err = {0};
     char *path = NULL;
-    assert_int_equal(cdi_spec_write(f->out, "{\"a\":1}", &path, &err), 0);
+    assert_int_equal(cdi_spec_write(f->out, NULL, "{\"a\":1}", &path, &err), 0);
     char want[256];
     snprintf(want, sizeof(want), "%s/k8s.device-plugin.nvidia.com-gpu.json", f->out);
     assert_string_equal(path, want);
@@ -521,10 +521,69 @@ static void test_write_atomic_0644(void **state)
     assert_int_equal(st.st_mode & 0777, 0644);
     assert_int_equal(st.st_size, 7);
     /* a rewrite replaces it */
-    assert_int_equal(cdi_spec_write(f->out, "{\"a\":22}", NULL, &err), 0);
+    assert_int_equal(cdi_spec_write(f->out, NULL, "{\"a\":22}", NULL, &err), 0);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_size, 8);
     free(path);
+}
+
+static json_t *class_spec(struct fx *f, const char *cls, const unsigned *ch, size_t n,
+                          struct error *err)
+{
+    char *text = NULL;
+    if (cdi_class_spec_build(cls, &f->o, ch, n, &text, err) < 0)
+        return NULL;
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    assert_non_null(j);
+    return j;
+}
+
+static void test_additional_classes(void **state)
+{
+    struct fx *f = *state;
+    struct error err = {0};
+    char buf[512];
+
+    /* nothing loaded: each feature says what is missing */
+    const char *const classes[] = {"gdrcopy", "gds", "mofed"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_null(class_spec(f, classes[i], NULL, 0, &err));
+        assert_int_equal(err.code, -ENOENT);
+        assert_non_null(strstr(err.msg, classes[i]));
+        assert_non_null(strstr(err.msg, "has no device node"));
+    }
+    touch(f, "/dev/gdrdrv");
+    touch(f, "/dev/nvidia-fs0");
+    touch(f, "/dev/nvidia-fs1");
+    touch(f, "/dev/infiniband/uverbs0");
+    touch(f, "/dev/infiniband/rdma_cm");
+    json_t *s = class_spec(f, "gdrcopy", NULL, 0, &err);
+    assert_non_null(s);
+    assert_string_equal(json_string_value(json_object_get(s, "kind")),
+                        "k8s.device-plugin.nvidia.com/gdrcopy");
+    node_paths(json_object_get(device(s, "all"), "containerEdits"), buf, sizeof(buf));
+    assert_string_equal(buf, "/dev/gdrdrv");
+    json_decref(s);
+    s = class_spec(f, "gds", NULL, 0, &err);
+    node_paths(json_object_get(device(s, "all"), "containerEdits"), buf, sizeof(buf));
+    assert_string_equal(buf, "/dev/nvidia-fs0,/dev/nvidia-fs1");
+    json_decref(s);
+    s = class_spec(f, "mofed", NULL, 0, &err);
+    node_paths(json_object_get(device(s, "all"), "containerEdits"), buf, sizeof(buf));
+    assert_string_equal(buf, "/dev/infiniband/rdma_cm,/dev/infiniband/uverbs0");
+    json_decref(s);
+
+    /* IMEX: a device per configured channel, each must exist */
+    const unsigned ch[] = {0};
+    assert_null(class_spec(f, "imex-channel", ch, 1, &err));
+    assert_non_null(strstr(err.msg, "/dev/nvidia-caps-imex-channels/channel0 not found"));
+    touch(f, "/dev/nvidia-caps-imex-channels/channel0");
+    s = class_spec(f, "imex-channel", ch, 1, &err);
+    assert_non_null(s);
+    node_paths(json_object_get(device(s, "0"), "containerEdits"), buf, sizeof(buf));
+    assert_string_equal(buf, "/dev/nvidia-caps-imex-channels/channel0");
+    json_decref(s);
 }
 
 int main(void)
@@ -543,6 +602,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ldcache_picks_the_driver_folder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_gpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_atomic_0644, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_additional_classes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
