@@ -55,6 +55,9 @@ struct daemon__xid_mark {
 };
 #define DAEMON_XID_MARKS_MAX 256
 
+/* How long start-up waits for the node label before serving without it (label.c). */
+#define DAEMON_FIRST_LABEL_WAIT_MS 500
+
 struct daemon {
     const struct daemon_options *o;
     char *kubelet_socket; /* NULL: no registration */
@@ -88,6 +91,7 @@ struct daemon {
     /* the node label (label.c) */
     struct daemon__kube *kube;      /* NULL: no Kubernetes API */
     char *label_value;              /* the label's value, NULL when absent or unknown */
+    bool label_pending;             /* the watch has not answered yet: value unknown */
     struct daemon__labels *labels;  /* labels.c; NULL with --labels=off */
     struct metrics_server *metrics; /* metrics.c; NULL without --metrics-address */
     char *cdi_json;                 /* cdi.c: the spec last written (owned), NULL: none */

@@ -6,6 +6,7 @@
  * serving: the current config stays and the watcher retries by itself. Built without
  * src/kube/ (GS_HAVE_KUBE unset), the daemon runs without the label. */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,13 +67,44 @@ static void *event_poster(void *arg)
     return NULL;
 }
 
+/* Waits up to ms for the watch's first answer; takes the value when it comes. */
+static void first_label(struct daemon *d, unsigned ms)
+{
+    struct daemon__kube *k = d->kube;
+    uint64_t deadline = time_now_ms() + ms, now;
+    struct pollfd pfd = {.fd = kube_node_watch_fd(k->watch), .events = POLLIN};
+    struct error err = {0};
+    bool known = false;
+    char *value = NULL;
+
+    while (kube_node_watch_value(k->watch, &value, &known, &err) == 0 && !known) {
+        now = time_now_ms();
+        if (now >= deadline)
+            break;
+        uint64_t ticks;
+        if (poll(&pfd, 1, (int)(deadline - now)) > 0)
+            (void)!read(pfd.fd, &ticks, sizeof(ticks));
+    }
+    if (!known) {
+        free(value);
+        log_warn("node label %s not read within %u ms (API server slow or unreachable); "
+                 "serving without it, the label applies when the watch reads it",
+                 d->o->node_label, ms);
+        return;
+    }
+    d->label_pending = false;
+    d->label_value = value;
+    k->reachable = true;
+    log_info("node %s label %s=%s", d->o->node_name, d->o->node_label, value ? value : "(none)");
+}
+
 void daemon__kube_start(struct daemon *d)
 {
     struct kube_options ko = {
         .kubeconfig = d->o->kubeconfig,
         .node_name = d->o->node_name,
         .api_server = d->o->kube_api_server,
-        .request_timeout_ms = 2000, /* the first read blocks start-up; Events do not */
+        .request_timeout_ms = 2000, /* on the watch and Event threads, never this one */
     };
     struct daemon__kube *k;
     struct error err = {0};
@@ -103,18 +135,18 @@ void daemon__kube_start(struct daemon *d)
                  d->o->node_label);
         return;
     }
-    r = kube_node_get_label(k->client, NULL, d->o->node_label, &d->label_value, &err);
-    k->reachable = r == 0;
-    if (r < 0)
-        log_warn("reading node label %s: %s; starting without it, the watch retries",
-                 d->o->node_label, err.msg);
-    else
-        log_info("node %s label %s=%s", d->o->node_name, d->o->node_label,
-                 d->label_value ? d->label_value : "(none)");
+    /* The watch lists the node first. A healthy API server answers in milliseconds: wait
+     * that long so the first config is the labelled one; a slow or stalled one must not hold
+     * back serving (it took 2 s with the read on this thread), so after a short wait start
+     * with the fallback and switch when the label arrives. */
     r = kube_node_watch_start(k->client, NULL, d->o->node_label, NULL, &k->watch, &err);
-    if (r < 0)
+    if (r < 0) {
         log_warn("watching node label %s: %s; label changes need a restart", d->o->node_label,
                  err.msg);
+        return;
+    }
+    d->label_pending = true;
+    first_label(d, DAEMON_FIRST_LABEL_WAIT_MS);
 }
 
 void daemon__kube_stop(struct daemon *d)
@@ -164,6 +196,16 @@ void daemon__kube_on_event(struct daemon *d)
     }
     if (kube_node_watch_value(k->watch, &value, &known, &err) < 0 || !known) {
         free(value);
+        return;
+    }
+    if (d->label_pending) {
+        /* the first answer after a slow start: apply it even when the label is absent, so
+         * a config chosen without it is now reported as such (ConfigNotSelected) */
+        d->label_pending = false;
+        log_info("node label %s read: %s", d->o->node_label, value ? value : "(none)");
+        free(d->label_value);
+        d->label_value = value;
+        daemon__apply(d, DAEMON_RELOAD_CONFIG, "node label");
         return;
     }
     if ((!value && !d->label_value) ||

@@ -47,13 +47,23 @@ void daemon__timer_drain(int fd)
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
-static void log_cfg_diags(const struct cfg_diags *diags)
+/* Logs every diagnostic except those at field path `skip` (NULL: none). */
+static void log_cfg_diags(const struct cfg_diags *diags, const char *skip)
 {
     struct strbuf sb = STRBUF_INIT;
+    struct cfg_diags shown = *diags; /* borrows the items it keeps */
     const char *line;
 
-    cfg_diags_format(diags, CFG_SEV_WARNING, &sb);
-    cfg_diags_format(diags, CFG_SEV_ERROR, &sb);
+    shown.items = calloc(diags->n_items ? diags->n_items : 1, sizeof(*shown.items));
+    if (!shown.items)
+        return;
+    shown.n_items = 0;
+    for (size_t i = 0; i < diags->n_items; i++)
+        if (!skip || !diags->items[i].path || strcmp(diags->items[i].path, skip) != 0)
+            shown.items[shown.n_items++] = diags->items[i];
+    cfg_diags_format(&shown, CFG_SEV_WARNING, &sb);
+    cfg_diags_format(&shown, CFG_SEV_ERROR, &sb);
+    free(shown.items);
     line = strbuf_str(&sb);
     while (*line) {
         size_t n = strcspn(line, "\n");
@@ -84,10 +94,17 @@ static int load_config(struct daemon *d, const char *label, struct cfg_config **
     if (!lo.config_name && d->config_is_dir)
         lo.config_name = label;
     r = cfg_load(&lo, ret, &diags, err);
-    log_cfg_diags(&diags);
-    for (size_t i = 0; i < diags.n_items; i++)
-        if (diags.items[i].path && strcmp(diags.items[i].path, CFG_DIAG_NO_CONFIG_NAME) == 0)
+    for (size_t i = 0; i < diags.n_items; i++) {
+        if (!diags.items[i].path || strcmp(diags.items[i].path, CFG_DIAG_NO_CONFIG_NAME) != 0)
+            continue;
+        if (d->label_pending) /* nothing chose a config *yet*: the label is on its way */
+            log_info("config: the node label %s has not been read yet; serving the fallback "
+                     "until it arrives",
+                     d->o->node_label);
+        else
             daemon__kube_event(d, "ConfigNotSelected", diags.items[i].message);
+    }
+    log_cfg_diags(&diags, d->label_pending ? CFG_DIAG_NO_CONFIG_NAME : NULL);
     if (r == -EINVAL && !err->msg[0])
         error_set(err, r, "invalid config");
     if (r == 0 && cfg_summary(*ret, &summary) == 0)

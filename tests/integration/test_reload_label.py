@@ -94,6 +94,27 @@ class LabelReload(ReloadCase):
         self.assertNotIn("kubernetes.io/hostname", owned)
         print("label l20 -> t4: node labels in %.0f ms" % (took * 1e3), file=sys.stderr)
 
+    def test_stalled_api_at_start_does_not_delay_serving(self):
+        """The first label read ran on the main loop with a 2 s timeout: a stalled API server
+        delayed registration by 2 s. Now start-up waits at most 500 ms, serves the fallback,
+        and switches to the labelled config when the read completes."""
+        control(self.api.control_port, "POST", "/_test/stall?seconds=3")
+        t0 = time.monotonic()
+        n = self.labelled_node("l20")
+        self.wait_capacity(n, 1, 10)  # serving the fallback (no config chosen yet)
+        served = time.monotonic() - t0
+        self.assertLess(served, 2.0, "registered %.2f s after start" % served)
+        pid = n.daemon.pid
+        control(self.api.control_port, "POST", "/_test/stall?seconds=0")
+        self.wait_capacity(n, 8, 10)  # the label arrived: l20
+        self.assertEqual(n.daemon.pid, pid)
+        log = self.log_text(n)
+        self.assertIn("not read within 500 ms", log)
+        self.assertIn("node label %s read: l20" % LABEL, log)
+        # a label on its way is not a missing one: no "no config chosen" warning
+        self.assertNotIn("no config chosen among", log)
+        print("stalled API at start: serving after %.0f ms" % (served * 1e3), file=sys.stderr)
+
     def test_no_label_several_configs_warns_and_posts_event(self):
         """A ConfigMap directory with several configs and nothing naming one fell back to no
         sharing with one info line (capacity 8 -> 1): now a warning naming the keys and the
