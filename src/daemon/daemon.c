@@ -192,6 +192,13 @@ int daemon__slot_start(struct daemon *d, struct daemon__slot *s, const char *nam
     if (r < 0) {
         dp_plugin_free(s->p);
         s->p = NULL;
+    }
+    if (r < 0) {
+        /* e.g. a file someone keeps at the socket's name: try again later (daemon_on_timer),
+         * so the resource comes back once the name is free */
+        s->registered = false;
+        s->backoff_ms = dp_backoff_next_ms(s->backoff_ms);
+        s->retry_at_ms = time_now_ms() + s->backoff_ms;
         return r;
     }
     s->registered = false;
@@ -254,6 +261,21 @@ static void daemon_arm_timer(struct daemon *d)
     (void)timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+/* The socket name is ours in the device-plugin directory: remove whatever file took it
+ * (never a directory) so the kubelet can reach us again. */
+static void take_name_back(struct daemon *d, const char *socket_name)
+{
+    struct strbuf path = STRBUF_INIT;
+    struct stat st;
+
+    if (strbuf_printf(&path, "%s/%s", d->o->plugin_dir, socket_name) == 0 &&
+        lstat(strbuf_str(&path), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISSOCK(st.st_mode) &&
+        unlink(strbuf_str(&path)) < 0)
+        log_warn("cannot remove '%s' that took our socket's name: %s", strbuf_str(&path),
+                 strerror(errno));
+    strbuf_release(&path);
+}
+
 static void daemon_on_timer(struct daemon *d)
 {
     uint64_t ticks, now = time_now_ms();
@@ -261,8 +283,26 @@ static void daemon_on_timer(struct daemon *d)
     (void)!read(d->tfd, &ticks, sizeof(ticks));
     for (size_t i = 0; i < d->n_slots; i++) {
         struct daemon__slot *s = &d->slots[i];
-        if (!s->registered && s->retry_at_ms && s->retry_at_ms <= now)
-            daemon__slot_register(d, s, true);
+        if (s->registered || !s->retry_at_ms || s->retry_at_ms > now)
+            continue;
+        if (!s->p) { /* its server could not start: slots follow the model's resources */
+            const struct model *m = dp_snapshot_model(d->snap);
+            struct error err = {0};
+            const char *name = i < m->n_resources ? m->resources[i].name : NULL;
+            if (name)
+                take_name_back(d, m->resources[i].socket_name);
+            if (!name) {
+                s->retry_at_ms = 0;
+            } else if (daemon__slot_start(d, s, name, &err) < 0) {
+                log_warn("restarting resource=%s: %s; retrying in %u ms", name, err.msg,
+                         s->backoff_ms);
+            } else {
+                log_info("resource=%s serving again", name);
+                daemon__slot_register(d, s, true);
+            }
+            continue;
+        }
+        daemon__slot_register(d, s, true);
     }
 }
 
@@ -294,8 +334,8 @@ static void daemon_check_sockets(struct daemon *d, bool register_now)
             log_warn("cannot remove '%s' that replaced our socket: %s", path, strerror(errno));
         free(path);
         if (!name || daemon__slot_start(d, s, name, &err) < 0) {
-            log_error("restarting resource=%s: %s", name ? name : "?", err.msg);
-            s->retry_at_ms = 0;
+            log_error("restarting resource=%s: %s; retrying in %u ms", name ? name : "?", err.msg,
+                      s->backoff_ms);
         } else if (register_now) {
             daemon__slot_register(d, s, true);
         }

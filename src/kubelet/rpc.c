@@ -1014,6 +1014,19 @@ void rpc_server_free(struct rpc_server *srv)
         return;
     if (srv->started && !srv->stopped)
         rpc_server_stop(srv);
+    if (srv->server && !srv->started) {
+        /* bound but never started (start failed after add_http2_port, e.g. the socket was
+         * replaced before its mode was set): gRPC asserts that a server with listeners is
+         * shut down before it is destroyed */
+        grpc_server_shutdown_and_notify(srv->server, srv->cq, &srv->shutdown_tag);
+        for (;;) {
+            grpc_event ev =
+                grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+            if (ev.type == GRPC_QUEUE_SHUTDOWN ||
+                (ev.type == GRPC_OP_COMPLETE && ev.tag == &srv->shutdown_tag))
+                break;
+        }
+    }
     if (srv->server)
         grpc_server_destroy(srv->server);
     if (srv->cq) {

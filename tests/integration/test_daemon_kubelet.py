@@ -381,6 +381,47 @@ class DaemonTest(unittest.TestCase):
         w.close()
         self.assertStoppedClean(d)
 
+    def test_symlink_race_never_changes_another_file(self):
+        """chmod(path, 0600) between bind() and serving followed a symlink: whoever could write
+        the device-plugin directory made the root daemon change the mode of any file (done in
+        0.3 s). Race it: for 3 s keep swapping a symlink to a victim file in at the socket's
+        name while the daemon takes the name back and binds again. The victim keeps its mode
+        and content, and once the attack stops the daemon serves and registers again."""
+        d = self.start("l20-node.yaml")
+        self.registered(d, 1)
+        sock = d.sock("nvidia-gpu.sock")
+        victim = os.path.join(d.tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        os.chmod(victim, 0o644)
+        # the attacker swaps a symlink in the moment the daemon binds (inotify IN_CREATE):
+        # a C program, fast enough to land between bind() and the mode change
+        attacker = os.environ.get("GS_RACE_SYMLINK") or os.path.join(
+            os.path.dirname(GPUSLICE), "tests/integration/race_symlink")
+        out = subprocess.run([attacker, d.dir, "nvidia-gpu.sock", victim, "3"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        swaps = int(out.strip())
+        self.assertEqual(os.stat(victim).st_mode & 0o777, 0o644, "after %d swaps" % swaps)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        self.assertGreater(swaps, 10)
+        self.assertIsNone(d.proc.poll(), "the daemon died under the race")
+        # the attack is over: the name comes back as our socket and is registered again
+        n = len(d.kubelet.regs)
+        if os.path.islink(sock):
+            os.unlink(sock)
+        # (between bind and the mode change the socket is 0755 under our umask: connecting
+        # needs write permission, so nobody else can connect meanwhile)
+        wait_until(lambda: os.path.exists(sock) and stat.S_ISSOCK(os.lstat(sock).st_mode) and
+                   os.lstat(sock).st_mode & 0o777 == 0o600,
+                   what="our socket back, mode 0600, after the attack")
+        d.kubelet.wait_regs(n + 1)
+        w = Watch(sock)
+        self.assertEqual(len(w.next().devices), 1)
+        w.close()
+        print("symlink race: %d swaps, victim untouched" % swaps, file=sys.stderr)
+        self.assertStoppedClean(d)
+
     def test_metrics_healthz_readyz(self):
         """--metrics-address: /healthz answers through the loop, /readyz once every resource
         is registered, /metrics parses with Prometheus' own parser and follows Allocate."""
