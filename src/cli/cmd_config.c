@@ -383,8 +383,7 @@ int cmd_config(int argc, char **argv)
         return cli_usage_error("config", "unknown subcommand '%s'; use validate or show", a.verb);
     /* env first: flags set later replace env values, never the other way round */
     if (cfg_overrides_from_env(&a.overrides, env_get, &err) < 0) {
-        fprintf(stderr, "gpuslice config %s: %s\n", a.verb, err.msg);
-        rc = CLI_EXIT_FAILURE;
+        rc = cli_usage_error("config", "%s", err.msg); /* like a bad flag: exit 2 */
         goto out;
     }
     rc = parse_args(argc, argv, &a, &help);

@@ -16,12 +16,7 @@
 #include "cli/cli.h"
 #include "gpu/gpu.h"
 
-enum output_format { OUTPUT_TEXT, OUTPUT_JSON };
-
-enum {
-    OPT_FAIL_ON_INIT_ERROR = 256,
-    OPT_SYSFS_ROOT,
-};
+enum { OPT_SYSFS_ROOT = 0x1b00 };
 
 static void usage(FILE *f)
 {
@@ -40,6 +35,8 @@ static void usage(FILE *f)
                "      --fail-on-init-error[=BOOL] fail when NVML cannot be loaded or initialised\n"
                "                                  (env FAIL_ON_INIT_ERROR; default true); with\n"
                "                                  false, report no GPUs and exit 0\n"
+               "      --config-file PATH          config file: its flags (failOnInitError, roots)\n"
+               "                                  apply, as every device plugin flag and env var\n"
                "  -h, --help                      show this help\n\n"
                "Topology legend: X = self, NV# = # NVLinks, PIX = one PCIe switch, PXB = several\n"
                "PCIe switches, PHB = a PCIe host bridge, NODE = across host bridges within a NUMA\n"
@@ -309,88 +306,49 @@ static int print_json(FILE *f, const struct inv_inventory *inv, char *const *war
 
 /* ---- command ------------------------------------------------------------------------------ */
 
-struct inventory_args {
-    enum output_format output;
-    struct gpu_nvml_options nvml;
-    bool fail_on_init_error;
-};
-
-/* Returns -1 to continue, else the exit code. */
-static int parse_args(int argc, char **argv, struct inventory_args *a)
+static int on_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        CLI_NVML_LONGOPTS,
-        {"fail-on-init-error", optional_argument, NULL, OPT_FAIL_ON_INIT_ERROR},
-        {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT}, /* tests */
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *env = getenv("FAIL_ON_INIT_ERROR");
-    bool fail_set = false;
-    bool json;
-    int c, r;
-
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-        if (cli_nvml_option(c, optarg, &a->nvml))
-            continue;
-        switch (c) {
-        case 'o':
-            r = cli_output_option("inventory", optarg, &json);
-            if (r >= 0)
-                return r;
-            a->output = json ? OUTPUT_JSON : OUTPUT_TEXT;
-            break;
-        case OPT_SYSFS_ROOT:
-            a->nvml.sysfs_root = optarg;
-            break;
-        case OPT_FAIL_ON_INIT_ERROR:
-            if (!optarg)
-                a->fail_on_init_error = true;
-            else if (parse_bool(optarg, &a->fail_on_init_error) < 0)
-                return cli_usage_error(
-                    "inventory", "--fail-on-init-error must be true or false, not '%s'", optarg);
-            fail_set = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_getopt_error("inventory", c, argv);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("inventory", "unexpected argument '%s'", argv[optind]);
-    if (!fail_set && env && *env && parse_bool(env, &a->fail_on_init_error) < 0)
-        return cli_usage_error("inventory",
-                               "FAIL_ON_INIT_ERROR must be true or false, not "
-                               "'%s'",
-                               env);
-    gpu_nvml_options_from_env(&a->nvml);
+    (void)ctx;
+    if (c != OPT_SYSFS_ROOT)
+        return CLI_EXIT_USAGE;
+    a->nvml.sysfs_root = arg;
     return -1;
 }
 
 int cmd_inventory(int argc, char **argv)
 {
-    struct inventory_args a = {.output = OUTPUT_TEXT, .fail_on_init_error = true};
+    static const struct option opts[] = {
+        {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT}, /* tests */
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_node_args a;
+    struct cfg_config *cfg = NULL;
     struct inv_inventory *inv = NULL;
     char **warnings = NULL;
     struct error err = {0};
-    int r;
+    int r = cli_node_init(&a, "inventory", CFG_BIN_PLUGIN);
 
-    r = parse_args(argc, argv, &a);
     if (r >= 0)
         return r;
-    r = gpu_inventory_open_and_read(&a.nvml, a.fail_on_init_error, &inv, &warnings, &err);
+    r = cli_node_parse(&a, argc, argv, opts, on_option, NULL, usage);
+    if (r >= 0)
+        goto out;
+    /* --fail-on-init-error, FAIL_ON_INIT_ERROR and failOnInitError mean what they mean to the
+     * daemon: the config (file, env, flags) decides */
+    r = cli_node_load_config(&a, &cfg);
+    if (r < 0) {
+        r = CLI_EXIT_FAILURE;
+        goto out;
+    }
+    r = gpu_inventory_open_and_read(&a.nvml, cfg->flags.fail_on_init_error, &inv, &warnings, &err);
     if (r < 0) {
         fprintf(stderr, "gpuslice inventory: %s\n", err.msg);
-        return CLI_EXIT_FAILURE;
+        r = CLI_EXIT_FAILURE;
+        goto out;
     }
     for (size_t i = 0; warnings[i]; i++)
         log_warn("%s", warnings[i]);
-    if (a.output == OUTPUT_JSON) {
+    if (a.json) {
         r = print_json(stdout, inv, warnings);
         if (r < 0)
             fprintf(stderr, "gpuslice inventory: out of memory writing JSON\n");
@@ -401,7 +359,11 @@ int cmd_inventory(int argc, char **argv)
         fprintf(stderr, "gpuslice inventory: cannot write output: %s\n", strerror(errno));
         r = -EIO;
     }
+    r = r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+out:
     inv_free(inv);
     strv_free(warnings);
-    return r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+    cfg_free(cfg);
+    cli_node_release(&a);
+    return r;
 }

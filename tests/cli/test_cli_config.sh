@@ -26,7 +26,8 @@ check missing-file 1 "cannot read config" "$BIN" config validate "$TMP/nope.yaml
 check no-path 2 "validate needs a PATH" "$BIN" config validate
 check bad-flag 2 "unknown option '--frob'" "$BIN" config validate "$V/seed000-any.yaml" --frob
 check bad-flag-value 2 "\-\-mig-strategy: 'bogus' is not allowed" "$BIN" config show --mig-strategy=bogus
-check bad-env-value 1 "MIG_STRATEGY: 'bogus' is not allowed" env MIG_STRATEGY=bogus "$BIN" config show
+# a bad env value is a usage error, like a bad flag (exit 2)
+check bad-env-value 2 "MIG_STRATEGY: 'bogus' is not allowed" env MIG_STRATEGY=bogus "$BIN" config show
 check bad-output 2 "'xml' is not yaml or json" "$BIN" config show -o xml
 check missing-value 2 "needs a value" "$BIN" config show --config-name
 check extra-arg 2 "unexpected argument 'b'" "$BIN" config show a b

@@ -97,6 +97,14 @@ out=$("$BIN" inventory --fail-on-init-error=maybe 2>&1); rc=$?
 [ $rc -eq 2 ] && printf '%s' "$out" | grep -q 'true or false' && ok bad-bool || bad bad-bool "exit $rc: $out"
 out=$("$BIN" inventory -o yaml 2>&1); rc=$?
 [ $rc -eq 2 ] && printf '%s' "$out" | grep -q 'text or json' && ok bad-output || bad bad-output "exit $rc: $out"
+# one option parser: the device plugin's flags and env vars are accepted, a bad env value
+# is a usage error like a bad flag
+out=$(FAIL_ON_INIT_ERROR=bogus "$BIN" inventory 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s' "$out" | grep -q 'FAIL_ON_INIT_ERROR' && ok bad-env || bad bad-env "exit $rc: $out"
+out=$(FAKE_NVML_MACHINE="$MACHINES/l20-node.yaml" "$BIN" inventory --nvml-library "$LIB" --mig-strategy mixed --config-file /dev/null -o json 2>&1); rc=$?
+[ $rc -eq 0 ] && printf '%s' "$out" | grep -q '"driver_version"' && ok plugin-flags || bad plugin-flags "exit $rc: $out"
+out=$(MIG_STRATEGY=bogus "$BIN" config show 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s' "$out" | grep -q "MIG_STRATEGY" && ok config-bad-env || bad config-bad-env "exit $rc: $out"
 out=$("$BIN" inventory --help 2>&1); rc=$?
 [ $rc -eq 0 ] && printf '%s' "$out" | grep -q -- '--driver-root-ctr-path' && ok help || bad help "exit $rc"
 exit $fail
