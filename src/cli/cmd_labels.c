@@ -14,80 +14,27 @@
 
 #include "cli/cli.h"
 #include "labels/labels.h"
-
-#define DEFAULT_MACHINE_TYPE_FILE "/sys/class/dmi/id/product_name"
+#include "labels/write.h"
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f, "Usage: gpuslice labels [options]\n\n"
-           "Print this node's GPU labels (NVIDIA GPU feature discovery's, plus per-model and\n"
-           "per-resource labels), one key=value a line sorted by key, computed from the\n"
-           "same config and GPUs the device plugin serves.\n\n"
-           "Options:\n"
-           "      --config-file PATH     config file or ConfigMap directory (alias --config;\n"
-           "                             env CONFIG_FILE)\n"
-           "      --config-name NAME     named config in a directory\n"
-           "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
-           "      --machine-type-file P  DMI product name (default " DEFAULT_MACHINE_TYPE_FILE ")\n"
-           "      --no-timestamp         leave out nvidia.com/gfd.timestamp\n"
-           "  -o, --output FORMAT        text (default) or json\n"
-           "      --nvml-library PATH    load this libnvidia-ml.so.1 (env GPUSLICE_NVML_LIBRARY)\n"
-           "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
-           "  -h, --help                 show this help\n"
-           "Every device plugin and GFD flag and env var is accepted (docs/labels.md).\n");
-}
-
-/* Drops trailing whitespace (sysfs and DMI files end in a newline); returns s. */
-static char *rstrip(char *s)
-{
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-        s[--n] = '\0';
-    return s;
-}
-
-/* "0x030200" -> 0x030200; -EINVAL for anything else. */
-static int parse_hex(const char *s, unsigned long *ret)
-{
-    unsigned long v = 0;
-    size_t n = 0;
-
-    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
-        return -EINVAL;
-    for (s += 2; *s && n < 8; s++, n++) {
-        int d = *s >= '0' && *s <= '9'   ? *s - '0'
-                : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
-                : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
-                                         : -1;
-        if (d < 0)
-            return -EINVAL;
-        v = v * 16 + (unsigned long)d;
-    }
-    if (*s || n == 0)
-        return -EINVAL;
-    *ret = v;
-    return 0;
-}
-
-/* The PCI class (base << 8 | sub) from <sysfs>/bus/pci/devices/<bus id>/class, which holds
- * "0x030200"; 0 when unreadable. NVML's bus id is "00000000:3B:00.0", sysfs's
- * "0000:3b:00.0". */
-static uint32_t read_pci_class(const char *sysfs_root, const char *bus_id)
-{
-    char id[64], path[512], *text = NULL;
-    unsigned long v = 0;
-    size_t len = 0;
-
-    if (gpu_pci_sysfs_name(bus_id, id, sizeof(id)) < 0)
-        return 0;
-    snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/class", sysfs_root, id);
-    if (file_read_all(path, 64, &text, &len, NULL) < 0)
-        return 0;
-    if (parse_hex(rstrip(text), &v) < 0)
-        v = 0;
-    free(text);
-    return (uint32_t)(v >> 8);
+    fprintf(f,
+            "Usage: gpuslice labels [options]\n\n"
+            "Print this node's GPU labels (NVIDIA GPU feature discovery's, plus per-model and\n"
+            "per-resource labels), one key=value a line sorted by key, computed from the\n"
+            "same config and GPUs the device plugin serves.\n\n"
+            "Options:\n"
+            "      --config-file PATH     config file or ConfigMap directory (alias --config;\n"
+            "                             env CONFIG_FILE)\n"
+            "      --config-name NAME     named config in a directory\n"
+            "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
+            "      --machine-type-file P  DMI product name (default " LABELS_MACHINE_TYPE_FILE ")\n"
+            "      --no-timestamp         leave out nvidia.com/gfd.timestamp\n"
+            "  -o, --output FORMAT        text (default) or json\n"
+            "      --nvml-library PATH    load this libnvidia-ml.so.1 (env GPUSLICE_NVML_LIBRARY)\n"
+            "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
+            "  -h, --help                 show this help\n"
+            "Every device plugin and GFD flag and env var is accepted (docs/labels.md).\n");
 }
 
 int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
@@ -95,34 +42,27 @@ int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
 {
     const char *machine_file = cfg_overrides_get(&a->overrides, CFG_OPT_GFD_MACHINE_TYPE_FILE);
     const char *no_ts = cfg_overrides_get(&a->overrides, CFG_OPT_GFD_NO_TIMESTAMP);
-    const char *sysfs = a->nvml.sysfs_root ? a->nvml.sysfs_root : "/sys";
     struct labels_options o = {.timestamp = (int64_t)time(NULL)};
-    uint32_t *classes = NULL;
-    char *machine = NULL;
-    size_t len = 0;
+    struct labels_host host;
     struct error err = {0};
     int r;
 
     o.no_timestamp = no_ts && strcmp(no_ts, "true") == 0;
-    if (!machine_file)
-        machine_file = DEFAULT_MACHINE_TYPE_FILE;
-    if (file_read_all(machine_file, 4096, &machine, &len, NULL) == 0)
-        o.machine_type = rstrip(machine);
-    if (node->inv->n_gpus) {
-        classes = calloc(node->inv->n_gpus, sizeof(*classes));
-        if (!classes) {
-            free(machine);
-            return -ENOMEM;
-        }
-        for (size_t i = 0; i < node->inv->n_gpus; i++)
-            classes[i] = read_pci_class(sysfs, node->inv->gpus[i].pci_bus_id);
-        o.pci_class = classes;
+    r = labels_host_read(node->inv, a->nvml.sysfs_root, machine_file, &host);
+    if (r < 0) {
+        fprintf(stderr, "gpuslice %s: out of memory\n", a->cmd);
+        return r;
     }
+    if (host.vgpu_unreadable && !host.vgpu_present)
+        fprintf(stderr,
+                "gpuslice %s: warning: the PCI config space of NVIDIA devices is not fully "
+                "readable (run privileged, as GFD's chart does): vgpu.present may be wrong\n",
+                a->cmd);
+    labels_host_apply(&host, &o);
     r = labels_compute(node->inv, node->model, &o, ret_set, &err);
     if (r < 0)
         fprintf(stderr, "gpuslice %s: %s\n", a->cmd, err.msg);
-    free(classes);
-    free(machine);
+    labels_host_release(&host);
     return r;
 }
 

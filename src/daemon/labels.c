@@ -213,12 +213,21 @@ void daemon__labels_update(struct daemon *d)
     struct daemon__labels *l = d->labels;
     struct labels_options lo = {.timestamp = (int64_t)time(NULL)};
     struct labels_set *s = NULL;
+    struct labels_host host;
     struct error err = {0};
+    int r;
 
     if (!l || !d->snap)
         return;
-    if (labels_compute(dp_snapshot_inventory(d->snap), dp_snapshot_model(d->snap), &lo, &s, &err) <
-        0) {
+    /* the same host facts as gpu-feature-discovery reads (machine type, PCI class, vGPU) */
+    if (labels_host_read(dp_snapshot_inventory(d->snap), d->o->nvml.sysfs_root, NULL, &host) < 0) {
+        log_warn("labels: out of memory, keeping the labels written before");
+        return;
+    }
+    labels_host_apply(&host, &lo);
+    r = labels_compute(dp_snapshot_inventory(d->snap), dp_snapshot_model(d->snap), &lo, &s, &err);
+    labels_host_release(&host);
+    if (r < 0) {
         log_warn("labels: %s, keeping the labels written before", err.msg);
         return;
     }

@@ -631,6 +631,44 @@ out:
 
 /* ---- one GPU ------------------------------------------------------------------------------- */
 
+/* The NVLink fabric the GPU is attached to, as go-nvlib's IsFabricAttached decides (state
+ * completed, status success, a cluster UUID set). Not attached, not supported or an old
+ * driver without the call: fabric_cluster stays "". Never an error. */
+static void read_fabric(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g)
+{
+    unsigned char uuid[NVML_GPU_FABRIC_UUID_LEN] = {0};
+    static const unsigned char zero[NVML_GPU_FABRIC_UUID_LEN];
+    nvmlReturn_t rc = NVML_ERROR_NOT_SUPPORTED, status = NVML_ERROR_UNKNOWN;
+    nvmlGpuFabricState_t state = 0;
+    unsigned clique = 0;
+
+    if (c->n->nvmlDeviceGetGpuFabricInfo) {
+        nvmlGpuFabricInfo_t fi;
+        memset(&fi, 0, sizeof(fi));
+        rc = c->n->nvmlDeviceGetGpuFabricInfo(dev, &fi);
+        memcpy(uuid, fi.clusterUuid, sizeof(uuid));
+        status = fi.status;
+        clique = fi.cliqueId;
+        state = fi.state;
+    } else if (c->n->nvmlDeviceGetGpuFabricInfoV) {
+        nvmlGpuFabricInfoV_t fi = {.version = nvmlGpuFabricInfo_v2};
+        rc = c->n->nvmlDeviceGetGpuFabricInfoV(dev, &fi);
+        memcpy(uuid, fi.clusterUuid, sizeof(uuid));
+        status = fi.status;
+        clique = fi.cliqueId;
+        state = fi.state;
+    }
+    g->fabric_cluster[0] = '\0';
+    if (rc != NVML_SUCCESS || state != NVML_GPU_FABRIC_STATE_COMPLETED || status != NVML_SUCCESS ||
+        memcmp(uuid, zero, sizeof(zero)) == 0)
+        return;
+    snprintf(g->fabric_cluster, sizeof(g->fabric_cluster),
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", uuid[0],
+             uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9],
+             uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
+    g->fabric_clique = clique;
+}
+
 static int read_gpu(struct read_ctx *c, unsigned index)
 {
     struct gpu_nvml *n = c->n;
@@ -694,6 +732,7 @@ static int read_gpu(struct read_ctx *c, unsigned index)
     }
     str_copy(g->architecture, arch_name(arch), sizeof(g->architecture));
 
+    read_fabric(c, dev, g);
     r = read_numa(c, dev, g);
     if (r < 0)
         return r;

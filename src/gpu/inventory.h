@@ -66,6 +66,10 @@ struct inv_gpu {
     size_t n_migs;
     struct inv_process *procs; /* owned */
     size_t n_procs;
+    /* NVLink fabric (multi-node NVLink): the cluster UUID ("" when not fabric-attached) and
+     * the clique within it (nvmlDeviceGetGpuFabricInfo). */
+    char fabric_cluster[40];
+    unsigned fabric_clique;
 };
 
 /* PCIe path between two GPUs, NVML's nvmlGpuTopologyLevel_t order: smaller is closer. */

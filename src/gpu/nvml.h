@@ -406,7 +406,32 @@ typedef struct nvmlDeviceAttributes_st {
     unsigned long long memorySizeMB;
 } nvmlDeviceAttributes_t;
 
+/* nvmlDeviceGetGpuFabricInfo(V): a GPU's place on an NVLink fabric (multi-node NVLink). */
+#define NVML_GPU_FABRIC_UUID_LEN 16
+typedef unsigned char nvmlGpuFabricState_t;
+#define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED 1
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS 2
+#define NVML_GPU_FABRIC_STATE_COMPLETED 3
+typedef struct {
+    unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+    nvmlReturn_t status;
+    unsigned int cliqueId;
+    nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+typedef struct {
+    unsigned int version; /* nvmlGpuFabricInfo_v2 */
+    unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+    nvmlReturn_t status;
+    unsigned int cliqueId;
+    nvmlGpuFabricState_t state;
+    unsigned int healthMask;
+} nvmlGpuFabricInfoV_t;
+#define nvmlGpuFabricInfo_v2 (unsigned int)(sizeof(nvmlGpuFabricInfoV_t) | (2u << 24))
+
 #if defined(__x86_64__) || defined(__aarch64__)
+_Static_assert(sizeof(nvmlGpuFabricInfo_t) == 28, "nvmlGpuFabricInfo_t layout");
+_Static_assert(sizeof(nvmlGpuFabricInfoV_t) == 36, "nvmlGpuFabricInfoV_t layout");
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t layout");
 _Static_assert(offsetof(nvmlDeviceAttributes_t, memorySizeMB) == 32,
@@ -559,7 +584,11 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
     X(nvmlDeviceGetAttributes_v2, nvmlReturn_t,                                                    \
       (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))                                  \
     X(nvmlDeviceGetAttributes, nvmlReturn_t,                                                       \
-      (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))
+      (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))                                  \
+    X(nvmlDeviceGetGpuFabricInfo, nvmlReturn_t,                                                    \
+      (nvmlDevice_t device, nvmlGpuFabricInfo_t * gpuFabricInfo))                                  \
+    X(nvmlDeviceGetGpuFabricInfoV, nvmlReturn_t,                                                   \
+      (nvmlDevice_t device, nvmlGpuFabricInfoV_t * gpuFabricInfo))
 
 #define NVML_DECLARE_PROTO(name, ret, params) NVML_EXPORT ret name params;
 #define NVML_DECLARE_FN_TYPE(name, ret, params) typedef ret(*name##_fn) params;

@@ -484,6 +484,27 @@ static size_t make_groups(const struct inv_inventory *inv, struct group *groups,
     return n;
 }
 
+/* nvidia.com/gpu.clique=<cluster uuid>.<clique id>, as GFD's IMEX labeler: only when every
+ * fabric-attached GPU names the same cluster and the same clique (a node whose GPUs
+ * disagree gets no label, since a workload could not rely on either). */
+static void clique_label(struct builder *b, const struct inv_inventory *inv)
+{
+    const struct inv_gpu *first = NULL;
+
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const struct inv_gpu *g = &inv->gpus[i];
+        if (!g->fabric_cluster[0])
+            continue;
+        if (!first)
+            first = g;
+        else if (strcmp(first->fabric_cluster, g->fabric_cluster) != 0 ||
+                 first->fabric_clique != g->fabric_clique)
+            return;
+    }
+    if (first)
+        put(b, LABELS_PREFIX "gpu.clique", "%s.%u", first->fabric_cluster, first->fabric_clique);
+}
+
 int labels_compute(const struct inv_inventory *inv, const struct model *model,
                    const struct labels_options *opts, struct labels_set **ret_set,
                    struct error *err)
@@ -506,6 +527,11 @@ int labels_compute(const struct inv_inventory *inv, const struct model *model,
     if (!o->no_timestamp)
         put(&b, LABELS_PREFIX "gfd.timestamp", "%lld", (long long)o->timestamp);
     put(&b, LABELS_PREFIX "vgpu.present", "%s", o->vgpu_present ? "true" : "false");
+    if (o->vgpu_host_driver_version && *o->vgpu_host_driver_version)
+        put(&b, LABELS_PREFIX "vgpu.host-driver-version", "%s", o->vgpu_host_driver_version);
+    if (o->vgpu_host_driver_branch && *o->vgpu_host_driver_branch)
+        put(&b, LABELS_PREFIX "vgpu.host-driver-branch", "%s", o->vgpu_host_driver_branch);
+    clique_label(&b, inv);
     if (inv->n_gpus > 0) {
         r = node_labels(&b, inv, model, o, err);
         if (r < 0)

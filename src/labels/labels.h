@@ -26,6 +26,9 @@ struct labels_options {
      * when not read: gpu.mode is then "unknown", as GFD says when it cannot tell. */
     const uint32_t *pci_class;
     bool vgpu_present;
+    /* from the vGPU capability of a vGPU guest's PCI config space (labels_vgpu_parse) */
+    const char *vgpu_host_driver_version;
+    const char *vgpu_host_driver_branch;
 };
 
 struct labels_label {

@@ -6,6 +6,8 @@
 #define GS_LABELS_WRITE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "labels/labels.h"
 
@@ -29,5 +31,33 @@ int labels_write_nodefeature(struct kube_client *c, const char *ns, const char *
  * LABELS_OWNED_ANNOTATION that s lacks, and records s's keys there. */
 int labels_patch_node(struct kube_client *c, const char *node, const struct labels_set *s,
                       struct error *err);
+
+/* ---- host facts (host.c) ------------------------------------------------------------------ */
+
+#define LABELS_MACHINE_TYPE_FILE "/sys/class/dmi/id/product_name"
+
+struct labels_host {
+    char *machine_type;  /* owned; NULL when unreadable */
+    uint32_t *pci_class; /* owned, one per GPU (0 unknown) */
+    bool vgpu_present;
+    bool vgpu_unreadable; /* a config space was cut at 64 bytes: not privileged */
+    char vgpu_version[16], vgpu_branch[16];
+};
+
+/* Reads the machine type (machine_type_file, NULL: the DMI default), each GPU's PCI class
+ * and the vGPU capability of NVIDIA PCI functions under sysfs_root (NULL: /sys). Missing
+ * files leave a field unknown; only -ENOMEM fails. labels_host_release() frees. */
+int labels_host_read(const struct inv_inventory *inv, const char *sysfs_root,
+                     const char *machine_type_file, struct labels_host *h);
+/* Points o's host fields at h (h must outlive o's use). */
+void labels_host_apply(const struct labels_host *h, struct labels_options *o);
+void labels_host_release(struct labels_host *h);
+
+/* The vGPU capability in a PCI config space (GFD's rule: vendor-specific capability whose
+ * bytes 3..4 are "VF"; the host driver version and branch from its type-0 record). 1: a
+ * vGPU, 0: not, -EACCES: fewer than 256 bytes (the capabilities need a privileged read).
+ * Pure. */
+int labels_vgpu_parse(const unsigned char *cfg, size_t len, char *version, size_t vsize,
+                      char *branch, size_t bsize);
 
 #endif

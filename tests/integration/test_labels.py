@@ -119,6 +119,74 @@ class ExpectedLabels(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("nvidia.com/gpu.mode=compute\n", r.stdout)
 
+    def vgpu_config(self):
+        """256 bytes of PCI config space: the capability list holds a power-management
+        capability, then NVIDIA's vendor-specific one with "VF" and a driver record."""
+        cfg = bytearray(256)
+        cfg[0:2] = b"\xde\x10"
+        cfg[0x06] = 0x10  # status: capability list present
+        cfg[0x34] = 0x40
+        cfg[0x40:0x42] = bytes([0x01, 0x68])  # PM capability, next at 0x68
+        cap = bytearray([0x09, 0x00, 0x1b, ord("V"), ord("F"), 0x00, 0x16])
+        cap += b"550.54.16".ljust(10, b"\0") + b"r550_40".ljust(10, b"\0")
+        cfg[0x68:0x68 + len(cap)] = cap
+        return bytes(cfg)
+
+    def test_vgpu_from_pci_config_space(self):
+        """vgpu.present was always false: now GFD's scan of the NVIDIA PCI functions'
+        vendor-specific capability, with the host driver version and branch."""
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "t4-node.yaml"),
+                       FAKE_NVML_STATE=os.path.join(tmp, "state"),
+                       GPUSLICE_SYSFS_ROOT=os.path.join(tmp, "sys"))
+            devs = os.path.join(tmp, "sys", "bus", "pci", "devices")
+            # a non-NVIDIA device with the same bytes is not looked at
+            for name, vendor in (("0000:00:01.0", "0x8086"), ("0000:3b:00.0", "0x10de")):
+                os.makedirs(os.path.join(devs, name))
+                with open(os.path.join(devs, name, "vendor"), "w") as f:
+                    f.write(vendor + "\n")
+                with open(os.path.join(devs, name, "config"), "wb") as f:
+                    f.write(self.vgpu_config())
+            r = subprocess.run([GPUSLICE, "labels", "--nvml-library", NVML], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("nvidia.com/vgpu.present=true\n", r.stdout)
+            self.assertIn("nvidia.com/vgpu.host-driver-version=550.54.16\n", r.stdout)
+            self.assertIn("nvidia.com/vgpu.host-driver-branch=r550_40\n", r.stdout)
+            # an unprivileged read sees 64 bytes: not a vGPU as far as we can tell, and a
+            # warning says why
+            with open(os.path.join(devs, "0000:3b:00.0", "config"), "wb") as f:
+                f.write(self.vgpu_config()[:64])
+            r = subprocess.run([GPUSLICE, "labels", "--nvml-library", NVML], env=env,
+                               capture_output=True, text=True, timeout=60)
+            self.assertIn("nvidia.com/vgpu.present=false\n", r.stdout)
+            self.assertIn("not fully readable", r.stderr)
+
+    def test_clique_from_fabric_info(self):
+        """gpu.clique from nvmlDeviceGetGpuFabricInfo (the fake NVML's `fabric:`): one label
+        when every fabric-attached GPU agrees, none when they do not."""
+        with tempfile.TemporaryDirectory() as tmp:
+            def labels(cliques):
+                m = os.path.join(tmp, "m.yaml")
+                with open(m, "w") as f:
+                    f.write('driver: "570.158.01"\ncuda: 12080\ngpus:\n')
+                    for c in cliques:
+                        f.write("  - model: NVIDIA H100 80GB HBM3\n")
+                        if c is not None:
+                            f.write('    fabric: {cluster_uuid: "3f2f8e1a-5b7c-4d3e-9a1b-'
+                                    '2c3d4e5f6a7b", clique_id: %d}\n' % c)
+                env = dict(os.environ, FAKE_NVML_MACHINE=m,
+                           FAKE_NVML_STATE=os.path.join(tmp, "state%d" % len(cliques)))
+                r = subprocess.run([GPUSLICE, "labels", "--nvml-library", NVML,
+                                    "--no-timestamp"], env=env, capture_output=True, text=True,
+                                   timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                return dict(l.split("=", 1) for l in r.stdout.splitlines())
+            self.assertEqual(labels([7, 7, None])["nvidia.com/gpu.clique"],
+                             "3f2f8e1a-5b7c-4d3e-9a1b-2c3d4e5f6a7b.7")
+            self.assertNotIn("nvidia.com/gpu.clique", labels([7, 8]))
+            self.assertNotIn("nvidia.com/gpu.clique", labels([None]))
+
     def test_bad_env_is_usage_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(MACHINES, "l20-node.yaml"),

@@ -369,6 +369,43 @@ struct entry_ctx {
     struct fake_machine *m;
 };
 
+/* fabric: {cluster_uuid: "<uuid>", clique_id: N}: a GPU attached to an NVLink fabric whose
+ * registration completed (what nvmlDeviceGetGpuFabricInfo reports on GB200/H100 NVL). */
+static int parse_fabric(const struct parse *ps, struct fy_node *f, unsigned char cluster[16],
+                        unsigned *clique)
+{
+    static const char *const keys[] = {"cluster_uuid", "clique_id", NULL};
+    const char *u = NULL;
+    size_t n = 0;
+    int r = want(ps, f, FYNT_MAPPING, "fabric");
+
+    if (r == 0)
+        r = check_keys(ps, f, keys, "fabric");
+    if (r == 0)
+        r = get_str(ps, f, "cluster_uuid", &u);
+    if (r == 0)
+        r = get_uint(ps, f, "clique_id", 0x7fffffff, clique);
+    if (r < 0)
+        return r;
+    for (const char *c = u; c && *c && n < 32; c++) {
+        int v = *c >= '0' && *c <= '9'   ? *c - '0'
+                : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10
+                : *c >= 'A' && *c <= 'F' ? *c - 'A' + 10
+                                         : -1;
+        if (*c == '-')
+            continue;
+        if (v < 0)
+            break;
+        cluster[n / 2] = (unsigned char)(cluster[n / 2] << 4 | v);
+        n++;
+    }
+    if (!u || n != 32 || strlen(u) != 36)
+        return perr(ps, get(f, "cluster_uuid") ? get(f, "cluster_uuid") : f,
+                    "fabric needs cluster_uuid: a UUID like "
+                    "\"3f2f8e1a-5b7c-4d3e-9a1b-2c3d4e5f6a7b\"");
+    return 0;
+}
+
 static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct entry_ctx *ec)
 {
     static const char *const keys[] = {"model",
@@ -383,13 +420,16 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
                                        "pci_device_id",
                                        "nvlinks",
                                        "multiprocessors",
+                                       "fabric",
                                        NULL};
     struct fake_mig_request reqs[FAKE_MAX_GI];
     struct fy_node *req_nodes[FAKE_MAX_GI];
     struct fake_model model;
     const struct fake_model *known;
     const char *name = NULL;
-    unsigned count = 1, numa = 0;
+    unsigned count = 1, numa = 0, clique = 0;
+    unsigned char cluster[16] = {0};
+    bool fabric = false;
     size_t n_reqs = 0;
     bool mig_enabled = false;
     int r = want(ps, e, FYNT_MAPPING, "a gpus entry");
@@ -426,6 +466,10 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         r = get_uint(ps, e, "numa_node", 1023, &numa);
     if (r == 0 && get(e, "mig"))
         r = parse_mig(ps, get(e, "mig"), &model, &mig_enabled, reqs, &n_reqs, req_nodes);
+    if (r == 0 && get(e, "fabric")) {
+        r = parse_fabric(ps, get(e, "fabric"), cluster, &clique);
+        fabric = r == 0;
+    }
     if (r < 0)
         return r;
     if (count == 0 || model.memory_mib == 0)
@@ -451,6 +495,9 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         for (size_t l = 0; l < NVML_NVLINK_MAX_LINKS; l++)
             g->links[l] = FAKE_LINK_NONE;
         g->mig_current = g->mig_pending = mig_enabled;
+        g->fabric = fabric;
+        memcpy(g->fabric_cluster, cluster, sizeof(cluster));
+        g->fabric_clique = clique;
         ec->m->n_gpus++;
         if (get(e, "processes")) {
             r = parse_processes(ps, get(e, "processes"), g);

@@ -201,3 +201,42 @@ nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t
 {
     return attributes(__func__, device, attributes_);
 }
+
+/* Fabric: NOT_SUPPORTED unless the machine file gives the GPU a `fabric:`; then the
+ * registration is complete, as on a healthy NVL72/NVL32 node. */
+static nvmlReturn_t fabric(const char *fn, nvmlDevice_t device, unsigned char *uuid,
+                           nvmlReturn_t *status, unsigned *clique, nvmlGpuFabricState_t *state)
+{
+    struct fake_gpu *g = NULL;
+    struct fake_ci *ci = NULL;
+    nvmlReturn_t rc = fake_enter(fn, device, false, &g, &ci);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (ci || !g->fabric)
+        return fake_leave(NVML_ERROR_NOT_SUPPORTED);
+    memcpy(uuid, g->fabric_cluster, NVML_GPU_FABRIC_UUID_LEN);
+    *status = NVML_SUCCESS;
+    *clique = g->fabric_clique;
+    *state = NVML_GPU_FABRIC_STATE_COMPLETED;
+    return fake_leave(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
+{
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return fabric(__func__, device, info->clusterUuid, &info->status, &info->cliqueId,
+                  &info->state);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
+{
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (info->version != nvmlGpuFabricInfo_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    info->healthMask = 0;
+    return fabric(__func__, device, info->clusterUuid, &info->status, &info->cliqueId,
+                  &info->state);
+}
