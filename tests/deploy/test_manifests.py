@@ -26,6 +26,7 @@ SRC, BUILD = (os.path.abspath(a) for a in sys.argv[1:3])
 KUST = os.path.join(SRC, "deployments/kustomize")
 OVERLAYS = ["time-slicing", "per-node", "mps", "mig-mixed"]
 SHARED = {"time-slicing", "per-node", "mps"}  # overlays with shared resources: admission
+NODE_LABELS = {"per-node"}  # overlays with the node-labels component
 RSS_MIB = 16.5  # measured with the label watch on (docs/deploy.md, Resources)
 NVIDIA_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                       {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -76,10 +77,13 @@ class Overlays(Rendered):
     def test_rbac_least_privilege_and_justified(self):
         for o in OVERLAYS:
             role = one(self.docs[o], "ClusterRole", "gpuslice")
-            rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): sorted(r["verbs"])
-                     for r in role["rules"]}
-            self.assertEqual(rules, {(("",), ("nodes",)): ["get", "list", "watch"],
-                                     (("",), ("events",)): ["create", "patch"]}, o)
+            want = [((("",), ("nodes",)), ["get", "list", "watch"]),
+                    ((("",), ("events",)), ["create", "patch"])]
+            if o in NODE_LABELS:  # the node-labels component: nodes patch, nothing more
+                want.append(((("",), ("nodes",)), ["patch"]))
+            got = [((tuple(r["apiGroups"]), tuple(r["resources"])), sorted(r["verbs"]))
+                   for r in role["rules"]]
+            self.assertEqual(got, want, o)
             sa = one(self.docs[o], "ServiceAccount", "gpuslice")
             b = one(self.docs[o], "ClusterRoleBinding", "gpuslice")
             self.assertEqual(b["roleRef"]["name"], "gpuslice")
@@ -95,6 +99,18 @@ class Overlays(Rendered):
             for verb in re.findall(r'"(\w+)"', block[1]):
                 self.assertRegex(block[0], r"\b%s\b" % verb, "verb %s not justified" % verb)
         self.assertEqual(len(re.findall(r"verbs:", src)), 2)
+        with open(os.path.join(KUST, "components/node-labels/rbac.yaml")) as f:
+            src = f.read()
+        blocks = re.findall(r"((?:\s*#.*\n)+)\s*verbs: \[([^\]]*)\]", src)
+        self.assertEqual(len(blocks), 1)
+        self.assertRegex(blocks[0][0], r"\bpatch\b")
+
+    def test_node_labels_component(self):
+        for o in OVERLAYS:
+            env = {e["name"]: e.get("value") for e in
+                   self.plugin(o)["spec"]["template"]["spec"]["containers"][0]["env"]}
+            self.assertEqual(env.get("GPUSLICE_LABELS"), "node" if o in NODE_LABELS else None, o)
+            self.assertEqual(env["NODE_NAME"], None, o)  # from the downward API
 
     def test_one_daemonset_no_sidecar(self):
         for o in OVERLAYS:
