@@ -11,6 +11,7 @@
 
 #include "base/base.h"
 #include "gpu/nvml.h"
+#include "mig/mig.h"
 
 #define FAKE_MAX_GPUS 64
 #define FAKE_MAX_ENTRY_COUNT 64
@@ -27,18 +28,6 @@
 enum fake_kind { FAKE_KIND_GPU = 0x47505521, FAKE_KIND_MIG = 0x4d494721 };
 
 /* One GPU-instance profile row (facts A.3). */
-struct fake_gi_profile {
-    unsigned index;          /* NVML_GPU_INSTANCE_PROFILE_* */
-    unsigned id;             /* what nvidia-smi shows and create/placements take */
-    unsigned slices;         /* memory slices = placement size */
-    unsigned compute_slices; /* the "Ng" */
-    unsigned sms;
-    unsigned memory_mib;
-    unsigned dec, enc, ce, jpeg, ofa;
-    unsigned max_instances;
-    unsigned starts_mask; /* bit s set: s is an allowed placement start */
-    const char *name;     /* "1g.10gb", "1g.10gb+me" */
-};
 
 struct fake_model {
     const char *name;
@@ -51,16 +40,16 @@ struct fake_model {
     unsigned sms;
     unsigned mem_slices;     /* 8 or 4; 0: not MIG capable */
     unsigned compute_slices; /* 7 or 4 */
-    const struct fake_gi_profile *profiles;
+    const struct mig_profile *profiles;
     size_t n_profiles;
 };
 
 /* catalog.c */
 const struct fake_model *fake_catalog_find(const char *name);
 const struct fake_model *fake_catalog_get(size_t i); /* NULL past the end */
-const struct fake_gi_profile *fake_profile_by_id(const struct fake_model *m, unsigned id);
-const struct fake_gi_profile *fake_profile_by_index(const struct fake_model *m, unsigned index);
-const struct fake_gi_profile *fake_profile_by_name(const struct fake_model *m, const char *name);
+const struct mig_profile *fake_profile_by_id(const struct fake_model *m, unsigned id);
+const struct mig_profile *fake_profile_by_index(const struct fake_model *m, unsigned index);
+const struct mig_profile *fake_profile_by_name(const struct fake_model *m, const char *name);
 /* go-nvlib's memory figure for a profile name (facts A.6). */
 unsigned fake_profile_name_gb(uint64_t profile_mib, uint64_t total_mib);
 
@@ -89,13 +78,13 @@ struct fake_gi {
     bool in_use;
     struct fake_gpu *gpu;
     unsigned id;
-    const struct fake_gi_profile *profile;
+    const struct mig_profile *profile;
     unsigned start; /* memory slice */
     struct fake_ci cis[FAKE_MAX_CI];
 };
 
 struct fake_mig_request {
-    const struct fake_gi_profile *profile;
+    const struct mig_profile *profile;
     unsigned start; /* FAKE_NO_START: pick like CreateGpuInstance does */
 };
 
@@ -133,10 +122,10 @@ uint64_t fake_hash(uint64_t h, const void *data, size_t len); /* FNV-1a; start w
 void fake_uuid_format(char *buf, size_t size, const char *prefix, uint64_t a, uint64_t b);
 
 /* mig.c: MIG rules on one GPU. Return NVML codes; outputs written only on success. */
-nvmlReturn_t fake_gi_create(struct fake_gpu *g, const struct fake_gi_profile *p, unsigned start,
+nvmlReturn_t fake_gi_create(struct fake_gpu *g, const struct mig_profile *p, unsigned start,
                             struct fake_gi **ret);
 nvmlReturn_t fake_gi_destroy(struct fake_gi *gi);
-unsigned fake_gi_remaining(const struct fake_gpu *g, const struct fake_gi_profile *p);
+unsigned fake_gi_remaining(const struct fake_gpu *g, const struct mig_profile *p);
 /* The CI shape for a CI profile index inside gi; false when not offered there. */
 bool fake_ci_shape(const struct fake_gi *gi, unsigned ci_index, unsigned *ret_slices,
                    unsigned *ret_align);

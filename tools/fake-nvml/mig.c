@@ -22,7 +22,7 @@ static unsigned gi_used_mask(const struct fake_gpu *g)
     return used;
 }
 
-static unsigned gi_count(const struct fake_gpu *g, const struct fake_gi_profile *p)
+static unsigned gi_count(const struct fake_gpu *g, const struct mig_profile *p)
 {
     unsigned n = 0;
     for (size_t i = 0; i < FAKE_MAX_GI; i++)
@@ -31,7 +31,7 @@ static unsigned gi_count(const struct fake_gpu *g, const struct fake_gi_profile 
     return n;
 }
 
-nvmlReturn_t fake_gi_create(struct fake_gpu *g, const struct fake_gi_profile *p, unsigned start,
+nvmlReturn_t fake_gi_create(struct fake_gpu *g, const struct mig_profile *p, unsigned start,
                             struct fake_gi **ret)
 {
     unsigned used = gi_used_mask(g), chosen = FAKE_NO_START;
@@ -91,7 +91,7 @@ nvmlReturn_t fake_gi_destroy(struct fake_gi *gi)
     return NVML_SUCCESS;
 }
 
-unsigned fake_gi_remaining(const struct fake_gpu *g, const struct fake_gi_profile *p)
+unsigned fake_gi_remaining(const struct fake_gpu *g, const struct mig_profile *p)
 {
     unsigned used = gi_used_mask(g), have = gi_count(g, p), n = 0, free_slots = 0;
 
@@ -168,7 +168,7 @@ unsigned fake_ci_placements(const struct fake_gi *gi, unsigned ci_index, unsigne
 unsigned fake_ci_sms(const struct fake_ci *ci)
 {
     const struct fake_gi *gi = ci->gi;
-    const struct fake_gi_profile *one = fake_profile_by_index(&gi->gpu->model, 0);
+    const struct mig_profile *one = fake_profile_by_index(&gi->gpu->model, 0);
 
     if (ci->slices >= gi->profile->compute_slices || !one)
         return gi->profile->sms;
@@ -294,7 +294,7 @@ void fake_mig_uuid(const struct fake_ci *ci, char *buf, size_t size)
 
 void fake_mig_profile_name(const struct fake_ci *ci, char *buf, size_t size)
 {
-    const struct fake_gi_profile *p = ci->gi->profile;
+    const struct mig_profile *p = ci->gi->profile;
 
     if (ci->slices < p->compute_slices)
         snprintf(buf, size, "%uc.%s", ci->slices, p->name);

@@ -169,7 +169,7 @@ static nvmlReturn_t attributes(const char *fn, nvmlDevice_t device, nvmlDeviceAt
     struct fake_gpu *g = NULL;
     struct fake_ci *ci = NULL;
     nvmlReturn_t rc = fake_enter(fn, device, false, &g, &ci);
-    const struct fake_gi_profile *p;
+    const struct mig_profile *p;
 
     if (rc != NVML_SUCCESS)
         return rc;

@@ -198,7 +198,7 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *i
     } while (0)
 
 static nvmlReturn_t profile_lookup(const struct fake_gpu *g, const struct fake_ci *ci,
-                                   unsigned index, const struct fake_gi_profile **ret)
+                                   unsigned index, const struct mig_profile **ret)
 {
     if (ci)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -213,7 +213,7 @@ static nvmlReturn_t profile_lookup(const struct fake_gpu *g, const struct fake_c
 nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
                                                  nvmlGpuInstanceProfileInfo_t *info)
 {
-    const struct fake_gi_profile *p = NULL;
+    const struct mig_profile *p = NULL;
     MIG_ENTER(device, false);
 
     if (!info)
@@ -227,13 +227,13 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned i
 }
 
 static nvmlReturn_t profile_by_id(const struct fake_gpu *g, const struct fake_ci *ci, unsigned id,
-                                  const struct fake_gi_profile **ret);
+                                  const struct mig_profile **ret);
 
 /* The V calls by index or (by_id) by profile ID. */
 static nvmlReturn_t profile_info_v(const char *fn, nvmlDevice_t device, unsigned int key,
                                    bool by_id, nvmlGpuInstanceProfileInfo_v2_t *info)
 {
-    const struct fake_gi_profile *p = NULL;
+    const struct mig_profile *p = NULL;
     struct fake_gpu *g = NULL;
     struct fake_ci *ci = NULL;
     nvmlReturn_t rc = fake_enter(fn, device, false, &g, &ci);
@@ -277,7 +277,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsig
 
 /* Profile by ID on a MIG-capable parent handle. */
 static nvmlReturn_t profile_by_id(const struct fake_gpu *g, const struct fake_ci *ci, unsigned id,
-                                  const struct fake_gi_profile **ret)
+                                  const struct mig_profile **ret)
 {
     if (ci)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -292,7 +292,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device,
                                                            nvmlGpuInstancePlacement_t *placements,
                                                            unsigned int *count)
 {
-    const struct fake_gi_profile *p = NULL;
+    const struct mig_profile *p = NULL;
     unsigned n = 0;
     MIG_ENTER(device, false);
 
@@ -317,7 +317,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsigned int profileId,
                                                        unsigned int *count)
 {
-    const struct fake_gi_profile *p = NULL;
+    const struct mig_profile *p = NULL;
     MIG_ENTER(device, false);
 
     if (!count)
@@ -334,7 +334,7 @@ static nvmlReturn_t gi_create(nvmlDevice_t device, const char *fn, unsigned prof
                               const nvmlGpuInstancePlacement_t *placement, bool with_placement,
                               nvmlGpuInstance_t *gpuInstance)
 {
-    const struct fake_gi_profile *p = NULL;
+    const struct mig_profile *p = NULL;
     struct fake_gi *gi = NULL;
     struct fake_gpu *g = NULL;
     struct fake_ci *ci = NULL;
@@ -373,7 +373,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsig
 nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
                                        nvmlGpuInstance_t *gpuInstances, unsigned int *count)
 {
-    const struct fake_gi_profile *p = NULL;
+    const struct mig_profile *p = NULL;
     unsigned n = 0;
     MIG_ENTER(device, false);
 
@@ -456,7 +456,7 @@ struct ci_info {
 static void ci_info_fill(const struct fake_gi *gi, unsigned profile, unsigned slices,
                          struct ci_info *out)
 {
-    const struct fake_gi_profile *one = fake_profile_by_index(&gi->gpu->model, 0);
+    const struct mig_profile *one = fake_profile_by_index(&gi->gpu->model, 0);
 
     out->slices = slices;
     out->instances = fake_ci_placements(gi, profile, NULL, 0);

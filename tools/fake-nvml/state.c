@@ -47,7 +47,7 @@ out:
 }
 
 /* GI profiles seen so far while checking, so CI lines can be checked before applying. */
-typedef const struct fake_gi_profile *seen_gis[FAKE_MAX_GPUS][FAKE_MAX_GI];
+typedef const struct mig_profile *seen_gis[FAKE_MAX_GPUS][FAKE_MAX_GI];
 
 /* One line; with apply false only checks it. */
 static int state_line(struct fake_machine *m, const char *line, bool apply, seen_gis *seen)
@@ -70,7 +70,7 @@ static int state_line(struct fake_machine *m, const char *line, bool apply, seen
         return 0;
     }
     if (sscanf(line, "gi %u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4) {
-        const struct fake_gi_profile *p;
+        const struct mig_profile *p;
         if (v[0] >= m->n_gpus || v[1] < 1 || v[1] > FAKE_MAX_GI || v[3] >= 8)
             return -EINVAL;
         g = &m->gpus[v[0]];
