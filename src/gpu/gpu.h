@@ -7,6 +7,7 @@
 #define GS_GPU_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/base.h"
 #include "gpu/inventory.h"
@@ -137,5 +138,63 @@ int gpu_events_wait(struct gpu_events *ev, int timeout_ms, struct gpu_event *ret
                     struct error *err);
 /* Accepts NULL. */
 void gpu_events_close(struct gpu_events *ev);
+
+/* ---- MIG layout: read and change (mig.c) ---------------------------------------------------
+ * What mig-parted's checkpoint holds: the mode and every GPU instance with its placement and
+ * compute instances. Mutations go through ops: with dry_run they only log the NVML calls
+ * they would make (one line each, through ops->log). */
+#define GPU_MIG_MAX_GI 16
+#define GPU_MIG_MAX_CI 8
+
+struct gpu_mig_ci {
+    unsigned profile_id; /* NVML_COMPUTE_INSTANCE_PROFILE_* (equal to its id) */
+    unsigned eng_profile_id;
+    unsigned start, size; /* compute slices within the GPU instance */
+    unsigned ci_id;
+};
+
+struct gpu_mig_gi {
+    unsigned profile_id;  /* GPU instance profile id (19 for 1g on A100), as create takes */
+    unsigned start, size; /* memory slices */
+    unsigned gi_id;
+    struct gpu_mig_ci cis[GPU_MIG_MAX_CI];
+    size_t n_cis;
+};
+
+struct gpu_mig_state {
+    unsigned index;
+    char uuid[INV_UUID_MAX];
+    char name[INV_NAME_MAX];
+    char bus_id[INV_BUS_ID_MAX];
+    uint32_t pci_device_id;
+    bool capable, enabled, pending_enabled;
+    struct gpu_mig_gi gis[GPU_MIG_MAX_GI];
+    size_t n_gis;
+};
+
+struct gpu_mig_ops {
+    bool dry_run;
+    void (*log)(void *userdata, const char *line); /* may be NULL */
+    void *userdata;
+};
+
+int gpu_mig_count(struct gpu_nvml *nvml, unsigned *ret, struct error *err);
+int gpu_mig_state_read(struct gpu_nvml *nvml, unsigned index, struct gpu_mig_state *ret,
+                       struct error *err);
+/* *ret_pending: the change waits for a GPU reset (the GPU is in use, or the platform needs
+ * one). */
+int gpu_mig_set_mode(struct gpu_nvml *nvml, unsigned index, bool enable,
+                     const struct gpu_mig_ops *ops, bool *ret_pending, struct error *err);
+/* Destroys every compute instance, then every GPU instance of cur. */
+int gpu_mig_clear(struct gpu_nvml *nvml, unsigned index, const struct gpu_mig_state *cur,
+                  const struct gpu_mig_ops *ops, struct error *err);
+/* A GPU instance of profile id at start:size (memory slices) with one compute instance
+ * spanning its compute_slices. A GPU instance whose compute instance fails is destroyed. */
+int gpu_mig_create(struct gpu_nvml *nvml, unsigned index, unsigned gi_profile_id, unsigned start,
+                   unsigned size, unsigned compute_slices, const struct gpu_mig_ops *ops,
+                   struct error *err);
+/* Puts GPU want->index back in state want: mode, then its instances at their placements. */
+int gpu_mig_restore(struct gpu_nvml *nvml, const struct gpu_mig_state *want,
+                    const struct gpu_mig_ops *ops, struct error *err);
 
 #endif

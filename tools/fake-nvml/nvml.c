@@ -21,6 +21,8 @@ struct fault {
     char fn[64];
     int gpu; /* -1: any device */
     nvmlReturn_t rc;
+    unsigned nth;   /* 0: every matching call; N: only the Nth (counted in this process) */
+    unsigned calls; /* matching calls seen */
 };
 
 struct fake_ctx {
@@ -49,7 +51,7 @@ static void report(const char *msg)
     fprintf(stderr, "fake-nvml: %s\n", msg);
 }
 
-/* FAKE_NVML_FAIL="fn=code,fn@gpu=code" */
+/* FAKE_NVML_FAIL="fn=code,fn@gpu=code,fn#N=code,fn@gpu#N=code" */
 static int faults_parse(const char *spec, struct error *err)
 {
     char *copy = str_dup(spec), *item, *next = NULL;
@@ -74,11 +76,22 @@ static int faults_parse(const char *spec, struct error *err)
             break;
         }
         if (!eq || parse_uint(eq + 1, &code) < 0) {
-            r = error_set(err, -EINVAL, "FAKE_NVML_FAIL: '%s' is not name[@gpu]=code", item);
+            r = error_set(err, -EINVAL, "FAKE_NVML_FAIL: '%s' is not name[@gpu][#call]=code", item);
             break;
         }
         *eq = '\0';
         f->gpu = -1;
+        f->nth = 0;
+        f->calls = 0;
+        char *hash = strchr(item, '#');
+        if (hash) {
+            *hash = '\0';
+            if (parse_uint(hash + 1, &f->nth) < 0 || f->nth == 0) {
+                r = error_set(err, -EINVAL,
+                              "FAKE_NVML_FAIL: '#%s' is not a call number (1, 2, ...)", hash + 1);
+                break;
+            }
+        }
         at = strchr(item, '@');
         if (at) {
             *at = '\0';
@@ -103,12 +116,16 @@ static int faults_parse(const char *spec, struct error *err)
 
 bool fake_fault(const char *fn, int gpu, nvmlReturn_t *rc)
 {
-    for (size_t i = 0; i < ctx.n_faults; i++)
-        if (strcmp(ctx.faults[i].fn, fn) == 0 &&
-            (ctx.faults[i].gpu < 0 || ctx.faults[i].gpu == gpu)) {
-            *rc = ctx.faults[i].rc;
-            return true;
-        }
+    for (size_t i = 0; i < ctx.n_faults; i++) {
+        struct fault *f = &ctx.faults[i];
+        if (strcmp(f->fn, fn) != 0 || (f->gpu >= 0 && f->gpu != gpu))
+            continue;
+        f->calls++;
+        if (f->nth && f->calls != f->nth)
+            continue; /* a one-shot failure: the Nth matching call only */
+        *rc = f->rc;
+        return true;
+    }
     return false;
 }
 

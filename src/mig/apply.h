@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* apply.h: a mig-parted config set applied to this node through NVML (library
+ * gs_mig_apply, over gpu/): per GPU a plan (planned placements, what changes), then an apply
+ * that touches only the GPUs that change, with explicit placements, and restores a GPU's
+ * previous state when anything fails on it. */
+#ifndef GS_MIG_APPLY_H
+#define GS_MIG_APPLY_H
+
+#include "gpu/gpu.h"
+#include "mig/config.h"
+
+#define MIG_NODE_MAX_GPUS 64
+
+struct mig_gpu_plan {
+    unsigned index;
+    bool selected; /* an entry of the config decides this GPU (and it can do MIG) */
+    const struct mig_gpu_model *model;
+    bool enable;
+    unsigned counts[32];      /* wanted, per model->profiles index */
+    struct mig_layout layout; /* planned placements (enable) */
+    bool change_mode, change_layout;
+    struct gpu_mig_state cur; /* read before anything changed: the checkpoint */
+};
+
+struct mig_node {
+    struct mig_gpu_plan gpus[MIG_NODE_MAX_GPUS];
+    size_t n;
+};
+
+/* Reads every GPU and plans set on it. An invalid layout for any GPU is an error naming the
+ * GPU and the planner's explanation; nothing is changed. set NULL: only read. */
+int mig_node_plan(struct gpu_nvml *nvml, const struct mig_config_set *set, bool mode_only,
+                  struct mig_node *ret, struct error *err);
+/* Nothing to change on any selected GPU (mig-parted's assert, with mode_only its -m). */
+bool mig_node_applied(const struct mig_node *node, bool mode_only);
+/* Applies p (no-op when it changes nothing). On failure the GPU gets p->cur back and err
+ * says what failed and whether the restore worked. -EINPROGRESS: the mode change waits for
+ * a GPU reset. */
+int mig_apply_gpu(struct gpu_nvml *nvml, const struct mig_gpu_plan *p, bool mode_only,
+                  const struct gpu_mig_ops *ops, struct error *err);
+
+#endif
