@@ -586,6 +586,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     daemon__labels_start(&d);
     daemon__labels_update(&d);
     daemon__metrics_start(&d);
+    r = daemon__mig_start(&d, err);
+    if (r < 0)
+        goto out;
 
     for (;;) {
         /* The handler table: every fd the loop waits on and what handles it, in the order
@@ -601,6 +604,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             {d.retire_fd, daemon__on_retire_timer},
             {daemon__metrics_fd(&d), daemon__metrics_on_ping},
             {d.recovery_fd, daemon__on_recovery_timer},
+            {daemon__mig_watch_fd(&d), daemon__mig_on_label},
+            {daemon__mig_timer_fd(&d), daemon__mig_on_timer},
+            {daemon__mig_done_fd(&d), daemon__mig_on_done},
         };
         struct pollfd pfd[GS_ARRAY_SIZE(fds)];
 
@@ -621,6 +627,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     }
     r = 0;
 out:
+    daemon__mig_stop(&d);
     daemon__recovery_release(&d);
     daemon__metrics_stop(&d);
     daemon__labels_stop(&d);

@@ -18,6 +18,7 @@
 #define DAEMON_DEFAULT_INVENTORY_INTERVAL_MS 30000
 #define DAEMON_DEFAULT_RETIRE_CHECK_MS 5000
 #define DAEMON_DEFAULT_HEALTH_RECOVERY_MS (5 * 60 * 1000)
+#define DAEMON_DEFAULT_MIG_DRAIN_TIMEOUT_MS (5 * 60 * 1000)
 #define DAEMON_DEFAULT_NODE_LABEL "nvidia.com/device-plugin.config"
 #define DAEMON_DEFAULT_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
 /* Config file events are applied this long after the first one (kubelet's ConfigMap swap is
@@ -65,6 +66,8 @@ struct daemon_options {
     const char *metrics_address;      /* --metrics-address / GPUSLICE_METRICS_ADDRESS */
     int64_t health_recovery_ms;       /* --health-recovery-after, 0 = never (NVIDIA's) */
     const char *cdi_spec_dir;         /* --cdi-spec-dir / CDI_SPEC_DIR; NULL: /var/run/cdi */
+    const char *mig_config_file;      /* --mig-config-file / MIG_CONFIG_FILE; NULL: off */
+    int64_t mig_drain_timeout_ms;     /* --mig-drain-timeout, default 5m */
     const char *proc_root;            /* GPUSLICE_PROC_ROOT: the driver's /proc (tests) */
     enum log_level log_level;
     enum log_format log_format;

@@ -26,6 +26,7 @@ struct daemon__health_msg {
 struct daemon__health;
 struct daemon__kube;
 struct daemon__labels;
+struct daemon__mig;
 struct metrics_server;
 
 /* One served resource: its plugin and registration state. */
@@ -95,6 +96,7 @@ struct daemon {
     struct daemon__labels *labels;  /* labels.c; NULL with --labels=off */
     struct metrics_server *metrics; /* metrics.c; NULL without --metrics-address */
     char *cdi_json;                 /* cdi.c: the spec last written (owned), NULL: none */
+    struct daemon__mig *mig;        /* mig.c; NULL without --mig-config-file */
 };
 
 /* ---- daemon.c ---------------------------------------------------------------------------- */
@@ -146,6 +148,26 @@ int daemon__kube_fd(const struct daemon__kube *k);
 void daemon__kube_on_event(struct daemon *d);
 /* Records a Warning Event on the node when a client exists (errors logged at debug). */
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message);
+/* Queues a merge patch of one label of this node (value NULL or "": remove it), sent by the
+ * same thread as Events. */
+void daemon__kube_set_label(struct daemon *d, const char *key, const char *value);
+/* The API client (NULL without one), for features that watch more of the node. */
+struct kube_client;
+struct kube_client *daemon__kube_client(struct daemon *d);
+
+/* ---- mig.c ------------------------------------------------------------------------------- */
+
+/* --mig-config-file: watches nvidia.com/mig.config and applies the named layout. */
+int daemon__mig_start(struct daemon *d, struct error *err);
+void daemon__mig_stop(struct daemon *d);
+int daemon__mig_watch_fd(const struct daemon *d);
+int daemon__mig_timer_fd(const struct daemon *d);
+int daemon__mig_done_fd(const struct daemon *d);
+void daemon__mig_on_label(struct daemon *d);
+void daemon__mig_on_timer(struct daemon *d);
+void daemon__mig_on_done(struct daemon *d);
+/* Marks the devices of GPUs waiting for a new MIG layout Unhealthy in m. */
+void daemon__mig_health_marks(const struct daemon *d, struct model *m);
 
 /* ---- cdi.c ------------------------------------------------------------------------------- */
 

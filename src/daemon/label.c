@@ -24,6 +24,7 @@
 #define KUBE_EVENT_QUEUE 32
 
 struct kube_event_item {
+    bool label; /* a label patch of this node: reason is the key, message the value */
     char reason[64];
     char message[1024];
 };
@@ -40,7 +41,25 @@ struct daemon__kube {
     size_t head, n; /* ring */
     bool stop;
     unsigned long long dropped;
+    char *node;
 };
+
+/* Merge-patches one label of this node (value "" removes it). */
+static int patch_label(struct daemon__kube *k, const char *key, const char *value,
+                       struct error *err)
+{
+    struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
+    int r = strbuf_printf(&path, "/api/v1/nodes/%s", k->node);
+    if (r == 0)
+        r = *value ? strbuf_printf(&body, "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", key, value)
+                   : strbuf_printf(&body, "{\"metadata\":{\"labels\":{\"%s\":null}}}", key);
+    if (r == 0)
+        r = kube_request(k->client, "PATCH", strbuf_str(&path), strbuf_str(&body),
+                         "application/merge-patch+json", NULL, err);
+    strbuf_release(&path);
+    strbuf_release(&body);
+    return r;
+}
 
 static void *event_poster(void *arg)
 {
@@ -59,8 +78,12 @@ static void *event_poster(void *arg)
         k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
         k->n--;
         pthread_mutex_unlock(&k->lock);
-        if (kube_event_post(k->client, NULL, "Warning", it.reason, it.message, &err) < 0)
+        if (it.label) {
+            if (patch_label(k, it.reason, it.message, &err) < 0)
+                log_warn("setting node label %s=%s: %s", it.reason, it.message, err.msg);
+        } else if (kube_event_post(k->client, NULL, "Warning", it.reason, it.message, &err) < 0) {
             log_debug("posting Event %s: %s", it.reason, err.msg);
+        }
         pthread_mutex_lock(&k->lock);
     }
     pthread_mutex_unlock(&k->lock);
@@ -129,6 +152,7 @@ void daemon__kube_start(struct daemon *d)
     k->poster_started = pthread_create(&k->poster, NULL, event_poster, k) == 0;
     if (!k->poster_started)
         log_warn("cannot start the Event thread: Events will not be posted");
+    k->node = str_dup(d->o->node_name);
     d->kube = k;
     if (d->o->config_name) {
         log_info("--config-name %s wins over the node label %s", d->o->config_name,
@@ -164,6 +188,7 @@ void daemon__kube_stop(struct daemon *d)
     pthread_mutex_destroy(&d->kube->lock);
     pthread_cond_destroy(&d->kube->cond);
     kube_client_free(d->kube->client);
+    free(d->kube->node);
     free(d->kube);
     d->kube = NULL;
     free(d->label_value);
@@ -220,7 +245,7 @@ void daemon__kube_on_event(struct daemon *d)
     daemon__apply(d, DAEMON_RELOAD_CONFIG, "node label");
 }
 
-void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
+static void enqueue(struct daemon *d, bool label, const char *reason, const char *message)
 {
     struct daemon__kube *k = d->kube;
     struct kube_event_item *it;
@@ -234,11 +259,27 @@ void daemon__kube_event(struct daemon *d, const char *reason, const char *messag
         k->dropped++;
     }
     it = &k->queue[(k->head + k->n) % KUBE_EVENT_QUEUE];
+    it->label = label;
     str_copy(it->reason, reason, sizeof(it->reason));
     str_copy(it->message, message, sizeof(it->message));
     k->n++;
     pthread_cond_signal(&k->cond);
     pthread_mutex_unlock(&k->lock);
+}
+
+void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
+{
+    enqueue(d, false, reason, message);
+}
+
+void daemon__kube_set_label(struct daemon *d, const char *key, const char *value)
+{
+    enqueue(d, true, key, value ? value : "");
+}
+
+struct kube_client *daemon__kube_client(struct daemon *d)
+{
+    return d->kube ? d->kube->client : NULL;
 }
 
 #else /* !GS_HAVE_KUBE */
@@ -271,6 +312,19 @@ void daemon__kube_event(struct daemon *d, const char *reason, const char *messag
     (void)d;
     (void)reason;
     (void)message;
+}
+
+void daemon__kube_set_label(struct daemon *d, const char *key, const char *value)
+{
+    (void)d;
+    (void)key;
+    (void)value;
+}
+
+struct kube_client *daemon__kube_client(struct daemon *d)
+{
+    (void)d;
+    return NULL;
 }
 
 #endif

@@ -31,6 +31,11 @@ static const char usage_text[] =
     "                                GPUSLICE_HEALTH_RECOVERY_AFTER; default 5m, 0: never)\n"
     "      --cdi-spec-dir DIR        where the CDI spec goes with a cdi-* device list\n"
     "                                strategy (env CDI_SPEC_DIR; default /var/run/cdi)\n"
+    "      --mig-config-file P       a mig-parted config (file or ConfigMap directory):\n"
+    "                                apply the layout the node label nvidia.com/mig.config\n"
+    "                                names, live (env MIG_CONFIG_FILE; docs/mig.md)\n"
+    "      --mig-drain-timeout D     how long a changing GPU may stay held by pods before\n"
+    "                                the change fails (env MIG_DRAIN_TIMEOUT; default 5m)\n"
     "      --metrics-address H:P     serve /metrics, /healthz, /readyz on HOST:PORT, e.g.\n"
     "                                :9400 (env GPUSLICE_METRICS_ADDRESS; default off)\n"
     "      --labels MODE             label the node from what is served: off (default),\n"
@@ -90,6 +95,8 @@ enum own_flag {
     OWN_METRICS_ADDRESS,
     OWN_HEALTH_RECOVERY,
     OWN_CDI_SPEC_DIR,
+    OWN_MIG_CONFIG_FILE,
+    OWN_MIG_DRAIN_TIMEOUT,
 };
 
 static const struct {
@@ -115,6 +122,8 @@ static const struct {
     {"metrics-address", OWN_METRICS_ADDRESS},
     {"health-recovery-after", OWN_HEALTH_RECOVERY},
     {"cdi-spec-dir", OWN_CDI_SPEC_DIR},
+    {"mig-config-file", OWN_MIG_CONFIG_FILE},
+    {"mig-drain-timeout", OWN_MIG_DRAIN_TIMEOUT},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -228,6 +237,13 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_CDI_SPEC_DIR:
         o->cdi_spec_dir = *v ? v : NULL;
         break;
+    case OWN_MIG_CONFIG_FILE:
+        o->mig_config_file = *v ? v : NULL;
+        break;
+    case OWN_MIG_DRAIN_TIMEOUT:
+        if (parse_interval(flag, v, &o->mig_drain_timeout_ms, err) < 0)
+            return -EINVAL;
+        break;
     }
     return 0;
 }
@@ -298,6 +314,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     o->inventory_interval_ms = DAEMON_DEFAULT_INVENTORY_INTERVAL_MS;
     o->retire_check_ms = DAEMON_DEFAULT_RETIRE_CHECK_MS;
     o->health_recovery_ms = DAEMON_DEFAULT_HEALTH_RECOVERY_MS;
+    o->mig_drain_timeout_ms = DAEMON_DEFAULT_MIG_DRAIN_TIMEOUT_MS;
     o->fallbacks[0] = CFG_FALLBACK_NAMED;
     o->fallbacks[1] = CFG_FALLBACK_SINGLE;
     o->fallbacks[2] = CFG_FALLBACK_EMPTY;
@@ -324,6 +341,8 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"GPUSLICE_METRICS_ADDRESS", OWN_METRICS_ADDRESS},
             {"GPUSLICE_HEALTH_RECOVERY_AFTER", OWN_HEALTH_RECOVERY},
             {"CDI_SPEC_DIR", OWN_CDI_SPEC_DIR},
+            {"MIG_CONFIG_FILE", OWN_MIG_CONFIG_FILE},
+            {"MIG_DRAIN_TIMEOUT", OWN_MIG_DRAIN_TIMEOUT},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);

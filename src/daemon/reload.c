@@ -375,6 +375,7 @@ static void apply_health_marks(const struct daemon *d, struct model *m)
     for (size_t i = 0; d->all_unhealthy && i < m->n_resources; i++)
         for (size_t j = 0; j < m->resources[i].n_devices; j++)
             m->resources[i].devices[j].healthy = false;
+    daemon__mig_health_marks(d, m);
 }
 
 /* ---- retiring devices held by pods ---------------------------------------------------------- */

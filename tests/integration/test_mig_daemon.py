@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# test_mig_daemon.py: MIG layouts from the node label in the agent (issue 11 §3), with the
+# daemon, kubelet-sim and fake_apiserver.py: nvidia.com/mig.config=all-1g.10gb on an A100
+# node serving whole GPUs -> state pending -> success, 7 nvidia.com/mig-1g.10gb per GPU
+# served by the same process; a pod holding GPU 1 keeps GPU 1 untouched until it is
+# released while GPU 0 is already repartitioned; a drain timeout -> failed with the old
+# layout served and healthy; an unknown or impossible layout -> failed with an Event and
+# nothing changed.
+# Usage: test_mig_daemon.py SOURCE_DIR BUILD_DIR
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_apiserver import FakeApiServer  # noqa: E402
+from test_reload_label import control  # noqa: E402
+from test_reload_live import GPU, ReloadCase, wait_for  # noqa: E402
+
+SRC = os.path.abspath(sys.argv[1])
+NODE = "gpu-node-1"
+MIG_LABEL = "nvidia.com/mig.config"
+STATE = MIG_STATE = "nvidia.com/mig.config.state"
+ONE_G = "nvidia.com/mig-1g.10gb"
+DEFAULT = os.path.join(SRC, "examples/mig/config-default.yaml")
+
+
+class MigDaemon(ReloadCase):
+    def setUp(self):
+        super().setUp()
+        for k in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+            os.environ.pop(k, None)
+        self.api = FakeApiServer([NODE])
+        self.addCleanup(self.api.down)
+        self.machine = os.path.join(self.root, "a100")
+        with open(self.machine + ".yaml", "w") as f:
+            f.write('driver: "570.158.01"\ncuda: 12080\ngpus:\n'
+                    '  - model: NVIDIA A100-SXM4-80GB\n    count: 2\n')
+
+    def set_label(self, key, value):
+        control(self.api.control_port, "POST", "/_test/label?key=%s&value=%s" % (key, value))
+
+    def labels(self):
+        return control(self.api.control_port, "GET", "/_test/node?node=" + NODE)["metadata"][
+            "labels"]
+
+    def events(self):
+        return control(self.api.control_port, "GET", "/_test/events")["items"]
+
+    def start(self, args=()):
+        return self.node(self.machine, ["--kube-api-server", "http://127.0.0.1:%d" % self.api.port,
+                                        "--mig-strategy", "mixed", "--mig-config-file", DEFAULT]
+                         + list(args), env={"NODE_NAME": NODE})
+
+    def wait_state(self, want, timeout=10):
+        wait_for(lambda: self.labels().get(STATE) == want, timeout, "%s=%s" % (STATE, want))
+
+    def test_label_repartitions_live(self):
+        n = self.start()
+        self.wait_capacity(n, 2, 10)
+        pid = n.daemon.pid
+        t0 = time.monotonic()
+        self.set_label(MIG_LABEL, "all-1g.10gb")
+        self.wait_capacity(n, 14, 10, ONE_G)
+        took = time.monotonic() - t0
+        self.wait_state("success")
+        self.assertEqual(n.daemon.pid, pid)
+        # whole GPUs are gone: the kubelet keeps the stopped resource's capacity for its
+        # grace period, with nothing allocatable
+        self.assertEqual(self.caps(n).get(GPU, {}).get("allocatable", 0), 0)
+        self.assertIn("MIG: nvidia.com/mig.config.state=pending", self.log_text(n))
+        # the same value again: already applied, nothing touched
+        self.set_label(MIG_LABEL, "all-1g.10gb")
+        print("label -> 14 x 1g.10gb served in %.0f ms" % (took * 1e3), file=sys.stderr)
+
+    def test_pod_holds_one_gpu_other_goes_first(self):
+        n = self.start()
+        self.wait_capacity(n, 2, 10)
+        pod = n.sim.must("admit holder %s=1" % GPU)["pod"]
+        held = pod["devices"][GPU][0]
+        self.set_label(MIG_LABEL, "all-1g.10gb")
+        # the free GPU is repartitioned; the held one waits, Unhealthy for new pods
+        self.wait_capacity(n, 7, 10, ONE_G)
+        self.wait_state("pending")
+        caps = self.caps(n)
+        self.assertEqual(caps[GPU]["capacity"], 1)
+        self.assertEqual(caps[GPU]["allocatable"], 0)
+        devs = n.sim.must("devices " + GPU)["devices"]
+        self.assertEqual([d["id"] for d in devs], [held])
+        n.sim.must("delete holder")
+        self.wait_capacity(n, 14, 10, ONE_G)
+        self.wait_state("success")
+
+    def test_drain_timeout_keeps_old_layout(self):
+        n = self.start(["--mig-drain-timeout", "1s"])
+        self.wait_capacity(n, 2, 10)
+        n.sim.must("admit a %s=1" % GPU)
+        n.sim.must("admit b %s=1" % GPU)
+        self.set_label(MIG_LABEL, "all-3g.40gb")
+        self.wait_state("failed", 10)
+        self.wait_capacity(n, 2, 10)  # whole GPUs again, healthy
+        self.assertNotIn("nvidia.com/mig-3g.40gb", self.caps(n))
+        wait_for(lambda: [e for e in self.events() if e.get("reason") == "MigConfigFailed"], 5,
+                 "a MigConfigFailed Event")
+        self.assertIn("still held by pods", self.log_text(n))
+
+    def test_unknown_or_impossible_layout_fails_and_changes_nothing(self):
+        cfg = os.path.join(self.root, "mig.yaml")
+        with open(cfg, "w") as f:
+            f.write('version: v1\nmig-configs:\n  too-big:\n    - devices: all\n'
+                    '      mig-enabled: true\n      mig-devices: {"3g.40gb": 3}\n')
+        n = self.start(["--mig-config-file", cfg])
+        self.wait_capacity(n, 2, 10)
+        self.set_label(MIG_LABEL, "no-such-layout")
+        self.wait_state("failed")
+        wait_for(lambda: [e for e in self.events() if e.get("reason") == "MigConfigInvalid"], 5,
+                 "a MigConfigInvalid Event")
+        self.assertIn("has no MIG config 'no-such-layout'; it has too-big", self.log_text(n))
+        self.set_label(MIG_STATE, "")
+        self.set_label(MIG_LABEL, "too-big")
+        wait_for(lambda: "3g.40gb: 3 wanted, at most 2 fit" in self.log_text(n), 10,
+                 "the planner's reason in the log")
+        self.wait_state("failed")
+        self.wait_capacity(n, 2, 10)  # whole GPUs still served, healthy
+        self.assertIsNone(n.daemon.poll())
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
