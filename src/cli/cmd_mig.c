@@ -821,7 +821,9 @@ static json_t *plan_one(const struct mig_gpu_model *m, const unsigned *counts, b
     if (!json)
         fprintf(f, "%s: %s\n", who, m->name);
     if (r == 0) {
-        json_object_update(o, layout_json(m, &l));
+        json_t *lj = layout_json(m, &l);
+        json_object_update(o, lj);
+        json_decref(lj);
         if (!json)
             layout_text(m, &l, f);
     } else {
@@ -857,7 +859,9 @@ static json_t *current_one(const struct mig_gpu_plan *p, bool json, FILE *f)
     }
     json_t *o = json_pack("{s:s,s:s,s:b}", "gpu", who, "model", p->model->name, "mig_enabled",
                           p->cur.enabled);
-    json_object_update(o, layout_json(p->model, &l));
+    json_t *lj = layout_json(p->model, &l);
+    json_object_update(o, lj);
+    json_decref(lj);
     if (!json) {
         fprintf(f, "%s: %s, MIG %s\n", who, p->model->name, p->cur.enabled ? "on" : "off");
         if (p->cur.enabled)
