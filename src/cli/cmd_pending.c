@@ -22,5 +22,4 @@ static int pending(int argc, char **argv, const char *what)
         return pending(argc, argv, what);                                                          \
     }
 
-GS_PENDING(cmd_mps_control_daemon, "the MPS control daemon")
 GS_PENDING(cmd_top, "gpuslice top")

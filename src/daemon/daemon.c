@@ -579,6 +579,12 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     r = daemon__cdi_update(&d, d.snap, d.cfg, true, err);
     if (r < 0)
         goto out;
+    /* MPS resources are served once their control daemons run */
+    r = daemon__mps_update(&d, d.snap, err);
+    if (r == 0)
+        r = daemon__mps_wait_external(&d, d.sfd, err);
+    if (r < 0)
+        goto out;
     r = daemon_start_plugins(&d, err);
     if (r < 0)
         goto out;
@@ -607,6 +613,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             {daemon__mig_watch_fd(&d), daemon__mig_on_label},
             {daemon__mig_timer_fd(&d), daemon__mig_on_timer},
             {daemon__mig_done_fd(&d), daemon__mig_on_done},
+            {daemon__mps_fd(&d), daemon__mps_on_event},
         };
         struct pollfd pfd[GS_ARRAY_SIZE(fds)];
 
@@ -628,6 +635,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     r = 0;
 out:
     daemon__mig_stop(&d);
+    daemon__mps_stop(&d);
     daemon__recovery_release(&d);
     daemon__metrics_stop(&d);
     daemon__labels_stop(&d);

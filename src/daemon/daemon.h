@@ -19,6 +19,10 @@
 #define DAEMON_DEFAULT_RETIRE_CHECK_MS 5000
 #define DAEMON_DEFAULT_HEALTH_RECOVERY_MS (5 * 60 * 1000)
 #define DAEMON_DEFAULT_MIG_DRAIN_TIMEOUT_MS (5 * 60 * 1000)
+#define DAEMON_DEFAULT_MPS_PROBE_MS 10000
+
+/* Who runs the MPS control daemons: another container (NVIDIA's chart), or this process. */
+enum daemon_mps_control { DAEMON_MPS_EXTERNAL = 0, DAEMON_MPS_INTERNAL };
 #define DAEMON_DEFAULT_NODE_LABEL "nvidia.com/device-plugin.config"
 #define DAEMON_DEFAULT_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
 /* Config file events are applied this long after the first one (kubelet's ConfigMap swap is
@@ -55,20 +59,23 @@ struct daemon_options {
     const char *plugin_dir;           /* --device-plugin-dir, default DAEMON_DEFAULT_PLUGIN_DIR */
     const char *kubelet_socket; /* --kubelet-socket / KUBELET_SOCKET; NULL = <dir>/kubelet.sock,
                                  * "" = do not register */
-    const char *disable_healthchecks; /* DP_DISABLE_HEALTHCHECKS */
-    const char *enable_healthchecks;  /* DP_ENABLE_HEALTHCHECKS */
-    struct gpu_nvml_options nvml;     /* --nvml-library, --driver-root, ... */
-    bool keep_serving_valid;          /* --keep-serving-valid */
-    enum daemon_labels_mode labels;   /* --labels / GPUSLICE_LABELS */
-    const char *labels_output_file;   /* --labels-output-file / GFD_OUTPUT_FILE (nfd-file) */
-    const char *labels_namespace;     /* NodeFeature namespace: NAMESPACE, else "default" */
-    const char *pod_name;             /* POD_NAME: owner of the NodeFeature */
-    const char *metrics_address;      /* --metrics-address / GPUSLICE_METRICS_ADDRESS */
-    int64_t health_recovery_ms;       /* --health-recovery-after, 0 = never (NVIDIA's) */
-    const char *cdi_spec_dir;         /* --cdi-spec-dir / CDI_SPEC_DIR; NULL: /var/run/cdi */
-    const char *mig_config_file;      /* --mig-config-file / MIG_CONFIG_FILE; NULL: off */
-    int64_t mig_drain_timeout_ms;     /* --mig-drain-timeout, default 5m */
-    const char *proc_root;            /* GPUSLICE_PROC_ROOT: the driver's /proc (tests) */
+    const char *disable_healthchecks;    /* DP_DISABLE_HEALTHCHECKS */
+    const char *enable_healthchecks;     /* DP_ENABLE_HEALTHCHECKS */
+    struct gpu_nvml_options nvml;        /* --nvml-library, --driver-root, ... */
+    bool keep_serving_valid;             /* --keep-serving-valid */
+    enum daemon_labels_mode labels;      /* --labels / GPUSLICE_LABELS */
+    const char *labels_output_file;      /* --labels-output-file / GFD_OUTPUT_FILE (nfd-file) */
+    const char *labels_namespace;        /* NodeFeature namespace: NAMESPACE, else "default" */
+    const char *pod_name;                /* POD_NAME: owner of the NodeFeature */
+    const char *metrics_address;         /* --metrics-address / GPUSLICE_METRICS_ADDRESS */
+    int64_t health_recovery_ms;          /* --health-recovery-after, 0 = never (NVIDIA's) */
+    const char *cdi_spec_dir;            /* --cdi-spec-dir / CDI_SPEC_DIR; NULL: /var/run/cdi */
+    const char *mig_config_file;         /* --mig-config-file / MIG_CONFIG_FILE; NULL: off */
+    enum daemon_mps_control mps_control; /* --mps-control / GPUSLICE_MPS_CONTROL_MODE */
+    const char *mps_control_binary;      /* --mps-control-binary / GPUSLICE_MPS_CONTROL */
+    int64_t mps_probe_interval_ms;       /* --mps-probe-interval, default 10s, 0: off */
+    int64_t mig_drain_timeout_ms;        /* --mig-drain-timeout, default 5m */
+    const char *proc_root;               /* GPUSLICE_PROC_ROOT: the driver's /proc (tests) */
     enum log_level log_level;
     enum log_format log_format;
     bool help;
@@ -109,5 +116,11 @@ bool daemon_xid_is_critical(const struct daemon_xid_policy *p, unsigned long lon
 /* Runs until SIGTERM/SIGINT/SIGQUIT (returns 0) or a startup error (negative errno, err
  * says what failed). Blocks those signals and SIGHUP in the calling thread. */
 int daemon_run(const struct daemon_options *o, struct error *err);
+
+/* The MPS control daemons a model needs: one per MPS resource, with its GPUs (device index
+ * order) and NVIDIA's limits. Shared with `gpuslice mps-control-daemon`. */
+struct mps_daemon_spec;
+struct model;
+size_t daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, size_t max);
 
 #endif

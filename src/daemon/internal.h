@@ -27,6 +27,7 @@ struct daemon__health;
 struct daemon__kube;
 struct daemon__labels;
 struct daemon__mig;
+struct daemon__mps;
 struct metrics_server;
 
 /* One served resource: its plugin and registration state. */
@@ -97,6 +98,7 @@ struct daemon {
     struct metrics_server *metrics; /* metrics.c; NULL without --metrics-address */
     char *cdi_json;                 /* cdi.c: the spec last written (owned), NULL: none */
     struct daemon__mig *mig;        /* mig.c; NULL without --mig-config-file */
+    struct daemon__mps *mps;        /* mps.c; NULL unless internal MPS daemons run */
 };
 
 /* ---- daemon.c ---------------------------------------------------------------------------- */
@@ -168,6 +170,19 @@ void daemon__mig_on_timer(struct daemon *d);
 void daemon__mig_on_done(struct daemon *d);
 /* Marks the devices of GPUs waiting for a new MIG layout Unhealthy in m. */
 void daemon__mig_health_marks(const struct daemon *d, struct model *m);
+
+/* ---- mps.c ------------------------------------------------------------------------------- */
+
+/* --mps-control=internal: the control daemons snap's MPS resources need (started, stopped,
+ * restarted as the model changes). */
+int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err);
+void daemon__mps_health_marks(const struct daemon *d, struct model *m);
+int daemon__mps_fd(const struct daemon *d);
+void daemon__mps_on_event(struct daemon *d);
+void daemon__mps_stop(struct daemon *d);
+/* --mps-control=external: waits (inotify, signals on sfd end it) for <mps root>/.ready when
+ * MPS resources are configured. */
+int daemon__mps_wait_external(struct daemon *d, int sfd, struct error *err);
 
 /* ---- cdi.c ------------------------------------------------------------------------------- */
 

@@ -36,6 +36,11 @@ static const char usage_text[] =
     "                                names, live (env MIG_CONFIG_FILE; docs/mig.md)\n"
     "      --mig-drain-timeout D     how long a changing GPU may stay held by pods before\n"
     "                                the change fails (env MIG_DRAIN_TIMEOUT; default 5m)\n"
+    "      --mps-control MODE        who runs the MPS control daemons: external (default,\n"
+    "                                NVIDIA's mps-control-daemon container; we wait for its\n"
+    "                                .ready) or internal (this process, supervised)\n"
+    "                                (env GPUSLICE_MPS_CONTROL_MODE; docs/mps.md)\n"
+    "      --mps-control-binary P    nvidia-cuda-mps-control to run (env GPUSLICE_MPS_CONTROL)\n"
     "      --metrics-address H:P     serve /metrics, /healthz, /readyz on HOST:PORT, e.g.\n"
     "                                :9400 (env GPUSLICE_METRICS_ADDRESS; default off)\n"
     "      --labels MODE             label the node from what is served: off (default),\n"
@@ -97,6 +102,9 @@ enum own_flag {
     OWN_CDI_SPEC_DIR,
     OWN_MIG_CONFIG_FILE,
     OWN_MIG_DRAIN_TIMEOUT,
+    OWN_MPS_CONTROL,
+    OWN_MPS_CONTROL_BINARY,
+    OWN_MPS_PROBE_INTERVAL,
 };
 
 static const struct {
@@ -124,6 +132,9 @@ static const struct {
     {"cdi-spec-dir", OWN_CDI_SPEC_DIR},
     {"mig-config-file", OWN_MIG_CONFIG_FILE},
     {"mig-drain-timeout", OWN_MIG_DRAIN_TIMEOUT},
+    {"mps-control", OWN_MPS_CONTROL},
+    {"mps-control-binary", OWN_MPS_CONTROL_BINARY},
+    {"mps-probe-interval", OWN_MPS_PROBE_INTERVAL},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -240,6 +251,19 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_MIG_CONFIG_FILE:
         o->mig_config_file = *v ? v : NULL;
         break;
+    case OWN_MPS_CONTROL:
+        if (strcmp(v, "internal") == 0)
+            o->mps_control = DAEMON_MPS_INTERNAL;
+        else if (strcmp(v, "external") == 0)
+            o->mps_control = DAEMON_MPS_EXTERNAL;
+        else
+            return error_set(err, -EINVAL, "%s must be internal or external, not '%s'", flag, v);
+        break;
+    case OWN_MPS_CONTROL_BINARY:
+        o->mps_control_binary = *v ? v : NULL;
+        break;
+    case OWN_MPS_PROBE_INTERVAL:
+        return parse_interval(flag, v, &o->mps_probe_interval_ms, err);
     case OWN_MIG_DRAIN_TIMEOUT:
         if (parse_interval(flag, v, &o->mig_drain_timeout_ms, err) < 0)
             return -EINVAL;
@@ -315,6 +339,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     o->retire_check_ms = DAEMON_DEFAULT_RETIRE_CHECK_MS;
     o->health_recovery_ms = DAEMON_DEFAULT_HEALTH_RECOVERY_MS;
     o->mig_drain_timeout_ms = DAEMON_DEFAULT_MIG_DRAIN_TIMEOUT_MS;
+    o->mps_probe_interval_ms = DAEMON_DEFAULT_MPS_PROBE_MS;
     o->fallbacks[0] = CFG_FALLBACK_NAMED;
     o->fallbacks[1] = CFG_FALLBACK_SINGLE;
     o->fallbacks[2] = CFG_FALLBACK_EMPTY;
@@ -343,6 +368,9 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"CDI_SPEC_DIR", OWN_CDI_SPEC_DIR},
             {"MIG_CONFIG_FILE", OWN_MIG_CONFIG_FILE},
             {"MIG_DRAIN_TIMEOUT", OWN_MIG_DRAIN_TIMEOUT},
+            {"GPUSLICE_MPS_CONTROL_MODE", OWN_MPS_CONTROL},
+            {"GPUSLICE_MPS_CONTROL", OWN_MPS_CONTROL_BINARY},
+            {"GPUSLICE_MPS_PROBE_INTERVAL", OWN_MPS_PROBE_INTERVAL},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);

@@ -376,6 +376,7 @@ static void apply_health_marks(const struct daemon *d, struct model *m)
         for (size_t j = 0; j < m->resources[i].n_devices; j++)
             m->resources[i].devices[j].healthy = false;
     daemon__mig_health_marks(d, m);
+    daemon__mps_health_marks(d, m);
 }
 
 /* ---- retiring devices held by pods ---------------------------------------------------------- */
@@ -650,6 +651,8 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     }
     /* the names a new snapshot serves must resolve before it is served */
     (void)daemon__cdi_update(d, snap, cfg ? cfg : d->cfg, false, &err);
+    if (daemon__mps_update(d, snap, &err) < 0) /* MPS daemons for the new resources */
+        log_error("%s: %s", why, err.msg);
     swap_snapshot(d, snap, what, why);
     if (inv_changed)
         d->health = daemon__health_start(d->o, &d->xid, d->snap);

@@ -193,6 +193,10 @@ int gpu_mig_clear(struct gpu_nvml *nvml, unsigned index, const struct gpu_mig_st
 int gpu_mig_create(struct gpu_nvml *nvml, unsigned index, unsigned gi_profile_id, unsigned start,
                    unsigned size, unsigned compute_slices, const struct gpu_mig_ops *ops,
                    struct error *err);
+/* Compute mode EXCLUSIVE_PROCESS (the MPS control daemon's) or DEFAULT on GPU uuid;
+ * *ret_was_exclusive (may be NULL) says what it was. */
+int gpu_compute_mode_set(struct gpu_nvml *nvml, const char *uuid, bool exclusive_process,
+                         bool *ret_was_exclusive, struct error *err);
 /* Puts GPU want->index back in state want: mode, then its instances at their placements. */
 int gpu_mig_restore(struct gpu_nvml *nvml, const struct gpu_mig_state *want,
                     const struct gpu_mig_ops *ops, struct error *err);

@@ -363,3 +363,26 @@ int gpu_mig_restore(struct gpu_nvml *n, const struct gpu_mig_state *want,
     }
     return r;
 }
+
+/* ---- compute mode (MPS) -------------------------------------------------------------------- */
+
+int gpu_compute_mode_set(struct gpu_nvml *n, const char *uuid, bool exclusive_process,
+                         bool *ret_was_exclusive, struct error *err)
+{
+    nvmlDevice_t dev;
+    nvmlComputeMode_t cur = NVML_COMPUTEMODE_DEFAULT;
+    nvmlReturn_t rc;
+    int r = need(n, (const void *)n->nvmlDeviceSetComputeMode, "nvmlDeviceSetComputeMode", err);
+
+    if (r < 0)
+        return r;
+    rc = n->nvmlDeviceGetHandleByUUID(uuid, &dev);
+    if (rc != NVML_SUCCESS)
+        return gpu__nvml_fail(n, err, rc, "nvmlDeviceGetHandleByUUID", uuid);
+    if (n->nvmlDeviceGetComputeMode && n->nvmlDeviceGetComputeMode(dev, &cur) == NVML_SUCCESS &&
+        ret_was_exclusive)
+        *ret_was_exclusive = cur == NVML_COMPUTEMODE_EXCLUSIVE_PROCESS;
+    rc = n->nvmlDeviceSetComputeMode(dev, exclusive_process ? NVML_COMPUTEMODE_EXCLUSIVE_PROCESS
+                                                            : NVML_COMPUTEMODE_DEFAULT);
+    return rc == NVML_SUCCESS ? 0 : gpu__nvml_fail(n, err, rc, "nvmlDeviceSetComputeMode", uuid);
+}

@@ -406,6 +406,14 @@ typedef struct nvmlDeviceAttributes_st {
     unsigned long long memorySizeMB;
 } nvmlDeviceAttributes_t;
 
+/* nvmlDeviceGet/SetComputeMode */
+typedef enum nvmlComputeMode_enum {
+    NVML_COMPUTEMODE_DEFAULT = 0,
+    NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1, /* deprecated */
+    NVML_COMPUTEMODE_PROHIBITED = 2,
+    NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+} nvmlComputeMode_t;
+
 /* nvmlDeviceGetGpuFabricInfo(V): a GPU's place on an NVLink fabric (multi-node NVLink). */
 #define NVML_GPU_FABRIC_UUID_LEN 16
 typedef unsigned char nvmlGpuFabricState_t;
@@ -588,7 +596,9 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
     X(nvmlDeviceGetGpuFabricInfo, nvmlReturn_t,                                                    \
       (nvmlDevice_t device, nvmlGpuFabricInfo_t * gpuFabricInfo))                                  \
     X(nvmlDeviceGetGpuFabricInfoV, nvmlReturn_t,                                                   \
-      (nvmlDevice_t device, nvmlGpuFabricInfoV_t * gpuFabricInfo))
+      (nvmlDevice_t device, nvmlGpuFabricInfoV_t * gpuFabricInfo))                                 \
+    X(nvmlDeviceGetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t * mode))     \
+    X(nvmlDeviceSetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t mode))
 
 #define NVML_DECLARE_PROTO(name, ret, params) NVML_EXPORT ret name params;
 #define NVML_DECLARE_FN_TYPE(name, ret, params) typedef ret(*name##_fn) params;

@@ -101,6 +101,7 @@ struct fake_gpu {
     unsigned mig_current, mig_pending;
     struct fake_gi gis[FAKE_MAX_GI];
     unsigned links[NVML_NVLINK_MAX_LINKS]; /* peer GPU index, FAKE_LINK_SWITCH or _NONE */
+    unsigned compute_mode;                 /* nvmlComputeMode_t, kept in the state file like MIG */
     bool fabric; /* attached to an NVLink fabric (machine file `fabric:`) */
     unsigned char fabric_cluster[16];
     unsigned fabric_clique;

@@ -22,6 +22,8 @@ int fake_state_save(const struct fake_machine *m, const char *path, struct error
     for (size_t i = 0; r == 0 && i < m->n_gpus; i++) {
         const struct fake_gpu *g = &m->gpus[i];
         r = strbuf_printf(&sb, "gpu %u %u %u\n", g->index, g->mig_current, g->mig_pending);
+        if (r == 0 && g->compute_mode)
+            r = strbuf_printf(&sb, "cm %u %u\n", g->index, g->compute_mode);
         for (size_t j = 0; r == 0 && j < FAKE_MAX_GI; j++) {
             const struct fake_gi *gi = &g->gis[j];
             if (!gi->in_use)
@@ -65,8 +67,16 @@ static int state_line(struct fake_machine *m, const char *line, bool apply, seen
         if (apply) {
             g->mig_current = v[1];
             g->mig_pending = v[2];
+            g->compute_mode = 0; /* a "cm" line follows when it is not DEFAULT */
             fake_mig_clear(g);
         }
+        return 0;
+    }
+    if (sscanf(line, "cm %u %u", &v[0], &v[1]) == 2) {
+        if (v[0] >= m->n_gpus || v[1] > 3)
+            return -EINVAL;
+        if (apply)
+            m->gpus[v[0]].compute_mode = v[1];
         return 0;
     }
     if (sscanf(line, "gi %u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4) {

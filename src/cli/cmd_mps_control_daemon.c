@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cmd_mps_control_daemon.c: `gpuslice mps-control-daemon`, also run as `mps-control-daemon`
+ * (NVIDIA's chart's entry point): reads the same config as the plugin (--config-file /
+ * CONFIG_FILE, --mig-strategy, every plugin flag), runs and supervises one MPS control daemon
+ * per MPS resource (mps/), writes .ready, applies a new config on SIGHUP (the config-manager
+ * sidecar's signal), stops them all on SIGTERM. `mount-shm` sets up the tmpfs the daemons
+ * share with workloads at <mps root>/shm, as NVIDIA's init container does. docs/mps.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "daemon/daemon.h"
+#include "mps/mps.h"
+
+enum { OPT_BINARY = 0x1d00, OPT_PROBE };
+
+struct mpsd_args {
+    const char *binary;
+    unsigned probe_ms;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: gpuslice mps-control-daemon [mount-shm] [options]\n"
+            "       mps-control-daemon [mount-shm] [options]\n\n"
+            "Run one nvidia-cuda-mps-control per MPS resource of the config, with NVIDIA's\n"
+            "limits (pinned memory and active threads per replica), supervised: a daemon\n"
+            "that dies or hangs is restarted with its limits. <mps root>/.ready tells the\n"
+            "device plugin they run. SIGHUP re-reads the config; SIGTERM stops them.\n"
+            "mount-shm: mount the tmpfs <mps root>/shm (half the RAM) the daemons share.\n\n"
+            "Options:\n"
+            "      --config-file PATH        config (env CONFIG_FILE)\n"
+            "      --mig-strategy S          (env MIG_STRATEGY)\n"
+            "      --mps-root DIR            (env MPS_ROOT; flags.mpsRoot)\n"
+            "      --mps-control-binary P    nvidia-cuda-mps-control (env GPUSLICE_MPS_CONTROL)\n"
+            "      --nvml-library PATH       (env GPUSLICE_NVML_LIBRARY)\n"
+            "  -h, --help\n"
+            "Every device plugin flag and env var is accepted. docs/mps.md.\n");
+}
+
+static int on_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
+{
+    struct mpsd_args *x = ctx;
+    (void)a;
+    if (c == OPT_BINARY)
+        x->binary = arg;
+    else if (c == OPT_PROBE && parse_uint(arg, &x->probe_ms) < 0)
+        return cli_usage_error("mps-control-daemon", "--mps-probe-interval-ms takes a number");
+    return -1;
+}
+
+static int mount_shm(const char *root)
+{
+    struct strbuf dir = STRBUF_INIT, opts = STRBUF_INIT;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    unsigned long long half_k = pages > 0 && psize > 0
+                                    ? (unsigned long long)pages * (unsigned long long)psize / 2048
+                                    : 65536;
+    struct error err = {0};
+    int rc = CLI_EXIT_OK;
+
+    (void)strbuf_printf(&dir, "%s/shm", root);
+    (void)umount2(strbuf_str(&dir), MNT_DETACH); /* a previous mount: start clean */
+    if (path_mkdir_p(strbuf_str(&dir), 0755, &err) < 0) {
+        fprintf(stderr, "gpuslice mps-control-daemon: %s\n", err.msg);
+        rc = CLI_EXIT_FAILURE;
+    } else {
+        (void)strbuf_printf(&opts, "size=%lluk", half_k);
+        if (mount("shm", strbuf_str(&dir), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME,
+                  strbuf_str(&opts)) < 0) {
+            fprintf(stderr,
+                    "gpuslice mps-control-daemon: mounting tmpfs on %s: %s (run privileged, with "
+                    "bidirectional mount propagation on the MPS root)\n",
+                    strbuf_str(&dir), strerror(errno));
+            rc = CLI_EXIT_FAILURE;
+        }
+    }
+    strbuf_release(&dir);
+    strbuf_release(&opts);
+    return rc;
+}
+
+int cmd_mps_control_daemon(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"mps-control-binary", required_argument, NULL, OPT_BINARY},
+        {"mps-probe-interval-ms", required_argument, NULL, OPT_PROBE},
+        {NULL, 0, NULL, 0},
+    };
+    struct mpsd_args x = {.binary = getenv("GPUSLICE_MPS_CONTROL"), .probe_ms = 10000};
+    struct mps_daemon_spec *specs = calloc(32, sizeof(*specs));
+    struct mps_supervisor *sup = NULL;
+    struct gpu_nvml *nvml = NULL;
+    struct cli_node_args a;
+    struct cli_node node = {0};
+    struct error err = {0};
+    bool shm = false;
+    sigset_t mask;
+    int sfd = -1, rc;
+
+    if (!specs)
+        return CLI_EXIT_FAILURE;
+    if (argc >= 2 && strcmp(argv[1], "mount-shm") == 0) {
+        shm = true;
+        argc--;
+        argv++;
+    }
+    rc = cli_node_init(&a, "mps-control-daemon", CFG_BIN_PLUGIN);
+    if (rc >= 0) {
+        free(specs);
+        return rc;
+    }
+    rc = cli_node_parse(&a, argc, argv, opts, on_option, &x, usage);
+    if (rc >= 0)
+        goto out;
+    rc = CLI_EXIT_FAILURE;
+    if (cli_node_load(&a, false, true, &node) < 0)
+        goto out;
+    const char *root = node.model->settings.mps_root;
+    if (!root) {
+        fprintf(stderr, "gpuslice mps-control-daemon: no MPS root: set --mps-root or "
+                        "flags.mpsRoot (NVIDIA's chart: /mps)\n");
+        goto out;
+    }
+    if (shm) {
+        rc = mount_shm(root);
+        goto out;
+    }
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    signal(SIGPIPE, SIG_IGN);
+    if (gpu_nvml_open(&a.nvml, &nvml, &err) < 0)
+        log_warn("mps-control-daemon: no NVML (%s): compute modes are left as they are", err.msg);
+    struct mps_options o = {.root = root,
+                            .binary = x.binary,
+                            .nvml = nvml,
+                            .timeout_ms = MPS_DEFAULT_TIMEOUT_MS,
+                            .probe_interval_ms = x.probe_ms};
+    if (mps_supervisor_new(&o, &sup, &err) < 0) {
+        fprintf(stderr, "gpuslice mps-control-daemon: %s\n", err.msg);
+        goto out;
+    }
+    size_t n = daemon_mps_specs(node.model, specs, 32);
+    if (n == 0)
+        log_warn("mps-control-daemon: the config shares no resource with MPS: nothing to run");
+    if (mps_supervisor_set(sup, specs, n, &err) < 0)
+        log_error("mps-control-daemon: %s (retrying)", err.msg);
+    for (;;) {
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+                              {.fd = mps_supervisor_fd(sup), .events = POLLIN}};
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents) {
+            bool changed;
+            mps_supervisor_dispatch(sup, &changed);
+        }
+        if (p[0].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) != sizeof(si))
+                continue;
+            if (si.ssi_signo != SIGHUP)
+                break;
+            /* config-manager switched the config: start/stop daemons to match */
+            struct cli_node fresh = {0};
+            if (cli_node_load(&a, false, true, &fresh) == 0) {
+                n = daemon_mps_specs(fresh.model, specs, 32);
+                if (mps_supervisor_set(sup, specs, n, &err) < 0)
+                    log_error("mps-control-daemon: %s (retrying)", err.msg);
+                cli_node_release_node(&fresh);
+            }
+        }
+    }
+    rc = CLI_EXIT_OK;
+out:
+    mps_supervisor_free(sup);
+    gpu_nvml_close(nvml);
+    if (sfd >= 0)
+        close(sfd);
+    free(specs);
+    cli_node_release_node(&node);
+    cli_node_release(&a);
+    return rc;
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* mps.c: MPS in the device plugin. --mps-control=internal: the plugin runs and supervises
+ * one control daemon per MPS resource (mps/), started before the resource is served, kept
+ * in step with every new snapshot (a config change to or from MPS on the same PID), and a
+ * resource whose daemon is down is served Unhealthy until it is back. --mps-control=external
+ * (NVIDIA's split, the default for drop-in): another container runs the daemons; the plugin
+ * waits for its .ready file with inotify before serving, with no 30 s sleeps. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "daemon/internal.h"
+#include "gpu/gpu.h"
+#include "mps/mps.h"
+
+struct daemon__mps {
+    struct mps_supervisor *sup;
+    struct gpu_nvml *nvml;
+};
+
+size_t daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; m && i < m->n_resources && n < max; i++) {
+        const struct model_resource *res = &m->resources[i];
+        struct mps_daemon_spec *sp = &specs[n];
+        if (res->sharing != CFG_SHARING_MPS || !res->n_mps_limits)
+            continue;
+        memset(sp, 0, sizeof(*sp));
+        str_copy(sp->resource, res->name, sizeof(sp->resource));
+        for (size_t k = 0; k < res->n_mps_limits && sp->n < MPS_MAX_DEVICES; k++) {
+            str_copy(sp->uuids[sp->n], res->mps_limits[k].uuid, sizeof(sp->uuids[0]));
+            sp->mem_limit_mib[sp->n] = res->mps_limits[k].pinned_memory_limit_mib;
+            sp->n++;
+        }
+        sp->thread_pct = res->mps_limits[0].active_thread_percentage;
+        n++;
+    }
+    return n;
+}
+
+static const char *mps_root(const struct model *m)
+{
+    return m && m->settings.mps_root ? m->settings.mps_root : NULL;
+}
+
+int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err)
+{
+    const struct model *m = dp_snapshot_model(snap);
+    struct mps_daemon_spec *specs;
+    size_t n;
+    int r;
+
+    if (d->o->mps_control != DAEMON_MPS_INTERNAL)
+        return 0;
+    specs = calloc(32, sizeof(*specs));
+    if (!specs)
+        return error_set(err, -ENOMEM, "out of memory");
+    n = daemon_mps_specs(m, specs, 32);
+    if (n > 0 && !mps_root(m)) {
+        free(specs);
+        return error_set(err, -EINVAL,
+                         "MPS needs --mps-root (flags.mpsRoot): where the "
+                         "control daemons' pipe folders go");
+    }
+    if (n > 0 && !d->mps) {
+        struct mps_options o = {.root = mps_root(m),
+                                .binary = d->o->mps_control_binary,
+                                .timeout_ms = MPS_DEFAULT_TIMEOUT_MS,
+                                .probe_interval_ms = (unsigned)d->o->mps_probe_interval_ms};
+        d->mps = calloc(1, sizeof(*d->mps));
+        r = d->mps ? 0 : error_set(err, -ENOMEM, "out of memory");
+        if (r == 0 && gpu_nvml_open(&d->o->nvml, &d->mps->nvml, err) < 0) {
+            log_warn("MPS: no NVML (%s): compute modes are left as they are", err->msg);
+            *err = (struct error){0};
+        }
+        o.nvml = d->mps ? d->mps->nvml : NULL;
+        if (r == 0)
+            r = mps_supervisor_new(&o, &d->mps->sup, err);
+        if (r < 0) {
+            daemon__mps_stop(d);
+            free(specs);
+            return r;
+        }
+    }
+    r = d->mps ? mps_supervisor_set(d->mps->sup, specs, n, err) : 0;
+    free(specs);
+    return r;
+}
+
+void daemon__mps_health_marks(const struct daemon *d, struct model *m)
+{
+    for (size_t i = 0; d->mps && i < m->n_resources; i++) {
+        struct model_resource *res = &m->resources[i];
+        if (res->sharing != CFG_SHARING_MPS || mps_supervisor_up(d->mps->sup, res->name))
+            continue;
+        for (size_t j = 0; j < res->n_devices; j++)
+            res->devices[j].healthy = false;
+    }
+}
+
+int daemon__mps_fd(const struct daemon *d)
+{
+    return d->mps ? mps_supervisor_fd(d->mps->sup) : -1;
+}
+
+void daemon__mps_on_event(struct daemon *d)
+{
+    bool changed = false;
+    mps_supervisor_dispatch(d->mps->sup, &changed);
+    if (changed) /* a daemon went down or came back: health follows on ListAndWatch */
+        daemon__apply(d, 0, "MPS control daemon");
+}
+
+void daemon__mps_stop(struct daemon *d)
+{
+    if (!d->mps)
+        return;
+    mps_supervisor_free(d->mps->sup);
+    gpu_nvml_close(d->mps->nvml);
+    free(d->mps);
+    d->mps = NULL;
+}
+
+int daemon__mps_wait_external(struct daemon *d, int sfd, struct error *err)
+{
+    const struct model *m = dp_snapshot_model(d->snap);
+    struct mps_daemon_spec spec;
+    struct strbuf ready = STRBUF_INIT;
+    int ifd = -1, r = 0;
+    uint64_t next_log = 0;
+
+    if (d->o->mps_control != DAEMON_MPS_EXTERNAL || daemon_mps_specs(m, &spec, 1) == 0)
+        return 0;
+    if (!mps_root(m))
+        return error_set(err, -EINVAL, "MPS needs --mps-root (flags.mpsRoot)");
+    (void)strbuf_printf(&ready, "%s/.ready", mps_root(m));
+    ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    (void)path_mkdir_p(mps_root(m), 0755, NULL);
+    if (ifd >= 0)
+        (void)inotify_add_watch(ifd, mps_root(m), IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
+    while (!path_exists(strbuf_str(&ready))) {
+        struct pollfd p[2] = {{.fd = ifd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        char buf[4096];
+        if (time_now_ms() >= next_log) {
+            log_info("MPS: waiting for the control daemons (%s); run gpuslice "
+                     "mps-control-daemon or --mps-control=internal",
+                     strbuf_str(&ready));
+            next_log = time_now_ms() + 30000;
+        }
+        if (poll(p, 2, 1000) < 0 && errno != EINTR)
+            break;
+        if (p[1].revents) { /* a signal: stop waiting, the loop handles it */
+            r = error_set(err, -EINTR, "stopped while waiting for the MPS control daemons");
+            break;
+        }
+        if (p[0].revents)
+            (void)!read(ifd, buf, sizeof(buf));
+    }
+    if (r == 0)
+        log_info("MPS: control daemons ready (%s)", strbuf_str(&ready));
+    if (ifd >= 0)
+        close(ifd);
+    strbuf_release(&ready);
+    return r;
+}

@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* mps.c: the MPS control-daemon supervisor (mps.h). Daemons are children started with -f
+ * so a pidfd tells us the moment one dies; restarts and health probes are due on one
+ * timerfd; both sit in one epoll fd the caller's loop waits on. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpu/gpu.h"
+#include "mps/mps.h"
+
+#define MPS_MAX_DAEMONS 32
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 10000
+#define TAG_TIMER UINT64_MAX
+
+enum daemon_state { D_DOWN = 0, D_UP };
+
+struct daemon {
+    struct mps_daemon_spec spec;
+    bool in_use;
+    enum daemon_state state;
+    pid_t pid;
+    int pidfd;
+    bool was_exclusive[MPS_MAX_DEVICES];
+    bool mode_set;
+    unsigned backoff_ms;
+    uint64_t restart_at_ms; /* 0: none */
+};
+
+struct mps_supervisor {
+    struct mps_options o;
+    char *root, *binary;
+    int epfd, tfd;
+    struct daemon d[MPS_MAX_DAEMONS];
+    uint64_t next_probe_ms;
+    unsigned restarts;
+};
+
+int mps_path(const char *root, const char *resource, const char *leaf, struct strbuf *out)
+{
+    strbuf_reset(out);
+    return leaf ? strbuf_printf(out, "%s/%s/%s", root, resource, leaf)
+                : strbuf_printf(out, "%s/%s", root, resource);
+}
+
+static int pidfd_of(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Waits for pid to exit within ms (pidfd poll); true when it did (and was reaped). */
+static bool wait_exit(pid_t pid, int pidfd, int ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int st;
+    if (pidfd >= 0 && poll(&p, 1, ms) <= 0)
+        return false;
+    return waitpid(pid, &st, pidfd >= 0 ? 0 : WNOHANG) == pid;
+}
+
+static void kill_wait(pid_t pid, int pidfd)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGKILL);
+    if (!wait_exit(pid, pidfd, 2000))
+        (void)waitpid(pid, NULL, 0);
+}
+
+static void child_env(const struct mps_supervisor *s, const struct mps_daemon_spec *sp)
+{
+    struct strbuf b = STRBUF_INIT;
+    (void)mps_path(s->root, sp->resource, "pipe", &b);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", strbuf_str(&b), 1);
+    (void)mps_path(s->root, sp->resource, "log", &b);
+    setenv("CUDA_MPS_LOG_DIRECTORY", strbuf_str(&b), 1);
+    strbuf_reset(&b);
+    for (size_t i = 0; i < sp->n; i++)
+        (void)strbuf_printf(&b, "%s%s", i ? "," : "", sp->uuids[i]);
+    setenv("CUDA_VISIBLE_DEVICES", strbuf_str(&b), 1);
+    strbuf_release(&b);
+}
+
+int mps_control_command(const struct mps_options *o, const char *resource, const char *commands,
+                        char **ret_out, struct error *err)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, pidfd = -1, r = 0;
+    struct strbuf got = STRBUF_INIT, pipe_dir = STRBUF_INIT;
+    uint64_t deadline = time_now_ms() + o->timeout_ms;
+    pid_t pid;
+
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+        r = error_set(err, -errno, "pipe: %s", strerror(errno));
+        goto out;
+    }
+    (void)mps_path(o->root, resource, "pipe", &pipe_dir);
+    pid = fork();
+    if (pid < 0) {
+        r = error_set(err, -errno, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        dup2(out[1], 2);
+        setenv("CUDA_MPS_PIPE_DIRECTORY", strbuf_str(&pipe_dir), 1);
+        execlp(o->binary, o->binary, (char *)NULL);
+        _exit(127);
+    }
+    pidfd = pidfd_of(pid);
+    close(in[0]);
+    close(out[1]);
+    in[0] = out[1] = -1;
+    (void)!write(in[1], commands, strlen(commands));
+    close(in[1]);
+    in[1] = -1;
+    /* read until EOF or the deadline */
+    for (;;) {
+        uint64_t now = time_now_ms();
+        struct pollfd p = {.fd = out[0], .events = POLLIN};
+        char buf[512];
+        if (now >= deadline) {
+            r = -ETIMEDOUT;
+            break;
+        }
+        if (poll(&p, 1, (int)(deadline - now)) <= 0)
+            continue;
+        ssize_t n = read(out[0], buf, sizeof(buf));
+        if (n <= 0)
+            break;
+        (void)strbuf_append(&got, buf, (size_t)n);
+    }
+    if (r == -ETIMEDOUT ||
+        !wait_exit(pid, pidfd, (int)(deadline > time_now_ms() ? deadline - time_now_ms() : 0))) {
+        kill_wait(pid, pidfd);
+        r = error_set(err, -ETIMEDOUT,
+                      "%s: the MPS control daemon did not answer within %u ms (wedged)", resource,
+                      o->timeout_ms);
+        goto out;
+    }
+    if (strstr(strbuf_str(&got), "Invalid") || strstr(strbuf_str(&got), "Unrecognized") ||
+        strstr(strbuf_str(&got), "Cannot find") || strstr(strbuf_str(&got), "rror")) {
+        char first[256];
+        str_copy(first, strbuf_str(&got), sizeof(first));
+        first[strcspn(first, "\n")] = '\0';
+        r = error_set(err, -EIO, "%s: nvidia-cuda-mps-control refused: %s", resource, first);
+    }
+    if (r == 0 && ret_out)
+        *ret_out = strbuf_take(&got);
+out:
+    for (int i = 0; i < 2; i++) {
+        if (in[i] >= 0)
+            close(in[i]);
+        if (out[i] >= 0)
+            close(out[i]);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    strbuf_release(&got);
+    strbuf_release(&pipe_dir);
+    return r;
+}
+
+static void arm(struct mps_supervisor *s)
+{
+    uint64_t next = s->next_probe_ms;
+    struct itimerspec its = {0};
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++)
+        if (s->d[i].in_use && s->d[i].restart_at_ms && (!next || s->d[i].restart_at_ms < next))
+            next = s->d[i].restart_at_ms;
+    if (next) {
+        uint64_t now = time_now_ms(), ms = next > now ? next - now : 1;
+        its.it_value.tv_sec = (time_t)(ms / 1000);
+        its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+    }
+    (void)timerfd_settime(s->tfd, 0, &its, NULL);
+}
+
+static void write_ready(struct mps_supervisor *s)
+{
+    struct strbuf p = STRBUF_INIT;
+    bool all = true, any = false;
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++) {
+        if (!s->d[i].in_use)
+            continue;
+        any = true;
+        all &= s->d[i].state == D_UP;
+    }
+    (void)strbuf_printf(&p, "%s/.ready", s->root);
+    if (any && all)
+        (void)file_write_atomic(strbuf_str(&p), "", 0, 0644, NULL);
+    else
+        (void)unlink(strbuf_str(&p));
+    strbuf_release(&p);
+}
+
+/* Starts the daemon of slot d: dirs, compute mode, process, limits, .started. */
+static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *err)
+{
+    const struct mps_daemon_spec *sp = &d->spec;
+    struct strbuf path = STRBUF_INIT, cmds = STRBUF_INIT;
+    int r = 0;
+
+    const char *leaves[] = {"pipe", "log"};
+    for (size_t k = 0; r == 0 && k < 2; k++) {
+        r = mps_path(s->root, sp->resource, leaves[k], &path);
+        if (r == 0)
+            r = path_mkdir_p(strbuf_str(&path), 0755, err);
+    }
+    for (size_t i = 0; r == 0 && s->o.nvml && !d->mode_set && i < sp->n; i++)
+        r = gpu_compute_mode_set(s->o.nvml, sp->uuids[i], true, &d->was_exclusive[i], err);
+    if (r == 0)
+        d->mode_set = s->o.nvml != NULL;
+    if (r < 0)
+        goto out;
+    /* a daemon that died leaves its control pipe: not a sign the new one listens */
+    r = mps_path(s->root, sp->resource, "pipe/control", &path);
+    if (r == 0 && unlink(strbuf_str(&path)) < 0 && errno != ENOENT)
+        r = error_set(err, -errno, "cannot remove the stale %s: %s", strbuf_str(&path),
+                      strerror(errno));
+    if (r < 0)
+        goto out;
+    pid_t pid = fork();
+    if (pid < 0) {
+        r = error_set(err, -errno, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        child_env(s, sp);
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC); /* dup2 clears CLOEXEC */
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        execlp(s->binary, s->binary, "-f", (char *)NULL);
+        _exit(127);
+    }
+    d->pid = pid;
+    d->pidfd = pidfd_of(pid);
+    if (d->pidfd < 0) {
+        kill_wait(pid, -1);
+        r = error_set(err, -errno, "pidfd_open: %s", strerror(errno));
+        goto out;
+    }
+    /* the daemon is ready when its control endpoint exists (pipe/control) */
+    r = mps_path(s->root, sp->resource, "pipe/control", &path);
+    for (uint64_t until = time_now_ms() + s->o.timeout_ms; r == 0;) {
+        struct pollfd p = {.fd = d->pidfd, .events = POLLIN};
+        if (path_exists(strbuf_str(&path)))
+            break;
+        if (poll(&p, 1, 5) > 0) {
+            (void)waitpid(pid, NULL, 0);
+            close(d->pidfd);
+            d->pidfd = -1;
+            d->pid = 0;
+            r = error_set(err, -ECHILD,
+                          "%s: %s exited at start (is it installed? see its log "
+                          "in %s/%s/log)",
+                          sp->resource, s->binary, s->root, sp->resource);
+            break;
+        }
+        if (time_now_ms() >= until) {
+            r = error_set(err, -ETIMEDOUT, "%s: %s did not open its control pipe within %u ms",
+                          sp->resource, s->binary, s->o.timeout_ms);
+            break;
+        }
+    }
+    /* limits per device index (UUIDs were not honoured: NVIDIA PR #572), then threads */
+    for (size_t i = 0; r == 0 && i < sp->n; i++)
+        r = strbuf_printf(&cmds, "set_default_device_pinned_mem_limit %zu %lluM\n", i,
+                          (unsigned long long)sp->mem_limit_mib[i]);
+    if (r == 0 && sp->thread_pct)
+        r = strbuf_printf(&cmds, "set_default_active_thread_percentage %u\n", sp->thread_pct);
+    if (r == 0)
+        r = mps_control_command(&s->o, sp->resource, strbuf_str(&cmds), NULL, err);
+    if (r == 0)
+        r = mps_path(s->root, sp->resource, ".started", &path);
+    if (r == 0)
+        r = file_write_atomic(strbuf_str(&path), "", 0, 0644, err);
+    if (r < 0 && d->pid > 0) {
+        kill_wait(d->pid, d->pidfd);
+        close(d->pidfd);
+        d->pidfd = -1;
+        d->pid = 0;
+    }
+    if (r == 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)(d - s->d)};
+        (void)epoll_ctl(s->epfd, EPOLL_CTL_ADD, d->pidfd, &ev);
+        d->state = D_UP;
+        d->restart_at_ms = 0;
+        log_info("MPS: control daemon for %s up (pid %d, %zu GPU%s, %u%% threads)", sp->resource,
+                 (int)d->pid, sp->n, sp->n == 1 ? "" : "s", sp->thread_pct);
+    }
+out:
+    strbuf_release(&path);
+    strbuf_release(&cmds);
+    return r;
+}
+
+static void schedule_restart(struct mps_supervisor *s, struct daemon *d)
+{
+    d->backoff_ms = d->backoff_ms ? d->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (d->backoff_ms > BACKOFF_MAX_MS)
+        d->backoff_ms = BACKOFF_MAX_MS;
+    d->restart_at_ms = time_now_ms() + d->backoff_ms;
+    arm(s);
+}
+
+static void went_down(struct mps_supervisor *s, struct daemon *d, const char *why)
+{
+    struct strbuf p = STRBUF_INIT;
+    if (d->pidfd >= 0) {
+        (void)epoll_ctl(s->epfd, EPOLL_CTL_DEL, d->pidfd, NULL);
+        kill_wait(d->pid, d->pidfd);
+        close(d->pidfd);
+    }
+    d->pidfd = -1;
+    d->pid = 0;
+    d->state = D_DOWN;
+    (void)mps_path(s->root, d->spec.resource, ".started", &p);
+    (void)unlink(strbuf_str(&p));
+    strbuf_release(&p);
+    write_ready(s);
+    log_warn("MPS: control daemon for %s %s; its devices are Unhealthy until it is back",
+             d->spec.resource, why);
+    schedule_restart(s, d);
+}
+
+/* Stops slot d: quit, compute mode back, files removed. */
+static void stop_one(struct mps_supervisor *s, struct daemon *d)
+{
+    struct strbuf p = STRBUF_INIT;
+    if (d->state == D_UP && d->pid > 0) {
+        (void)mps_control_command(&s->o, d->spec.resource, "quit\n", NULL, NULL);
+        if (!wait_exit(d->pid, d->pidfd, (int)s->o.timeout_ms))
+            kill_wait(d->pid, d->pidfd);
+    } else if (d->pid > 0) {
+        kill_wait(d->pid, d->pidfd);
+    }
+    if (d->pidfd >= 0) {
+        (void)epoll_ctl(s->epfd, EPOLL_CTL_DEL, d->pidfd, NULL);
+        close(d->pidfd);
+    }
+    for (size_t i = 0; d->mode_set && i < d->spec.n; i++) {
+        struct error err = {0};
+        if (!d->was_exclusive[i] &&
+            gpu_compute_mode_set(s->o.nvml, d->spec.uuids[i], false, NULL, &err) < 0)
+            log_warn("MPS: restoring the compute mode of %s: %s", d->spec.uuids[i], err.msg);
+    }
+    const char *leaves[] = {".started", "pipe/control", "pipe/nvidia-cuda-mps-control.pid",
+                            "log/control.log", "log/fake-mps.state"};
+    for (size_t k = 0; k < sizeof(leaves) / sizeof(leaves[0]); k++) {
+        (void)mps_path(s->root, d->spec.resource, leaves[k], &p);
+        (void)unlink(strbuf_str(&p));
+    }
+    const char *dirs[] = {"pipe", "log", NULL};
+    for (size_t k = 0; k < 3; k++) {
+        (void)mps_path(s->root, d->spec.resource, dirs[k], &p);
+        (void)rmdir(strbuf_str(&p)); /* only when empty: never what someone else put there */
+    }
+    /* "nvidia.com/gpu": the vendor folder too, when it is empty */
+    char *slash = strrchr(p.buf, '/');
+    if (slash && slash > p.buf + strlen(s->root)) {
+        *slash = '\0';
+        (void)rmdir(p.buf);
+    }
+    strbuf_release(&p);
+    memset(d, 0, sizeof(*d));
+    d->pidfd = -1;
+}
+
+int mps_supervisor_new(const struct mps_options *o, struct mps_supervisor **ret, struct error *err)
+{
+    struct mps_supervisor *s = calloc(1, sizeof(*s));
+    if (!s)
+        return error_set(err, -ENOMEM, "out of memory");
+    s->o = *o;
+    s->root = str_dup(o->root);
+    s->binary = str_dup(o->binary && *o->binary ? o->binary : MPS_DEFAULT_BINARY);
+    s->o.root = s->root;
+    s->o.binary = s->binary;
+    if (!s->o.timeout_ms)
+        s->o.timeout_ms = MPS_DEFAULT_TIMEOUT_MS;
+    s->epfd = epoll_create1(EPOLL_CLOEXEC);
+    s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++)
+        s->d[i].pidfd = -1;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_TIMER};
+    if (!s->root || !s->binary || s->epfd < 0 || s->tfd < 0 ||
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev) < 0) {
+        int e = errno ? errno : ENOMEM;
+        mps_supervisor_free(s);
+        return error_set(err, -e, "MPS supervisor: %s", strerror(e));
+    }
+    if (s->o.probe_interval_ms)
+        s->next_probe_ms = time_now_ms() + s->o.probe_interval_ms;
+    *ret = s;
+    return 0;
+}
+
+static bool spec_equal(const struct mps_daemon_spec *a, const struct mps_daemon_spec *b)
+{
+    if (strcmp(a->resource, b->resource) != 0 || a->n != b->n || a->thread_pct != b->thread_pct)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->uuids[i], b->uuids[i]) != 0 || a->mem_limit_mib[i] != b->mem_limit_mib[i])
+            return false;
+    return true;
+}
+
+int mps_supervisor_set(struct mps_supervisor *s, const struct mps_daemon_spec *specs, size_t n,
+                       struct error *err)
+{
+    int first_err = 0;
+
+    /* stop what is gone or changed */
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++) {
+        struct daemon *d = &s->d[i];
+        bool keep = false;
+        for (size_t k = 0; d->in_use && k < n; k++)
+            keep |= spec_equal(&d->spec, &specs[k]);
+        if (d->in_use && !keep) {
+            log_info("MPS: stopping the control daemon for %s", d->spec.resource);
+            stop_one(s, d);
+        }
+    }
+    /* start what is new */
+    for (size_t k = 0; k < n; k++) {
+        struct daemon *d = NULL;
+        bool running = false;
+        for (size_t i = 0; i < MPS_MAX_DAEMONS; i++)
+            running |= s->d[i].in_use && spec_equal(&s->d[i].spec, &specs[k]);
+        if (running)
+            continue;
+        for (size_t i = 0; !d && i < MPS_MAX_DAEMONS; i++)
+            if (!s->d[i].in_use)
+                d = &s->d[i];
+        if (!d) {
+            first_err = first_err
+                            ? first_err
+                            : error_set(err, -E2BIG, "more than %d MPS resources", MPS_MAX_DAEMONS);
+            break;
+        }
+        d->in_use = true;
+        d->spec = specs[k];
+        d->pidfd = -1;
+        struct error e = {0};
+        if (start_one(s, d, &e) < 0) {
+            log_error("MPS: %s; retrying", e.msg);
+            if (!first_err) {
+                first_err = e.code ? e.code : -EIO;
+                if (err)
+                    *err = e;
+            }
+            schedule_restart(s, d);
+        }
+    }
+    write_ready(s);
+    arm(s);
+    return first_err;
+}
+
+int mps_supervisor_fd(const struct mps_supervisor *s)
+{
+    return s ? s->epfd : -1;
+}
+
+bool mps_supervisor_up(const struct mps_supervisor *s, const char *resource)
+{
+    for (size_t i = 0; s && i < MPS_MAX_DAEMONS; i++)
+        if (s->d[i].in_use && strcmp(s->d[i].spec.resource, resource) == 0)
+            return s->d[i].state == D_UP;
+    return true; /* not ours to supervise */
+}
+
+unsigned mps_supervisor_restarts(const struct mps_supervisor *s)
+{
+    return s ? s->restarts : 0;
+}
+
+void mps_supervisor_dispatch(struct mps_supervisor *s, bool *ret_changed)
+{
+    struct epoll_event evs[8];
+    int n = epoll_wait(s->epfd, evs, 8, 0);
+    uint64_t now = time_now_ms();
+
+    *ret_changed = false;
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.u64 == TAG_TIMER) {
+            uint64_t ticks;
+            (void)!read(s->tfd, &ticks, sizeof(ticks));
+            continue;
+        }
+        struct daemon *d = &s->d[evs[i].data.u64];
+        if (d->in_use && d->state == D_UP) {
+            went_down(s, d, "exited");
+            *ret_changed = true;
+        }
+    }
+    /* restarts due */
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++) {
+        struct daemon *d = &s->d[i];
+        struct error err = {0};
+        if (!d->in_use || d->state == D_UP || !d->restart_at_ms || d->restart_at_ms > now)
+            continue;
+        d->restart_at_ms = 0;
+        if (start_one(s, d, &err) == 0) {
+            s->restarts++;
+            d->backoff_ms = 0;
+            *ret_changed = true;
+        } else {
+            log_error("MPS: restarting: %s", err.msg);
+            schedule_restart(s, d);
+        }
+    }
+    /* health probes: a daemon that does not answer is wedged, hence dead */
+    if (s->next_probe_ms && now >= s->next_probe_ms) {
+        s->next_probe_ms = now + s->o.probe_interval_ms;
+        for (size_t i = 0; i < MPS_MAX_DAEMONS; i++) {
+            struct daemon *d = &s->d[i];
+            struct error err = {0};
+            if (!d->in_use || d->state != D_UP)
+                continue;
+            if (mps_control_command(&s->o, d->spec.resource,
+                                    "get_default_active_thread_percentage\n", NULL, &err) < 0) {
+                log_warn("MPS: %s", err.msg);
+                went_down(s, d, "is wedged (killed)");
+                *ret_changed = true;
+            }
+        }
+    }
+    write_ready(s);
+    arm(s);
+}
+
+void mps_supervisor_free(struct mps_supervisor *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++)
+        if (s->d[i].in_use)
+            stop_one(s, &s->d[i]);
+    if (s->root) {
+        struct strbuf p = STRBUF_INIT;
+        (void)strbuf_printf(&p, "%s/.ready", s->root);
+        (void)unlink(strbuf_str(&p));
+        strbuf_release(&p);
+    }
+    if (s->epfd >= 0)
+        close(s->epfd);
+    if (s->tfd >= 0)
+        close(s->tfd);
+    free(s->root);
+    free(s->binary);
+    free(s);
+}
