@@ -99,6 +99,10 @@ struct cfg_replicated_resource {
     struct cfg_device_ref *devices; /* CFG_DEVICES_LIST */
     size_t n_devices;
     unsigned replicas; /* ≥ 1; 1 means "not shared" (NVIDIA requires ≥ 2) */
+    /* gpuslice's MPS extension (docs/mps.md): per-client limits instead of equal shares;
+     * 0 = NVIDIA's (memory / replicas, 100 / replicas) */
+    uint64_t memory_limit_mib;
+    unsigned thread_percentage;
     struct cfg_pos pos;
 };
 
@@ -275,6 +279,7 @@ enum cfg_option_id {
     CFG_OPT_GFD_OUTPUT_FILE,
     CFG_OPT_GFD_MACHINE_TYPE_FILE,
     CFG_OPT_USE_NODE_FEATURE_API,
+    CFG_OPT_STRICT_NVIDIA_SCHEMA, /* no config key */
     CFG_OPT__COUNT
 };
 

@@ -265,6 +265,15 @@ static const struct cfg_option options[] = {
      .default_value = "true",
      .binaries = G,
      .help = "publish labels as a NodeFeature object"},
+    {.id = CFG_OPT_STRICT_NVIDIA_SCHEMA,
+     .flags = {"strict-nvidia-schema"},
+     .envs = {"GPUSLICE_STRICT_NVIDIA_SCHEMA"},
+     .config_key = NULL,
+     .type = CFG_VAL_BOOL,
+     .allowed = NULL,
+     .default_value = "false",
+     .binaries = P | G,
+     .help = "refuse config fields NVIDIA's v1 schema lacks (memoryLimit, threadPercentage)"},
 };
 
 #undef P

@@ -837,7 +837,23 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
     }
 }
 
-static const char *const replicated_keys[] = {"name", "rename", "devices", "replicas", NULL};
+static const char *const replicated_keys[] = {
+    "name", "rename", "devices", "replicas", "memoryLimit", "threadPercentage", NULL};
+
+/* "8Gi", "8192Mi", "8G", "8192M" or a plain number of MiB. 0 on anything else. */
+static uint64_t memory_mib(const char *s)
+{
+    char *end;
+    unsigned long long v;
+    if (!s || *s < '0' || *s > '9')
+        return 0;
+    v = strtoull(s, &end, 10);
+    if (!*end || strcmp(end, "Mi") == 0 || strcmp(end, "M") == 0)
+        return v;
+    if ((strcmp(end, "Gi") == 0 || strcmp(end, "G") == 0) && v < (1ull << 40))
+        return v * 1024;
+    return 0;
+}
 
 struct replicated_ud {
     struct cfg_replicated_resource *r;
@@ -890,6 +906,24 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
                       "replicas >= 1, got %s%s",
                       kind_name(c, v), s && looks_numeric(s) ? "; remove the quotes" : "");
         }
+        break;
+    case 4:
+        r->memory_limit_mib = memory_mib(s);
+        if (!r->memory_limit_mib)
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, v),
+                      "memoryLimit is the pinned memory each MPS client may use, e.g. 8Gi or "
+                      "8192Mi (a plain number is MiB), not %s",
+                      s ? s : kind_name(c, v));
+        break;
+    case 5:
+        ret = want_int(c, v, path, pos, NULL, &n);
+        if (ret == 0 && n >= 1 && n <= 100)
+            r->thread_percentage = (unsigned)n;
+        else if (ret == 0)
+            cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
+                      "threadPercentage is the share of the GPU's threads each MPS client "
+                      "may use: 1 to 100, not %s",
+                      s);
         break;
     }
 }

@@ -315,6 +315,13 @@ static void emit_sharing(struct emit *e, const struct cfg_config *cfg)
                 kv_str(e, "rename", r->rename);
             emit_devices(e, r);
             kv_uint(e, "replicas", r->replicas);
+            if (r->memory_limit_mib) {
+                char q[32];
+                snprintf(q, sizeof(q), "%lluMi", (unsigned long long)r->memory_limit_mib);
+                kv_str(e, "memoryLimit", q);
+            }
+            if (r->thread_percentage)
+                kv_uint(e, "threadPercentage", r->thread_percentage);
             end(e);
         }
         end(e);

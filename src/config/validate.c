@@ -338,8 +338,32 @@ void cfg__validate_overlaid(struct cfg__ctx *c, const struct cfg_overrides *o)
 {
     const struct cfg_config *cfg = c->cfg;
     const char *mig_src = o ? cfg_overrides_get(o, CFG_OPT_MIG_STRATEGY) : NULL;
+    const char *strict = o ? cfg_overrides_get(o, CFG_OPT_STRICT_NVIDIA_SCHEMA) : NULL;
     struct cfg_pos none = {0, 0};
 
+    /* the MPS limit extension: MPS only, and not where NVIDIA's schema is required */
+    for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
+        const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
+        const char *field = r->memory_limit_mib    ? "memoryLimit"
+                            : r->thread_percentage ? "threadPercentage"
+                                                   : NULL;
+        char path[96];
+        if (!field)
+            continue;
+        snprintf(path, sizeof(path), "sharing.%s.resources[%zu].%s",
+                 cfg->sharing_strategy == CFG_SHARING_MPS ? "mps" : "timeSlicing", i, field);
+        if (cfg->sharing_strategy != CFG_SHARING_MPS)
+            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
+                      "%s limits MPS clients; time-slicing has no per-client limits (use "
+                      "sharing.mps, or remove it)",
+                      field);
+        else if (strict && strcmp(strict, "true") == 0)
+            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
+                      "%s is a gpuslice extension of the v1 schema and "
+                      "--strict-nvidia-schema is set; remove it (NVIDIA's plugin gives every "
+                      "client memory/replicas and 100/replicas threads)",
+                      field);
+    }
     if (cfg->sharing_strategy != CFG_SHARING_MPS)
         return;
     if (cfg->flags.mig_strategy == CFG_MIG_MIXED)

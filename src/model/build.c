@@ -653,11 +653,28 @@ static int fill_resource(const struct builder *b, const char *name, struct model
             res->replicas = u->replicas;
         res->is_mig |= u->mig != NULL;
         if (res->mps_limits && u->replicas > 1) {
+            const struct cfg_replicated_resource *rule =
+                u->rule >= 0 ? &b->cfg->sharing.resources[u->rule] : NULL;
             struct model_mps_limit *l = &res->mps_limits[res->n_mps_limits++];
             l->gpu_index = u->gpu->index;
             str_copy(l->uuid, u->gpu->uuid, sizeof(l->uuid));
-            l->pinned_memory_limit_mib = u->gpu->memory_mib / u->replicas;
-            l->active_thread_percentage = 100 / u->replicas;
+            /* NVIDIA's equal shares, unless the config gives per-client limits */
+            l->pinned_memory_limit_mib = rule && rule->memory_limit_mib
+                                             ? rule->memory_limit_mib
+                                             : u->gpu->memory_mib / u->replicas;
+            l->active_thread_percentage =
+                rule && rule->thread_percentage ? rule->thread_percentage : 100 / u->replicas;
+            if (l->pinned_memory_limit_mib * u->replicas > u->gpu->memory_mib) {
+                r = model__diag(b->m, MODEL_DIAG_ERROR,
+                                "%s: memoryLimit %llu MiB x %u replicas does not fit GPU %u "
+                                "(%s, %llu MiB); lower memoryLimit to at most %llu MiB or the "
+                                "replicas",
+                                name, (unsigned long long)l->pinned_memory_limit_mib, u->replicas,
+                                u->gpu->index, u->gpu->name, (unsigned long long)u->gpu->memory_mib,
+                                (unsigned long long)(u->gpu->memory_mib / u->replicas));
+                if (r < 0)
+                    return r;
+            }
         }
         for (unsigned k = 0; k < u->replicas; k++) {
             struct model_device *d = &res->devices[res->n_devices++];

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_mps.py: MPS end to end (issue 12) with the daemon, kubelet-sim, the fake NVML and
 # tools/fake-mps: --mps-control=internal starts one control daemon per MPS resource (an
-# L20-like machine: nvidia.com/gpu x4 on GPU 0, nvidia.com/gpu.large x2 on GPU 1) with the
+# L20-like machine: nvidia.com/gpu x4 on GPU 0, nvidia.com/gpu.large x2 on GPU 1 with its own
+# memoryLimit/threadPercentage) with the
 # right environment and limits (read back from fake-mps), EXCLUSIVE_PROCESS set through NVML,
 # resources served only after .ready, NVIDIA's Allocate env and mounts; a killed daemon ->
 # Unhealthy at kubelet-sim within 100 ms -> restarted with its limits -> Healthy; a hung
@@ -29,7 +30,8 @@ def mps_config(root):
     return ("version: v1\nflags:\n  mpsRoot: %s\nsharing:\n  mps:\n    resources:\n"
             "      - name: nvidia.com/gpu\n        devices: [0]\n        replicas: 4\n"
             "      - name: nvidia.com/gpu\n        rename: %s\n        devices: [1]\n"
-            "        replicas: 2\n" % (root, LARGE))
+            "        replicas: 2\n        memoryLimit: 20Gi\n        threadPercentage: 60\n"
+            % (root, LARGE))
 
 
 def ts_config():
@@ -85,8 +87,9 @@ class Mps(ReloadCase):
         a, b = self.st(GPU), self.st(LARGE)
         self.assertEqual(a["active_thread_percentage"], "25")
         self.assertEqual(a["pinned_mem_limit.0"], "11517M")   # 46068 MiB / 4
-        self.assertEqual(b["active_thread_percentage"], "50")
-        self.assertEqual(b["pinned_mem_limit.0"], "23034M")   # / 2
+        # the second resource's own limits (gpuslice's extension), not 1/2 each
+        self.assertEqual(b["active_thread_percentage"], "60")
+        self.assertEqual(b["pinned_mem_limit.0"], "20480M")
         self.assertEqual(len(a["visible"].split(",")), 1)
         self.assertNotEqual(a["visible"], b["visible"])
         self.assertIn("cm 0 3\n", self.nvml_state(n))          # EXCLUSIVE_PROCESS
