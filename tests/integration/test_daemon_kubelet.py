@@ -404,7 +404,7 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(os.stat(victim).st_mode & 0o777, 0o644, "after %d swaps" % swaps)
         with open(victim) as f:
             self.assertEqual(f.read(), "precious\n")
-        self.assertGreater(swaps, 10)
+        self.assertGreater(swaps, 2)  # the attack ran (a sanitizer build rebinds ~10x slower)
         self.assertIsNone(d.proc.poll(), "the daemon died under the race")
         # the attack is over: the name comes back as our socket and is registered again
         n = len(d.kubelet.regs)
