@@ -153,6 +153,9 @@ void daemon__kube_event(struct daemon *d, const char *reason, const char *messag
 /* Queues a merge patch of one label of this node (value NULL or "": remove it), sent by the
  * same thread as Events. */
 void daemon__kube_set_label(struct daemon *d, const char *key, const char *value);
+/* Sets this node's nvidia.com/gpu.deploy.* labels that are "true" to paused-for-mig-change
+ * (pause) or back to true (resume), on the Event thread, as NVIDIA's mig-manager does. */
+void daemon__kube_pause_operands(struct daemon *d, bool pause);
 /* The API client (NULL without one), for features that watch more of the node. */
 struct kube_client;
 struct kube_client *daemon__kube_client(struct daemon *d);

@@ -16,6 +16,8 @@
 #ifdef GS_HAVE_KUBE
 #include <pthread.h>
 
+#include <jansson.h>
+
 #include "kube/kube.h"
 
 /* Events wait here for the poster thread: posting never blocks the main loop (a hung API
@@ -23,8 +25,10 @@
  * full, the oldest is dropped and counted. */
 #define KUBE_EVENT_QUEUE 32
 
+enum kube_item_kind { ITEM_EVENT = 0, ITEM_LABEL, ITEM_PAUSE_OPERANDS, ITEM_RESUME_OPERANDS };
+
 struct kube_event_item {
-    bool label; /* a label patch of this node: reason is the key, message the value */
+    enum kube_item_kind kind; /* ITEM_LABEL: reason is the key, message the value */
     char reason[64];
     char message[1024];
 };
@@ -42,7 +46,11 @@ struct daemon__kube {
     bool stop;
     unsigned long long dropped;
     char *node;
+    char **paused; /* nvidia.com/gpu.deploy.* labels we set to paused-for-mig-change */
 };
+
+#define DEPLOY_PREFIX "nvidia.com/gpu.deploy."
+#define DEPLOY_PAUSED "paused-for-mig-change"
 
 /* Merge-patches one label of this node (value "" removes it). */
 static int patch_label(struct daemon__kube *k, const char *key, const char *value,
@@ -59,6 +67,48 @@ static int patch_label(struct daemon__kube *k, const char *key, const char *valu
     strbuf_release(&path);
     strbuf_release(&body);
     return r;
+}
+
+/* NVIDIA's operands (GPU operator) pause on nvidia.com/gpu.deploy.<operand>=paused-for-mig-
+ * change while mig-manager repartitions: set the ones that are "true" to paused, and back.
+ * Only labels present and true are touched, as mig-manager does. */
+static void operands(struct daemon__kube *k, bool pause)
+{
+    struct error err = {0};
+
+    if (!pause) {
+        for (size_t i = 0; k->paused && k->paused[i]; i++)
+            if (patch_label(k, k->paused[i], "true", &err) < 0)
+                log_warn("restoring node label %s=true: %s", k->paused[i], err.msg);
+        strv_free(k->paused);
+        k->paused = NULL;
+        return;
+    }
+    struct strbuf path = STRBUF_INIT;
+    char *body = NULL;
+    json_t *node = NULL;
+    (void)strbuf_printf(&path, "/api/v1/nodes/%s", k->node);
+    if (kube_request(k->client, "GET", strbuf_str(&path), NULL, NULL, &body, &err) < 0) {
+        log_warn("reading node %s for %s* labels: %s", k->node, DEPLOY_PREFIX, err.msg);
+        goto out;
+    }
+    node = json_loads(body, 0, NULL);
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(json_object_get(node, "metadata"), "labels"), key, v)
+    {
+        if (!str_startswith(key, DEPLOY_PREFIX) || !json_is_string(v) ||
+            strcmp(json_string_value(v), "true") != 0)
+            continue;
+        if (patch_label(k, key, DEPLOY_PAUSED, &err) < 0)
+            log_warn("pausing %s: %s", key, err.msg);
+        else if (strv_push(&k->paused, key) == 0)
+            log_info("MIG: %s=%s (NVIDIA operands pause)", key, DEPLOY_PAUSED);
+    }
+out:
+    json_decref(node);
+    free(body);
+    strbuf_release(&path);
 }
 
 static void *event_poster(void *arg)
@@ -78,9 +128,11 @@ static void *event_poster(void *arg)
         k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
         k->n--;
         pthread_mutex_unlock(&k->lock);
-        if (it.label) {
+        if (it.kind == ITEM_LABEL) {
             if (patch_label(k, it.reason, it.message, &err) < 0)
                 log_warn("setting node label %s=%s: %s", it.reason, it.message, err.msg);
+        } else if (it.kind == ITEM_PAUSE_OPERANDS || it.kind == ITEM_RESUME_OPERANDS) {
+            operands(k, it.kind == ITEM_PAUSE_OPERANDS);
         } else if (kube_event_post(k->client, NULL, "Warning", it.reason, it.message, &err) < 0) {
             log_debug("posting Event %s: %s", it.reason, err.msg);
         }
@@ -189,6 +241,7 @@ void daemon__kube_stop(struct daemon *d)
     pthread_cond_destroy(&d->kube->cond);
     kube_client_free(d->kube->client);
     free(d->kube->node);
+    strv_free(d->kube->paused);
     free(d->kube);
     d->kube = NULL;
     free(d->label_value);
@@ -245,7 +298,8 @@ void daemon__kube_on_event(struct daemon *d)
     daemon__apply(d, DAEMON_RELOAD_CONFIG, "node label");
 }
 
-static void enqueue(struct daemon *d, bool label, const char *reason, const char *message)
+static void enqueue(struct daemon *d, enum kube_item_kind kind, const char *reason,
+                    const char *message)
 {
     struct daemon__kube *k = d->kube;
     struct kube_event_item *it;
@@ -259,7 +313,7 @@ static void enqueue(struct daemon *d, bool label, const char *reason, const char
         k->dropped++;
     }
     it = &k->queue[(k->head + k->n) % KUBE_EVENT_QUEUE];
-    it->label = label;
+    it->kind = kind;
     str_copy(it->reason, reason, sizeof(it->reason));
     str_copy(it->message, message, sizeof(it->message));
     k->n++;
@@ -269,12 +323,17 @@ static void enqueue(struct daemon *d, bool label, const char *reason, const char
 
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
 {
-    enqueue(d, false, reason, message);
+    enqueue(d, ITEM_EVENT, reason, message);
 }
 
 void daemon__kube_set_label(struct daemon *d, const char *key, const char *value)
 {
-    enqueue(d, true, key, value ? value : "");
+    enqueue(d, ITEM_LABEL, key, value ? value : "");
+}
+
+void daemon__kube_pause_operands(struct daemon *d, bool pause)
+{
+    enqueue(d, pause ? ITEM_PAUSE_OPERANDS : ITEM_RESUME_OPERANDS, "", "");
 }
 
 struct kube_client *daemon__kube_client(struct daemon *d)
@@ -325,6 +384,12 @@ struct kube_client *daemon__kube_client(struct daemon *d)
 {
     (void)d;
     return NULL;
+}
+
+void daemon__kube_pause_operands(struct daemon *d, bool pause)
+{
+    (void)d;
+    (void)pause;
 }
 
 #endif

@@ -35,6 +35,7 @@ struct daemon__mig {
     bool done[MIG_NODE_MAX_GPUS];
     uint64_t deadline_ms;
     bool any_failed;
+    bool reboot_needed; /* a MIG mode change waits for a reboot */
     char failure[ERROR_MSG_MAX];
     int timer_fd, done_fd;
     /* the worker: one GPU at a time */
@@ -89,10 +90,20 @@ static void finish(struct daemon *d)
     m->handled = m->wanted;
     m->have_handled = true;
     m->wanted = NULL;
-    if (m->any_failed)
+    daemon__kube_pause_operands(d, false);
+    if (m->any_failed) {
         fail_change(d, "MigConfigFailed", m->failure);
-    else
+    } else if (m->reboot_needed) {
+        /* as mig-manager without WITH_REBOOT: the mode waits for the node's reboot; the agent
+         * finishes the layout when it starts again */
+        log_warn("MIG: a mode change is pending until the node reboots (or the GPU is reset)");
+        daemon__kube_event(d, "MigRebootRequired",
+                           "a MIG mode change is pending until the node reboots; gpuslice "
+                           "finishes the layout when it starts again");
+        set_state(d, "rebooting");
+    } else {
         set_state(d, "success");
+    }
     /* health back for GPUs left alone, new MIG devices served for the others */
     daemon__apply(d, DAEMON_RELOAD_INVENTORY, "MIG layout");
 }
@@ -201,6 +212,7 @@ static void begin(struct daemon *d, const char *value)
     free(m->wanted);
     m->wanted = str_dup(value);
     m->any_failed = false;
+    m->reboot_needed = false;
     memset(m->done, 0, sizeof(m->done));
     memset(m->draining, 0, sizeof(m->draining));
     r = mig_config_load(d->o->mig_config_file, &cfg, &err);
@@ -237,6 +249,7 @@ static void begin(struct daemon *d, const char *value)
         return;
     }
     set_state(d, "pending");
+    daemon__kube_pause_operands(d, true);
     m->busy = true;
     for (size_t g = 0; g < m->plan->n; g++) {
         const struct mig_gpu_plan *p = &m->plan->gpus[g];
@@ -296,7 +309,10 @@ void daemon__mig_on_done(struct daemon *d)
     pthread_join(m->worker, NULL);
     m->worker_running = false;
     m->done[m->worker_gpu] = true;
-    if (m->worker_result < 0) {
+    if (m->worker_result == -EINPROGRESS) {
+        m->reboot_needed = true;
+        log_warn("MIG: %s", m->worker_err.msg);
+    } else if (m->worker_result < 0) {
         m->any_failed = true;
         str_copy(m->failure, m->worker_err.msg, sizeof(m->failure));
         log_error("MIG: %s", m->worker_err.msg);

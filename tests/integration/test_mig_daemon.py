@@ -105,6 +105,43 @@ class MigDaemon(ReloadCase):
                  "a MigConfigFailed Event")
         self.assertIn("still held by pods", self.log_text(n))
 
+    def test_mode_change_waits_for_reboot(self):
+        """A GPU whose MIG mode only changes at the next boot: state rebooting with an Event,
+        the whole GPUs stay served; the agent started on the rebooted node finishes the job."""
+        with open(self.machine + ".yaml", "a") as f:
+            f.write("    mig_needs_reset: true\n")
+        n = self.start()
+        self.wait_capacity(n, 2, 10)
+        self.set_label(MIG_LABEL, "all-1g.10gb")
+        self.wait_state("rebooting")
+        wait_for(lambda: [e for e in self.events() if e.get("reason") == "MigRebootRequired"], 5,
+                 "a MigRebootRequired Event")
+        self.wait_capacity(n, 2, 10)  # healthy whole GPUs until the reboot
+        args = ["--pod-resources-socket", os.path.join(self.root, "pr0.sock"),
+                "--kube-api-server", "http://127.0.0.1:%d" % self.api.port, "--mig-strategy",
+                "mixed", "--mig-config-file", DEFAULT]
+        n.stop_plugin()
+        n.start_plugin(None, args, {"NODE_NAME": NODE, "FAKE_NVML_REBOOT": "1"})  # the node rebooted
+        self.wait_capacity(n, 14, 10, ONE_G)
+        self.wait_state("success")
+
+    def test_nvidia_operands_paused_during_change(self):
+        """NVIDIA's gpu.deploy.* labels that are true are paused while GPUs change (for
+        clusters running other NVIDIA operands) and set back to true after; false ones stay."""
+        self.set_label("nvidia.com/gpu.deploy.dcgm-exporter", "true")
+        self.set_label("nvidia.com/gpu.deploy.gpu-feature-discovery", "false")
+        n = self.start()
+        self.wait_capacity(n, 2, 10)
+        n.sim.must("admit holder %s=1" % GPU)
+        self.set_label(MIG_LABEL, "all-3g.40gb")
+        wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy.dcgm-exporter") ==
+                 "paused-for-mig-change", 10, "dcgm-exporter paused")
+        self.assertEqual(self.labels()["nvidia.com/gpu.deploy.gpu-feature-discovery"], "false")
+        n.sim.must("delete holder")
+        self.wait_state("success")
+        wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy.dcgm-exporter") == "true", 10,
+                 "dcgm-exporter back to true")
+
     def test_unknown_or_impossible_layout_fails_and_changes_nothing(self):
         cfg = os.path.join(self.root, "mig.yaml")
         with open(cfg, "w") as f:

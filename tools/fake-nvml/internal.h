@@ -102,7 +102,8 @@ struct fake_gpu {
     struct fake_gi gis[FAKE_MAX_GI];
     unsigned links[NVML_NVLINK_MAX_LINKS]; /* peer GPU index, FAKE_LINK_SWITCH or _NONE */
     unsigned compute_mode;                 /* nvmlComputeMode_t, kept in the state file like MIG */
-    bool fabric; /* attached to an NVLink fabric (machine file `fabric:`) */
+    bool mig_needs_reset; /* MIG mode changes stay pending until FAKE_NVML_REBOOT (a reboot) */
+    bool fabric;          /* attached to an NVLink fabric (machine file `fabric:`) */
     unsigned char fabric_cluster[16];
     unsigned fabric_clique;
 };

@@ -158,6 +158,19 @@ static int node_u64(const struct parse *ps, struct fy_node *n, const char *what,
     return 0;
 }
 
+/* A boolean: true or false, plain. */
+static int get_bool(const struct parse *ps, struct fy_node *map, const char *key, bool *ret)
+{
+    const char *v = NULL;
+    int r = get_str(ps, map, key, &v);
+    if (r < 0 || !v)
+        return r;
+    if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+        return perr(ps, get(map, key), "%s must be true or false", key);
+    *ret = strcmp(v, "true") == 0;
+    return 0;
+}
+
 static int get_u64(const struct parse *ps, struct fy_node *map, const char *key, uint64_t max,
                    uint64_t *ret)
 {
@@ -421,6 +434,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
                                        "nvlinks",
                                        "multiprocessors",
                                        "fabric",
+                                       "mig_needs_reset",
                                        NULL};
     struct fake_mig_request reqs[FAKE_MAX_GI];
     struct fy_node *req_nodes[FAKE_MAX_GI];
@@ -429,7 +443,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
     const char *name = NULL;
     unsigned count = 1, numa = 0, clique = 0;
     unsigned char cluster[16] = {0};
-    bool fabric = false;
+    bool fabric = false, needs_reset = false;
     size_t n_reqs = 0;
     bool mig_enabled = false;
     int r = want(ps, e, FYNT_MAPPING, "a gpus entry");
@@ -466,6 +480,8 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         r = get_uint(ps, e, "numa_node", 1023, &numa);
     if (r == 0 && get(e, "mig"))
         r = parse_mig(ps, get(e, "mig"), &model, &mig_enabled, reqs, &n_reqs, req_nodes);
+    if (r == 0 && get(e, "mig_needs_reset"))
+        r = get_bool(ps, e, "mig_needs_reset", &needs_reset);
     if (r == 0 && get(e, "fabric")) {
         r = parse_fabric(ps, get(e, "fabric"), cluster, &clique);
         fabric = r == 0;
@@ -496,6 +512,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
             g->links[l] = FAKE_LINK_NONE;
         g->mig_current = g->mig_pending = mig_enabled;
         g->fabric = fabric;
+        g->mig_needs_reset = needs_reset;
         memcpy(g->fabric_cluster, cluster, sizeof(cluster));
         g->fabric_clique = clique;
         ec->m->n_gpus++;

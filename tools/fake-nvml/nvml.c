@@ -332,6 +332,20 @@ static nvmlReturn_t init_locked(void)
     ctx.seen_valid = false;
     ctx.refcount = 1;
     state_refresh();
+    /* FAKE_NVML_REBOOT=1: this process starts on a freshly booted node: pending MIG modes
+     * take effect (and clear the instances), as after a real reboot */
+    const char *reboot = getenv("FAKE_NVML_REBOOT");
+    bool rebooted = false;
+    for (size_t i = 0; reboot && *reboot == '1' && i < ctx.m->n_gpus; i++) {
+        struct fake_gpu *g = &ctx.m->gpus[i];
+        if (g->mig_pending != g->mig_current) {
+            fake_mig_clear(g);
+            g->mig_current = g->mig_pending;
+            rebooted = true;
+        }
+    }
+    if (rebooted)
+        state_save();
     fake_caps_sync(ctx.m);
     return NVML_SUCCESS;
 }

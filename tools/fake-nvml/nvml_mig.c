@@ -95,6 +95,10 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
         *activationStatus = NVML_ERROR_IN_USE;
         return fake_leave(NVML_SUCCESS);
     }
+    if (mode != g->mig_current && g->mig_needs_reset) {
+        *activationStatus = NVML_ERROR_RESET_REQUIRED; /* takes effect at the next reboot */
+        return fake_leave(NVML_SUCCESS);
+    }
     if (mode != g->mig_current)
         fake_mig_clear(g);
     g->mig_current = mode;
