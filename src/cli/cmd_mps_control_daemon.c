@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -58,37 +57,6 @@ static int on_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
     return -1;
 }
 
-static int mount_shm(const char *root)
-{
-    struct strbuf dir = STRBUF_INIT, opts = STRBUF_INIT;
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    unsigned long long half_k = pages > 0 && psize > 0
-                                    ? (unsigned long long)pages * (unsigned long long)psize / 2048
-                                    : 65536;
-    struct error err = {0};
-    int rc = CLI_EXIT_OK;
-
-    (void)strbuf_printf(&dir, "%s/shm", root);
-    (void)umount2(strbuf_str(&dir), MNT_DETACH); /* a previous mount: start clean */
-    if (path_mkdir_p(strbuf_str(&dir), 0755, &err) < 0) {
-        fprintf(stderr, "gpuslice mps-control-daemon: %s\n", err.msg);
-        rc = CLI_EXIT_FAILURE;
-    } else {
-        (void)strbuf_printf(&opts, "size=%lluk", half_k);
-        if (mount("shm", strbuf_str(&dir), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME,
-                  strbuf_str(&opts)) < 0) {
-            fprintf(stderr,
-                    "gpuslice mps-control-daemon: mounting tmpfs on %s: %s (run privileged, with "
-                    "bidirectional mount propagation on the MPS root)\n",
-                    strbuf_str(&dir), strerror(errno));
-            rc = CLI_EXIT_FAILURE;
-        }
-    }
-    strbuf_release(&dir);
-    strbuf_release(&opts);
-    return rc;
-}
-
 int cmd_mps_control_daemon(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -125,14 +93,17 @@ int cmd_mps_control_daemon(int argc, char **argv)
     rc = CLI_EXIT_FAILURE;
     if (cli_node_load(&a, false, true, &node) < 0)
         goto out;
-    const char *root = node.model->settings.mps_root;
+    const char *root =
+        node.model->settings.mps_root ? mps_local_root(node.model->settings.mps_root) : NULL;
     if (!root) {
         fprintf(stderr, "gpuslice mps-control-daemon: no MPS root: set --mps-root or "
                         "flags.mpsRoot (NVIDIA's chart: /mps)\n");
         goto out;
     }
     if (shm) {
-        rc = mount_shm(root);
+        rc = mps_mount_shm(root, &err) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+        if (rc != CLI_EXIT_OK)
+            fprintf(stderr, "gpuslice mps-control-daemon: %s\n", err.msg);
         goto out;
     }
     sigemptyset(&mask);

@@ -74,6 +74,7 @@ struct daemon_options {
     enum daemon_mps_control mps_control; /* --mps-control / GPUSLICE_MPS_CONTROL_MODE */
     const char *mps_control_binary;      /* --mps-control-binary / GPUSLICE_MPS_CONTROL */
     int64_t mps_probe_interval_ms;       /* --mps-probe-interval, default 10s, 0: off */
+    bool mps_mount_shm;                  /* --mps-mount-shm / GPUSLICE_MPS_MOUNT_SHM (internal) */
     int64_t mig_drain_timeout_ms;        /* --mig-drain-timeout, default 5m */
     const char *proc_root;               /* GPUSLICE_PROC_ROOT: the driver's /proc (tests) */
     enum log_level log_level;

@@ -43,9 +43,10 @@ size_t daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, si
     return n;
 }
 
+/* The MPS root as this process sees it (the settings hold the host's, for Allocate). */
 static const char *mps_root(const struct model *m)
 {
-    return m && m->settings.mps_root ? m->settings.mps_root : NULL;
+    return m && m->settings.mps_root ? mps_local_root(m->settings.mps_root) : NULL;
 }
 
 int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err)
@@ -79,6 +80,11 @@ int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct 
             *err = (struct error){0};
         }
         o.nvml = d->mps ? d->mps->nvml : NULL;
+        /* the /dev/shm clients share, as NVIDIA's init container mounts it (needs privileges;
+         * without them the plugin goes on: clients then use their own /dev/shm) */
+        struct error se = {0};
+        if (r == 0 && d->o->mps_mount_shm && mps_mount_shm(mps_root(m), &se) < 0)
+            log_warn("MPS: %s", se.msg);
         if (r == 0)
             r = mps_supervisor_new(&o, &d->mps->sup, err);
         if (r < 0) {

@@ -41,6 +41,8 @@ static const char usage_text[] =
     "                                .ready) or internal (this process, supervised)\n"
     "                                (env GPUSLICE_MPS_CONTROL_MODE; docs/mps.md)\n"
     "      --mps-control-binary P    nvidia-cuda-mps-control to run (env GPUSLICE_MPS_CONTROL)\n"
+    "      --mps-mount-shm BOOL      internal: mount the tmpfs <mps root>/shm first, as\n"
+    "                                NVIDIA's init container does (env GPUSLICE_MPS_MOUNT_SHM)\n"
     "      --metrics-address H:P     serve /metrics, /healthz, /readyz on HOST:PORT, e.g.\n"
     "                                :9400 (env GPUSLICE_METRICS_ADDRESS; default off)\n"
     "      --labels MODE             label the node from what is served: off (default),\n"
@@ -105,6 +107,7 @@ enum own_flag {
     OWN_MPS_CONTROL,
     OWN_MPS_CONTROL_BINARY,
     OWN_MPS_PROBE_INTERVAL,
+    OWN_MPS_MOUNT_SHM,
 };
 
 static const struct {
@@ -135,6 +138,7 @@ static const struct {
     {"mps-control", OWN_MPS_CONTROL},
     {"mps-control-binary", OWN_MPS_CONTROL_BINARY},
     {"mps-probe-interval", OWN_MPS_PROBE_INTERVAL},
+    {"mps-mount-shm", OWN_MPS_MOUNT_SHM},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -262,6 +266,10 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_MPS_CONTROL_BINARY:
         o->mps_control_binary = *v ? v : NULL;
         break;
+    case OWN_MPS_MOUNT_SHM:
+        if (parse_bool(v, &o->mps_mount_shm) < 0)
+            return error_set(err, -EINVAL, "%s must be true or false, not '%s'", flag, v);
+        break;
     case OWN_MPS_PROBE_INTERVAL:
         return parse_interval(flag, v, &o->mps_probe_interval_ms, err);
     case OWN_MIG_DRAIN_TIMEOUT:
@@ -371,6 +379,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"GPUSLICE_MPS_CONTROL_MODE", OWN_MPS_CONTROL},
             {"GPUSLICE_MPS_CONTROL", OWN_MPS_CONTROL_BINARY},
             {"GPUSLICE_MPS_PROBE_INTERVAL", OWN_MPS_PROBE_INTERVAL},
+            {"GPUSLICE_MPS_MOUNT_SHM", OWN_MPS_MOUNT_SHM},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -562,4 +563,34 @@ void mps_supervisor_free(struct mps_supervisor *s)
     free(s->root);
     free(s->binary);
     free(s);
+}
+
+int mps_mount_shm(const char *root, struct error *err)
+{
+    struct strbuf dir = STRBUF_INIT, opts = STRBUF_INIT;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    unsigned long long half_k = pages > 0 && psize > 0
+                                    ? (unsigned long long)pages * (unsigned long long)psize / 2048
+                                    : 65536;
+    int r;
+
+    (void)strbuf_printf(&dir, "%s/shm", root);
+    (void)umount2(strbuf_str(&dir), MNT_DETACH); /* a previous mount: start clean */
+    r = path_mkdir_p(strbuf_str(&dir), 0755, err);
+    if (r == 0)
+        r = strbuf_printf(&opts, "size=%lluk", half_k);
+    if (r == 0 && mount("shm", strbuf_str(&dir), "tmpfs",
+                        MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, strbuf_str(&opts)) < 0)
+        r = error_set(err, -errno,
+                      "mounting tmpfs on %s: %s (needs privileges and bidirectional mount "
+                      "propagation on the MPS root)",
+                      strbuf_str(&dir), strerror(errno));
+    strbuf_release(&dir);
+    strbuf_release(&opts);
+    return r;
+}
+
+const char *mps_local_root(const char *mps_root)
+{
+    return path_is_dir("/mps") ? "/mps" : mps_root;
 }

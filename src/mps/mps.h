@@ -63,6 +63,14 @@ void mps_supervisor_free(struct mps_supervisor *s);
 int mps_control_command(const struct mps_options *o, const char *resource, const char *commands,
                         char **ret_out, struct error *err);
 
+/* Where this process sees the MPS root: "/mps" when that folder exists (NVIDIA's containers
+ * mount the host's MPS root there), else the MPS root itself (run on the host, tests). */
+const char *mps_local_root(const char *mps_root);
+
+/* Mounts the tmpfs <root>/shm (nosuid, nodev, noexec, half the RAM) MPS clients share as
+ * /dev/shm, replacing a previous mount, as NVIDIA's `mps-control-daemon mount-shm` does. */
+int mps_mount_shm(const char *root, struct error *err);
+
 /* "<root>/<resource>/pipe" and friends. */
 int mps_path(const char *root, const char *resource, const char *leaf, struct strbuf *out);
 

@@ -24,8 +24,9 @@ import cel_subset  # noqa: E402
 
 SRC, BUILD = (os.path.abspath(a) for a in sys.argv[1:3])
 KUST = os.path.join(SRC, "deployments/kustomize")
-OVERLAYS = ["time-slicing", "per-node", "mps", "mig-mixed"]
-SHARED = {"time-slicing", "per-node", "mps"}  # overlays with shared resources: admission
+OVERLAYS = ["time-slicing", "per-node", "mps", "mps-internal", "mig-mixed"]
+SHARED = {"time-slicing", "per-node", "mps", "mps-internal"}  # shared resources: admission
+MPS_INTERNAL = {"mps-internal"}  # the plugin runs the MPS daemons: privileged, as NVIDIA's
 NODE_LABELS = {"per-node"}  # overlays with the node-labels component
 RSS_MIB = 16.5  # measured with the label watch on (docs/deploy.md, Resources)
 NVIDIA_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
@@ -179,9 +180,17 @@ class Overlays(Rendered):
             self.assertIn("cpu", req)
             sc = c["securityContext"]
             self.assertEqual(sc["capabilities"]["drop"], ["ALL"], o)
-            self.assertFalse(sc["allowPrivilegeEscalation"])
             self.assertTrue(sc["readOnlyRootFilesystem"])
-            self.assertNotIn("privileged", sc)
+            if o in MPS_INTERNAL:  # exactly what NVIDIA's mps-control-daemon container has
+                self.assertTrue(sc["privileged"])
+                self.assertTrue(self.plugin(o)["spec"]["template"]["spec"]["hostPID"])
+                env = {e["name"]: e.get("value") for e in c["env"]}
+                self.assertEqual(env["GPUSLICE_MPS_CONTROL_MODE"], "internal")
+                self.assertEqual([d for d in self.docs[o] if d["kind"] == "DaemonSet"
+                                  and "mps" in d["metadata"]["name"]], [])
+            else:
+                self.assertFalse(sc["allowPrivilegeEscalation"])
+                self.assertNotIn("privileged", sc)
             self.assertEqual(sc["capabilities"].get("add", []),
                              ["SYS_ADMIN"] if o == "mig-mixed" else [], o)
             port = {p["name"]: p["containerPort"] for p in c["ports"]}["metrics"]
