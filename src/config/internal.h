@@ -60,6 +60,46 @@ void cfg__replicated_release(struct cfg_replicated_resource *r);
 /* Replaces *dst with a copy of s; false when out of memory. */
 bool cfg__set_str(char **dst, const char *s);
 
+/* ---- descriptor tables of the flags sections (fields.c) ----------------------------------- */
+
+#define CFG__MAX_FIELDS 16
+
+enum cfg__ftype {
+    CFG__F_BOOL,
+    CFG__F_STR,
+    CFG__F_STR_EMPTY_NULL, /* "" means unset (NULL) */
+    CFG__F_ENUM,           /* an int-sized enum, named by `values` */
+    CFG__F_DURATION,       /* int64_t ms; "infinite" is -1 */
+    CFG__F_LIST_STRATEGIES,
+    CFG__F_SECTION, /* a nested mapping: `sub` */
+};
+
+struct cfg__section;
+
+struct cfg__field {
+    const char *key; /* as written in the file */
+    enum cfg__ftype type;
+    size_t off; /* offsetof(struct cfg_config, ...) */
+    const char *const *values;
+    const struct cfg__section *sub;
+    size_t pos_off; /* offsetof(struct cfg__ctx, pos_...) + 1 to record where it was; 0 none */
+};
+
+struct cfg__section {
+    const char *path; /* "flags", "flags.plugin" */
+    const struct cfg__field *fields;
+    size_t n;
+};
+
+extern const struct cfg__section cfg__flags_section;
+/* The keys of s, NULL-terminated (for walk_map). */
+const char *const *cfg__section_keys(const struct cfg__section *s);
+/* The field a config key path names ("flags.plugin.deviceIDStrategy"), or NULL. */
+const struct cfg__field *cfg__field_find(const char *path);
+void *cfg__field_ptr(const struct cfg__field *f, struct cfg_config *cfg);
+/* Sets f from its string form (a flag or env value): -EINVAL when it does not parse. */
+int cfg__field_set(const struct cfg__field *f, struct cfg_config *cfg, const char *v);
+
 /* 0 for valid UTF-8, -EILSEQ otherwise (libfyaml must never see invalid UTF-8). */
 int cfg__utf8_check(const char *data, size_t len);
 

@@ -461,63 +461,18 @@ const char *cfg_overrides_get(const struct cfg_overrides *o, enum cfg_option_id 
     return o->v[id].value;
 }
 
+/* An option that overrides a config key sets that key's field through the descriptor table
+ * (fields.c); the few others are handled here. Values were checked when they were set. */
 static bool apply_one(enum cfg_option_id id, const char *v, struct cfg_config *cfg)
 {
-    struct cfg_flags *f = &cfg->flags;
-    const char *bad;
-    size_t bad_len;
-    unsigned bits;
-    int64_t ms;
+    const struct cfg_option *o = &options[id];
+    const struct cfg__field *f = cfg__field_find(o->config_key);
     bool b = false;
 
-    (void)parse_bool(v, &b); /* checked when set; only read by the bool rows */
+    if (f)
+        return cfg__field_set(f, cfg, v) != -ENOMEM;
+    (void)parse_bool(v, &b);
     switch (id) {
-    case CFG_OPT_MIG_STRATEGY:
-        f->mig_strategy = (enum cfg_mig_strategy)cfg__lookup(cfg__mig_strategies, v);
-        return true;
-    case CFG_OPT_FAIL_ON_INIT_ERROR:
-        f->fail_on_init_error = b;
-        return true;
-    case CFG_OPT_DRIVER_ROOT:
-        return cfg__set_str(&f->nvidia_driver_root, v);
-    case CFG_OPT_DEV_ROOT:
-        return cfg__set_str(&f->nvidia_dev_root, *v ? v : NULL);
-    case CFG_OPT_PASS_DEVICE_SPECS:
-        f->plugin.pass_device_specs = b;
-        return true;
-    case CFG_OPT_DEVICE_LIST_STRATEGY:
-        if (cfg__list_strategies_parse(v, &bits, &bad, &bad_len) == 0)
-            f->plugin.device_list_strategies = bits;
-        return true;
-    case CFG_OPT_DEVICE_ID_STRATEGY:
-        f->plugin.device_id_strategy =
-            (enum cfg_device_id_strategy)cfg__lookup(cfg__device_id_strategies, v);
-        return true;
-    case CFG_OPT_GDRCOPY_ENABLED:
-        f->gdrcopy_enabled = b;
-        return true;
-    case CFG_OPT_GDS_ENABLED:
-        f->gds_enabled = b;
-        return true;
-    case CFG_OPT_MOFED_ENABLED:
-        f->mofed_enabled = b;
-        return true;
-    case CFG_OPT_CDI_ANNOTATION_PREFIX:
-        return cfg__set_str(&f->plugin.cdi_annotation_prefix, v);
-    case CFG_OPT_NVIDIA_CDI_HOOK_PATH:
-        return cfg__set_str(&f->plugin.nvidia_ctk_path, v);
-    case CFG_OPT_CONTAINER_DRIVER_ROOT:
-        return cfg__set_str(&f->plugin.container_driver_root, v);
-    case CFG_OPT_MPS_ROOT:
-        return cfg__set_str(&f->mps_root, *v ? v : NULL);
-    case CFG_OPT_SHARED_DEVICES_ALLOCATION_POLICY:
-        f->plugin.shared_devices_allocation_policy =
-            (enum cfg_alloc_policy)cfg__lookup(cfg__alloc_policies, v);
-        return true;
-    case CFG_OPT_DEVICE_DISCOVERY_STRATEGY:
-        f->device_discovery_strategy =
-            (enum cfg_discovery)cfg__lookup(cfg__discovery_strategies, v);
-        return true;
     case CFG_OPT_IMEX_CHANNEL_IDS:
         free(cfg->imex.channel_ids);
         cfg->imex.channel_ids = NULL;
@@ -531,23 +486,6 @@ static bool apply_one(enum cfg_option_id id, const char *v, struct cfg_config *c
         return true;
     case CFG_OPT_IMEX_REQUIRED:
         cfg->imex.required = b;
-        return true;
-    case CFG_OPT_GFD_ONESHOT:
-        f->gfd.oneshot = b;
-        return true;
-    case CFG_OPT_GFD_NO_TIMESTAMP:
-        f->gfd.no_timestamp = b;
-        return true;
-    case CFG_OPT_GFD_SLEEP_INTERVAL:
-        if (cfg_duration_parse_ms(v, &ms, NULL) == 0)
-            f->gfd.sleep_interval_ms = ms;
-        return true;
-    case CFG_OPT_GFD_OUTPUT_FILE:
-        return cfg__set_str(&f->gfd.output_file, v);
-    case CFG_OPT_GFD_MACHINE_TYPE_FILE:
-        return cfg__set_str(&f->gfd.machine_type_file, v);
-    case CFG_OPT_USE_NODE_FEATURE_API:
-        f->gfd.use_node_feature_api = b;
         return true;
     default: /* command-line only: no config key */
         return true;

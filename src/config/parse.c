@@ -482,15 +482,6 @@ static char *resource_name(struct cfg__ctx *c, struct fy_node *n, const char *pa
 
 /* ---- flags ------------------------------------------------------------------------------- */
 
-static const char *const plugin_keys[] = {"passDeviceSpecs",
-                                          "deviceListStrategy",
-                                          "deviceIDStrategy",
-                                          "cdiAnnotationPrefix",
-                                          "nvidiaCTKPath",
-                                          "containerDriverRoot",
-                                          "sharedDevicesAllocationPolicy",
-                                          NULL};
-
 static void list_strategy_entry(struct cfg__ctx *c, struct fy_node *n, const char *path,
                                 struct cfg_pos pos, unsigned *bits)
 {
@@ -511,160 +502,82 @@ static void list_strategy_entry(struct cfg__ctx *c, struct fy_node *n, const cha
     strbuf_release(&allowed);
 }
 
-static void plugin_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
-                         struct cfg_pos pos, void *ud)
+/* deviceListStrategy: a string ("envvar,cdi-cri") or a list of them. */
+static void list_strategies_field(struct cfg__ctx *c, struct fy_node *v, const char *path,
+                                  struct cfg_pos pos, unsigned *out)
 {
-    struct cfg_plugin_flags *pf = &c->cfg->flags.plugin;
-    int e;
+    unsigned bits = 0;
+    void *it = NULL;
+    struct fy_node *item;
+    size_t i = 0;
 
-    switch (key) {
-    case 0:
-        want_bool(c, v, path, pos, &pf->pass_device_specs);
-        break;
-    case 1: {
-        unsigned bits = 0;
-        void *it = NULL;
-        struct fy_node *item;
-        size_t i = 0;
-
-        if (fy_node_get_type(v) != FYNT_SEQUENCE) {
-            list_strategy_entry(c, v, path, pos, &bits);
-        } else if (want_list(c, v, path, pos, "strategies") == 0) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
-                      "empty list; give at least one "
-                      "strategy, e.g. [envvar]");
-        } else {
-            for (item = fy_node_sequence_iterate(v, &it); item;
-                 item = fy_node_sequence_iterate(v, &it)) {
-                char ipath[PATH_MAX_LEN];
-                path_index(ipath, path, i++);
-                list_strategy_entry(c, item, ipath, node_pos(item, pos), &bits);
-            }
+    if (fy_node_get_type(v) != FYNT_SEQUENCE) {
+        list_strategy_entry(c, v, path, pos, &bits);
+    } else if (want_list(c, v, path, pos, "strategies") == 0) {
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
+                  "empty list; give at least one "
+                  "strategy, e.g. [envvar]");
+    } else {
+        for (item = fy_node_sequence_iterate(v, &it); item;
+             item = fy_node_sequence_iterate(v, &it)) {
+            char ipath[PATH_MAX_LEN];
+            path_index(ipath, path, i++);
+            list_strategy_entry(c, item, ipath, node_pos(item, pos), &bits);
         }
-        if (bits)
-            pf->device_list_strategies = bits;
-        break;
     }
-    case 2:
-        if (want_enum(c, v, path, pos, cfg__device_id_strategies, &e))
-            pf->device_id_strategy = (enum cfg_device_id_strategy)e;
-        break;
-    case 3:
-        want_string_into(c, v, path, pos, &pf->cdi_annotation_prefix);
-        break;
-    case 4:
-        want_string_into(c, v, path, pos, &pf->nvidia_ctk_path);
-        break;
-    case 5:
-        want_string_into(c, v, path, pos, &pf->container_driver_root);
-        break;
-    case 6:
-        if (want_enum(c, v, path, pos, cfg__alloc_policies, &e))
-            pf->shared_devices_allocation_policy = (enum cfg_alloc_policy)e;
-        break;
-    }
+    if (bits)
+        *out = bits;
 }
 
-static const char *const gfd_keys[] = {"oneshot",    "noTimestamp",     "sleepInterval",
-                                       "outputFile", "machineTypeFile", NULL};
-
-static void gfd_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
-                      struct cfg_pos pos, void *ud)
+static void duration_field(struct cfg__ctx *c, struct fy_node *v, const char *path,
+                           struct cfg_pos pos, int64_t *out)
 {
-    struct cfg_gfd_flags *g = &c->cfg->flags.gfd;
-    struct error e = {0};
     const char *s = scalar_text(c, v);
+    struct error e = {0};
     int64_t ms;
 
-    switch (key) {
-    case 0:
-        want_bool(c, v, path, pos, &g->oneshot);
-        break;
-    case 1:
-        want_bool(c, v, path, pos, &g->no_timestamp);
-        break;
-    case 2:
-        if (!s) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, v),
-                      "expected a duration such as "
-                      "'60s', got %s",
-                      kind_name(c, v));
-        } else if (cfg_duration_parse_ms(s, &ms, &e) < 0) {
-            cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s", e.msg);
-        } else {
-            g->sleep_interval_ms = ms;
-        }
-        break;
-    case 3:
-        /* an empty string is meaningful here: write the labels to stdout */
-        want_string_into(c, v, path, pos, &g->output_file);
-        break;
-    case 4:
-        want_string_into(c, v, path, pos, &g->machine_type_file);
-        break;
-    }
+    if (!s)
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, v),
+                  "expected a duration such as "
+                  "'60s', got %s",
+                  kind_name(c, v));
+    else if (cfg_duration_parse_ms(s, &ms, &e) < 0)
+        cfg__diag(c, CFG_SEV_ERROR, pos, path, s, "%s", e.msg);
+    else
+        *out = ms;
 }
 
-static const char *const flags_keys[] = {"migStrategy",
-                                         "failOnInitError",
-                                         "mpsRoot",
-                                         "nvidiaDriverRoot",
-                                         "nvidiaDevRoot",
-                                         "gdrcopyEnabled",
-                                         "gdsEnabled",
-                                         "mofedEnabled",
-                                         "useNodeFeatureAPI",
-                                         "deviceDiscoveryStrategy",
-                                         "plugin",
-                                         "gfd",
-                                         NULL};
-
-static void flags_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
-                        struct cfg_pos pos, void *ud)
+/* One key of a descriptor-table section (fields.c): parsed by its type. */
+static void section_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
+                          struct cfg_pos pos, void *ud)
 {
-    struct cfg_flags *f = &c->cfg->flags;
+    const struct cfg__section *sec = ud;
+    const struct cfg__field *f = &sec->fields[key];
+    void *p = cfg__field_ptr(f, c->cfg);
     int e;
 
-    switch (key) {
-    case 0:
-        c->pos_mig_strategy = pos;
-        if (want_enum(c, v, path, pos, cfg__mig_strategies, &e))
-            f->mig_strategy = (enum cfg_mig_strategy)e;
+    if (f->pos_off)
+        *(struct cfg_pos *)((char *)c + f->pos_off - 1) = pos;
+    switch (f->type) {
+    case CFG__F_BOOL:
+        want_bool(c, v, path, pos, p);
         break;
-    case 1:
-        want_bool(c, v, path, pos, &f->fail_on_init_error);
+    case CFG__F_STR:
+    case CFG__F_STR_EMPTY_NULL:
+        want_string_into(c, v, path, pos, p);
         break;
-    case 2:
-        c->pos_mps_root = pos;
-        want_string_into(c, v, path, pos, &f->mps_root);
+    case CFG__F_ENUM:
+        if (want_enum(c, v, path, pos, f->values, &e))
+            *(int *)p = e;
         break;
-    case 3:
-        want_string_into(c, v, path, pos, &f->nvidia_driver_root);
+    case CFG__F_DURATION:
+        duration_field(c, v, path, pos, p);
         break;
-    case 4:
-        want_string_into(c, v, path, pos, &f->nvidia_dev_root);
+    case CFG__F_LIST_STRATEGIES:
+        list_strategies_field(c, v, path, pos, p);
         break;
-    case 5:
-        want_bool(c, v, path, pos, &f->gdrcopy_enabled);
-        break;
-    case 6:
-        want_bool(c, v, path, pos, &f->gds_enabled);
-        break;
-    case 7:
-        want_bool(c, v, path, pos, &f->mofed_enabled);
-        break;
-    case 8:
-        want_bool(c, v, path, pos, &f->gfd.use_node_feature_api);
-        break;
-    case 9:
-        if (want_enum(c, v, path, pos, cfg__discovery_strategies, &e))
-            f->device_discovery_strategy = (enum cfg_discovery)e;
-        break;
-    case 10:
-        walk_map(c, v, path, pos, plugin_keys, plugin_field, NULL);
-        break;
-    case 11:
-        walk_map(c, v, path, pos, gfd_keys, gfd_field, NULL);
+    case CFG__F_SECTION:
+        walk_map(c, v, path, pos, cfg__section_keys(f->sub), section_field, (void *)f->sub);
         break;
     }
 }
@@ -1100,7 +1013,8 @@ static void top_field(struct cfg__ctx *c, int key, struct fy_node *v, const char
                       s);
         break;
     case 1:
-        walk_map(c, v, path, pos, flags_keys, flags_field, NULL);
+        walk_map(c, v, path, pos, cfg__section_keys(&cfg__flags_section), section_field,
+                 (void *)&cfg__flags_section);
         break;
     case 2:
         walk_map(c, v, path, pos, resources_keys, resources_field, NULL);

@@ -252,48 +252,50 @@ static void emit_devices(struct emit *e, const struct cfg_replicated_resource *r
     end(e);
 }
 
-static void emit_flags(struct emit *e, const struct cfg_flags *f)
+/* A descriptor-table section (fields.c), in table order. */
+static void emit_section(struct emit *e, const struct cfg_config *cfg, const char *key,
+                         const struct cfg__section *sec)
 {
     char buf[32];
 
-    begin(e, "flags", false);
-    kv_str(e, "migStrategy", cfg__mig_strategies[f->mig_strategy]);
-    kv_bool(e, "failOnInitError", f->fail_on_init_error);
-    kv_str(e, "mpsRoot", f->mps_root);
-    kv_str(e, "nvidiaDriverRoot", f->nvidia_driver_root);
-    kv_str(e, "nvidiaDevRoot", f->nvidia_dev_root);
-    kv_bool(e, "gdrcopyEnabled", f->gdrcopy_enabled);
-    kv_bool(e, "gdsEnabled", f->gds_enabled);
-    kv_bool(e, "mofedEnabled", f->mofed_enabled);
-    kv_bool(e, "useNodeFeatureAPI", f->gfd.use_node_feature_api);
-    kv_str(e, "deviceDiscoveryStrategy", cfg__discovery_strategies[f->device_discovery_strategy]);
-    begin(e, "plugin", false);
-    kv_bool(e, "passDeviceSpecs", f->plugin.pass_device_specs);
-    begin(e, "deviceListStrategy", true);
-    for (unsigned i = 0; cfg__list_strategies[i]; i++)
-        if (f->plugin.device_list_strategies & (1u << i))
-            kv_str(e, NULL, cfg__list_strategies[i]);
-    end(e);
-    kv_str(e, "deviceIDStrategy", cfg__device_id_strategies[f->plugin.device_id_strategy]);
-    kv_str(e, "cdiAnnotationPrefix", f->plugin.cdi_annotation_prefix);
-    kv_str(e, "nvidiaCTKPath", f->plugin.nvidia_ctk_path);
-    kv_str(e, "containerDriverRoot", f->plugin.container_driver_root);
-    kv_str(e, "sharedDevicesAllocationPolicy",
-           cfg__alloc_policies[f->plugin.shared_devices_allocation_policy]);
-    end(e);
-    begin(e, "gfd", false);
-    kv_bool(e, "oneshot", f->gfd.oneshot);
-    kv_bool(e, "noTimestamp", f->gfd.no_timestamp);
-    if (f->gfd.sleep_interval_ms < 0)
-        snprintf(buf, sizeof(buf), "infinite");
-    else if (f->gfd.sleep_interval_ms % 1000 == 0)
-        snprintf(buf, sizeof(buf), "%" PRId64 "s", f->gfd.sleep_interval_ms / 1000);
-    else
-        snprintf(buf, sizeof(buf), "%" PRId64 "ms", f->gfd.sleep_interval_ms);
-    kv_str(e, "sleepInterval", buf);
-    kv_str(e, "outputFile", f->gfd.output_file);
-    kv_str(e, "machineTypeFile", f->gfd.machine_type_file);
-    end(e);
+    begin(e, key, false);
+    for (size_t i = 0; i < sec->n; i++) {
+        const struct cfg__field *f = &sec->fields[i];
+        const void *p = cfg__field_ptr(f, (struct cfg_config *)cfg);
+        int64_t ms;
+        switch (f->type) {
+        case CFG__F_BOOL:
+            kv_bool(e, f->key, *(const bool *)p);
+            break;
+        case CFG__F_STR:
+        case CFG__F_STR_EMPTY_NULL:
+            kv_str(e, f->key, *(char *const *)p);
+            break;
+        case CFG__F_ENUM:
+            kv_str(e, f->key, f->values[*(const int *)p]);
+            break;
+        case CFG__F_DURATION:
+            ms = *(const int64_t *)p;
+            if (ms < 0)
+                snprintf(buf, sizeof(buf), "infinite");
+            else if (ms % 1000 == 0)
+                snprintf(buf, sizeof(buf), "%" PRId64 "s", ms / 1000);
+            else
+                snprintf(buf, sizeof(buf), "%" PRId64 "ms", ms);
+            kv_str(e, f->key, buf);
+            break;
+        case CFG__F_LIST_STRATEGIES:
+            begin(e, f->key, true);
+            for (unsigned b = 0; cfg__list_strategies[b]; b++)
+                if (*(const unsigned *)p & (1u << b))
+                    kv_str(e, NULL, cfg__list_strategies[b]);
+            end(e);
+            break;
+        case CFG__F_SECTION:
+            emit_section(e, cfg, f->key, f->sub);
+            break;
+        }
+    }
     end(e);
 }
 
@@ -337,7 +339,7 @@ int cfg_print(const struct cfg_config *cfg, enum cfg_format format, struct strbu
     if (format == CFG_FORMAT_JSON)
         put(&e, "{");
     kv_str(&e, "version", cfg->version ? cfg->version : "v1");
-    emit_flags(&e, &cfg->flags);
+    emit_section(&e, cfg, "flags", &cfg__flags_section);
     begin(&e, "resources", false);
     emit_patterns(&e, "gpus", cfg->gpus, cfg->n_gpus);
     emit_patterns(&e, "mig", cfg->mig, cfg->n_mig);

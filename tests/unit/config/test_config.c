@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/internal.h"
 #include "helpers.h"
 
 int parse_text(const char *yaml, const struct cfg_overrides *o, struct cfg_config **ret_cfg,
@@ -384,6 +385,35 @@ static void test_cfg_overrides_gfd_and_apply_every_option(void **state)
     cfg_overrides_release(&o);
 }
 
+/* One spelling per key: every option that overrides a flags key finds that key in the
+ * descriptor tables that parsing and printing use, and setting it through the table takes
+ * the option's default. */
+static void test_flags_descriptor_table(void **state)
+{
+    (void)state;
+    size_t n;
+    const struct cfg_option *opts = cfg_options(&n);
+    struct cfg_config *cfg = NULL;
+    size_t found = 0;
+
+    assert_int_equal(cfg_new_default(&cfg, NULL), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (!opts[i].config_key || strncmp(opts[i].config_key, "flags.", 6) != 0)
+            continue;
+        const struct cfg__field *f = cfg__field_find(opts[i].config_key);
+        if (!f)
+            fail_msg("%s: no descriptor for %s", opts[i].flags[0], opts[i].config_key);
+        assert_int_equal(cfg__field_set(f, cfg, opts[i].default_value), 0);
+        found++;
+    }
+    assert_int_equal(found, 22);
+    assert_null(cfg__field_find("flags.noSuchKey"));
+    assert_null(cfg__field_find("flags.plugin"));
+    /* a value that does not parse is refused, not stored */
+    assert_int_equal(cfg__field_set(cfg__field_find("flags.migStrategy"), cfg, "bogus"), -EINVAL);
+    cfg_free(cfg);
+}
+
 static void test_cfg_options_table_consistent(void **state)
 {
     size_t n;
@@ -417,6 +447,7 @@ static const struct CMUnitTest base_tests[] = {
     cmocka_unit_test(test_cfg_overrides_set_names_and_values),
     cmocka_unit_test(test_cfg_overrides_gfd_and_apply_every_option),
     cmocka_unit_test(test_cfg_options_table_consistent),
+    cmocka_unit_test(test_flags_descriptor_table),
 };
 
 int main(void)
