@@ -67,6 +67,10 @@ struct cli_node_args {
     const char *cmd;
     const char *config_path; /* borrowed from argv/env; NULL: built-in defaults */
     const char *config_name;
+    const char *default_config;     /* --default-config / DEFAULT_CONFIG */
+    enum cfg_fallback fallbacks[4]; /* --fallback-strategies / FALLBACK_STRATEGIES */
+    size_t n_fallbacks;
+    bool fallbacks_set;
     bool json;
     bool output_is_file; /* set before parsing: -o/--output name GFD's output file, not -o json */
     struct gpu_nvml_options nvml;

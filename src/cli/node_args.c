@@ -18,7 +18,29 @@
 enum {
     OPT_CONFIG = 0x1800,
     OPT_CONFIG_NAME,
+    OPT_DEFAULT_CONFIG,
+    OPT_FALLBACKS,
 };
+
+/* "named,single,empty" (the daemon's --fallback-strategies) into a. */
+static int set_fallbacks(struct cli_node_args *a, const char *what, const char *v)
+{
+    a->n_fallbacks = 0;
+    while (*v) {
+        size_t len = strcspn(v, ",");
+        char word[16];
+        if (len == 0 || len >= sizeof(word) || a->n_fallbacks >= GS_ARRAY_SIZE(a->fallbacks))
+            return cli_usage_error(a->cmd, "%s: bad list '%s' (named, single, empty)", what, v);
+        str_copy(word, v, len + 1);
+        if (cfg_fallback_parse(word, &a->fallbacks[a->n_fallbacks]) < 0)
+            return cli_usage_error(a->cmd, "%s: unknown strategy '%s' (named, single, empty)", what,
+                                   word);
+        a->n_fallbacks++;
+        v += len + (v[len] == ',');
+    }
+    a->fallbacks_set = true;
+    return -1;
+}
 
 static const char *env_get(const char *name)
 {
@@ -33,6 +55,12 @@ int cli_node_init(struct cli_node_args *a, const char *cmd, unsigned binaries)
     a->cmd = cmd;
     cfg_overrides_init(&a->overrides, binaries);
     gpu_nvml_options_from_env(&a->nvml);
+    a->default_config = getenv("DEFAULT_CONFIG");
+    if (getenv("FALLBACK_STRATEGIES") &&
+        set_fallbacks(a, "FALLBACK_STRATEGIES", getenv("FALLBACK_STRATEGIES")) >= 0) {
+        cfg_overrides_release(&a->overrides);
+        return CLI_EXIT_USAGE;
+    }
     if (cfg_overrides_from_env(&a->overrides, env_get, &err) < 0) {
         cfg_overrides_release(&a->overrides);
         return cli_usage_error(cmd, "%s", err.msg);
@@ -55,6 +83,8 @@ static int build_longopts(struct cli_node_args *a, const struct option *extra)
         {"config", required_argument, NULL, OPT_CONFIG},
         {"config-file", required_argument, NULL, OPT_CONFIG},
         {"config-name", required_argument, NULL, OPT_CONFIG_NAME},
+        {"default-config", required_argument, NULL, OPT_DEFAULT_CONFIG},
+        {"fallback-strategies", required_argument, NULL, OPT_FALLBACKS},
         {"output", required_argument, NULL, 'o'},
         CLI_NVML_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
@@ -131,6 +161,14 @@ int cli_node_parse(struct cli_node_args *a, int argc, char **argv, const struct 
         case OPT_CONFIG_NAME:
             a->config_name = optarg;
             break;
+        case OPT_DEFAULT_CONFIG:
+            a->default_config = optarg;
+            break;
+        case OPT_FALLBACKS:
+            r = set_fallbacks(a, "--fallback-strategies", optarg);
+            if (r >= 0)
+                return r;
+            break;
         case 'o':
             if (a->output_is_file) { /* GFD's -o is its output file */
                 if (cfg_overrides_set(&a->overrides, "output-file", optarg, &err) < 0)
@@ -168,8 +206,9 @@ int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_
     struct cfg_load_options lo = {
         .path = a->config_path,
         .config_name = a->config_name,
-        .fallbacks = fallbacks,
-        .n_fallbacks = GS_ARRAY_SIZE(fallbacks),
+        .default_name = a->default_config && *a->default_config ? a->default_config : NULL,
+        .fallbacks = a->fallbacks_set ? a->fallbacks : fallbacks,
+        .n_fallbacks = a->fallbacks_set ? a->n_fallbacks : GS_ARRAY_SIZE(fallbacks),
         .overrides = &a->overrides,
     };
     struct cfg_diags diags = CFG_DIAGS_INIT;

@@ -106,4 +106,14 @@ check size-t4 0 "= 3.14 -> 3 replicas" "$BIN" plan --nvml-library "$LIB" --size
 check size-by-hand 0 "15360 MiB x (100% - 20%) = 12288 MiB usable / 4096 MiB per process = 3.00 -> 3" \
     "$BIN" plan --nvml-library "$LIB" --per-process-memory 4GiB --headroom 20%
 check size-bad-headroom 2 "give a percentage below 100" "$BIN" plan --nvml-library "$LIB" --size --headroom 150%
+# the daemon's config selection flags and env vars (one option parser for every command)
+CM="$(dirname "$MACHINES")/demo/time-slicing-config"
+check default-config 0 "time-slicing   8" env FAKE_NVML_MACHINE="$MACHINES/l20-node.yaml" \
+    "$BIN" plan --nvml-library "$LIB" --config-file "$CM" --default-config l20
+check default-config-env 0 "time-slicing   3" env FAKE_NVML_MACHINE="$MACHINES/l20-node.yaml" \
+    DEFAULT_CONFIG=t4 "$BIN" plan --nvml-library "$LIB" --config "$CM"
+check fallbacks-env-bad 2 "FALLBACK_STRATEGIES: unknown strategy 'bogus'" \
+    env FALLBACK_STRATEGIES=bogus "$BIN" plan --nvml-library "$LIB"
+check fallbacks-none 1 "no config selected" env FAKE_NVML_MACHINE="$MACHINES/l20-node.yaml" \
+    "$BIN" plan --nvml-library "$LIB" --config-file "$CM" --fallback-strategies ""
 exit $fail
