@@ -20,6 +20,7 @@
 #define DAEMON_DEFAULT_HEALTH_RECOVERY_MS (5 * 60 * 1000)
 #define DAEMON_DEFAULT_MIG_DRAIN_TIMEOUT_MS (5 * 60 * 1000)
 #define DAEMON_DEFAULT_MPS_PROBE_MS 10000
+#define DAEMON_DEFAULT_METRICS_SAMPLE_MS 10000
 
 /* Who runs the MPS control daemons: another container (NVIDIA's chart), or this process. */
 enum daemon_mps_control { DAEMON_MPS_EXTERNAL = 0, DAEMON_MPS_INTERNAL };
@@ -68,6 +69,8 @@ struct daemon_options {
     const char *labels_namespace;        /* NodeFeature namespace: NAMESPACE, else "default" */
     const char *pod_name;                /* POD_NAME: owner of the NodeFeature */
     const char *metrics_address;         /* --metrics-address / GPUSLICE_METRICS_ADDRESS */
+    int64_t metrics_sample_ms;           /* --metrics-sample-interval, default 10s, 0: off */
+    const char *host_proc;               /* --host-proc / GPUSLICE_HOST_PROC: the host's /proc */
     int64_t health_recovery_ms;          /* --health-recovery-after, 0 = never (NVIDIA's) */
     const char *cdi_spec_dir;            /* --cdi-spec-dir / CDI_SPEC_DIR; NULL: /var/run/cdi */
     const char *mig_config_file;         /* --mig-config-file / MIG_CONFIG_FILE; NULL: off */

@@ -28,6 +28,7 @@ struct daemon__kube;
 struct daemon__labels;
 struct daemon__mig;
 struct daemon__mps;
+struct daemon__sampler;
 struct metrics_server;
 
 /* One served resource: its plugin and registration state. */
@@ -91,14 +92,15 @@ struct daemon {
     int recovery_fd;    /* recovery.c: timerfd for the next device due to recover, or -1 */
     unsigned long long health_recoveries;
     /* the node label (label.c) */
-    struct daemon__kube *kube;      /* NULL: no Kubernetes API */
-    char *label_value;              /* the label's value, NULL when absent or unknown */
-    bool label_pending;             /* the watch has not answered yet: value unknown */
-    struct daemon__labels *labels;  /* labels.c; NULL with --labels=off */
-    struct metrics_server *metrics; /* metrics.c; NULL without --metrics-address */
-    char *cdi_json;                 /* cdi.c: the spec last written (owned), NULL: none */
-    struct daemon__mig *mig;        /* mig.c; NULL without --mig-config-file */
-    struct daemon__mps *mps;        /* mps.c; NULL unless internal MPS daemons run */
+    struct daemon__kube *kube;       /* NULL: no Kubernetes API */
+    char *label_value;               /* the label's value, NULL when absent or unknown */
+    bool label_pending;              /* the watch has not answered yet: value unknown */
+    struct daemon__labels *labels;   /* labels.c; NULL with --labels=off */
+    struct metrics_server *metrics;  /* metrics.c; NULL without --metrics-address */
+    char *cdi_json;                  /* cdi.c: the spec last written (owned), NULL: none */
+    struct daemon__mig *mig;         /* mig.c; NULL without --mig-config-file */
+    struct daemon__mps *mps;         /* mps.c; NULL unless internal MPS daemons run */
+    struct daemon__sampler *sampler; /* sampler.c; NULL without the metrics endpoint */
 };
 
 /* ---- daemon.c ---------------------------------------------------------------------------- */
@@ -159,6 +161,15 @@ void daemon__kube_pause_operands(struct daemon *d, bool pause);
 /* The API client (NULL without one), for features that watch more of the node. */
 struct kube_client;
 struct kube_client *daemon__kube_client(struct daemon *d);
+
+/* ---- sampler.c --------------------------------------------------------------------------- */
+
+/* GPU telemetry and per-pod attribution on a thread of its own, for /metrics. */
+void daemon__sampler_start(struct daemon *d);
+/* Hands the sampler the devices of the snapshot now served. */
+void daemon__sampler_update(struct daemon *d);
+int daemon__sampler_render(struct daemon *d, struct strbuf *sb);
+void daemon__sampler_stop(struct daemon *d);
 
 /* ---- mig.c ------------------------------------------------------------------------------- */
 

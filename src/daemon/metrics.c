@@ -3,7 +3,7 @@
  * ping the loop renders the device plugin's metrics from its own state (a few KiB of text)
  * and publishes them with readiness to metrics/, then answers: no timers, no wake-ups when
  * nobody scrapes.
- * NVML samplers and per-pod attribution are not here yet (docs/observability.md). */
+ * GPU telemetry and per-pod series come from the sampler thread (sampler.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +28,12 @@ void daemon__metrics_start(struct daemon *d)
     }
     log_info("metrics, /healthz and /readyz on %s (port %u)", d->o->metrics_address,
              metrics_server_port(d->metrics));
+    daemon__sampler_start(d);
 }
 
 void daemon__metrics_stop(struct daemon *d)
 {
+    daemon__sampler_stop(d);
     metrics_server_free(d->metrics);
     d->metrics = NULL;
 }
@@ -136,6 +138,8 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
                    "Devices Healthy again after --health-recovery-after without a new XID.");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_health_recoveries_total %llu\n", d->health_recoveries);
+    if (r == 0) /* NVML telemetry and per-pod attribution, from the sampler thread */
+        r = daemon__sampler_render(d, sb);
     *ret_ready = served > 0 && (registered == served || !d->kubelet_socket);
     if (!*ret_ready)
         snprintf(why, n, "%zu of %zu resources registered with the kubelet", registered, served);

@@ -45,6 +45,11 @@ static const char usage_text[] =
     "                                NVIDIA's init container does (env GPUSLICE_MPS_MOUNT_SHM)\n"
     "      --metrics-address H:P     serve /metrics, /healthz, /readyz on HOST:PORT, e.g.\n"
     "                                :9400 (env GPUSLICE_METRICS_ADDRESS; default off)\n"
+    "      --metrics-sample-interval D  GPU telemetry and per-pod attribution for /metrics\n"
+    "                                every D (env GPUSLICE_METRICS_SAMPLE_INTERVAL; default\n"
+    "                                10s, 0: off)\n"
+    "      --host-proc DIR           the host's /proc, to find GPU processes' pods (env\n"
+    "                                GPUSLICE_HOST_PROC; default /proc)\n"
     "      --labels MODE             label the node from what is served: off (default),\n"
     "                                nfd-file, node-feature or node (env GPUSLICE_LABELS)\n"
     "      --labels-output-file P    NFD file for --labels=nfd-file (env GFD_OUTPUT_FILE;\n"
@@ -108,6 +113,8 @@ enum own_flag {
     OWN_MPS_CONTROL_BINARY,
     OWN_MPS_PROBE_INTERVAL,
     OWN_MPS_MOUNT_SHM,
+    OWN_METRICS_SAMPLE,
+    OWN_HOST_PROC,
 };
 
 static const struct {
@@ -139,6 +146,8 @@ static const struct {
     {"mps-control-binary", OWN_MPS_CONTROL_BINARY},
     {"mps-probe-interval", OWN_MPS_PROBE_INTERVAL},
     {"mps-mount-shm", OWN_MPS_MOUNT_SHM},
+    {"metrics-sample-interval", OWN_METRICS_SAMPLE},
+    {"host-proc", OWN_HOST_PROC},
 };
 
 /* "named,single,empty" into o->fallbacks; "" means none. */
@@ -266,6 +275,11 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
     case OWN_MPS_CONTROL_BINARY:
         o->mps_control_binary = *v ? v : NULL;
         break;
+    case OWN_METRICS_SAMPLE:
+        return parse_interval(flag, v, &o->metrics_sample_ms, err);
+    case OWN_HOST_PROC:
+        o->host_proc = *v ? v : NULL;
+        break;
     case OWN_MPS_MOUNT_SHM:
         if (parse_bool(v, &o->mps_mount_shm) < 0)
             return error_set(err, -EINVAL, "%s must be true or false, not '%s'", flag, v);
@@ -348,6 +362,7 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     o->health_recovery_ms = DAEMON_DEFAULT_HEALTH_RECOVERY_MS;
     o->mig_drain_timeout_ms = DAEMON_DEFAULT_MIG_DRAIN_TIMEOUT_MS;
     o->mps_probe_interval_ms = DAEMON_DEFAULT_MPS_PROBE_MS;
+    o->metrics_sample_ms = DAEMON_DEFAULT_METRICS_SAMPLE_MS;
     o->fallbacks[0] = CFG_FALLBACK_NAMED;
     o->fallbacks[1] = CFG_FALLBACK_SINGLE;
     o->fallbacks[2] = CFG_FALLBACK_EMPTY;
@@ -380,6 +395,8 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
             {"GPUSLICE_MPS_CONTROL", OWN_MPS_CONTROL_BINARY},
             {"GPUSLICE_MPS_PROBE_INTERVAL", OWN_MPS_PROBE_INTERVAL},
             {"GPUSLICE_MPS_MOUNT_SHM", OWN_MPS_MOUNT_SHM},
+            {"GPUSLICE_METRICS_SAMPLE_INTERVAL", OWN_METRICS_SAMPLE},
+            {"GPUSLICE_HOST_PROC", OWN_HOST_PROC},
         };
         for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
             const char *v = getenv_fn(env_own[i].env);

@@ -556,7 +556,8 @@ static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, unsigned w
         daemon__slot_register(d, &slots[j], false);
     }
     d->reloads++;
-    daemon__labels_update(d); /* labels follow what is served */
+    daemon__labels_update(d);  /* labels follow what is served */
+    daemon__sampler_update(d); /* and the metrics sampler */
     /* a change someone asked for (config, label, SIGHUP) is always reported; periodic
      * re-reads only when they changed something */
     if (changed + added + removed > 0 || (what & DAEMON_RELOAD_CONFIG))

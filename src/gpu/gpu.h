@@ -139,6 +139,32 @@ int gpu_events_wait(struct gpu_events *ev, int timeout_ms, struct gpu_event *ret
 /* Accepts NULL. */
 void gpu_events_close(struct gpu_events *ev);
 
+/* ---- telemetry for the metrics sampler (samples.c) ----------------------------------------- */
+
+#define GPU_SAMPLE_MAX_PROCS 64
+
+struct gpu_sample_proc {
+    unsigned pid;
+    uint64_t used_bytes;
+    unsigned gi_id, ci_id; /* INV_ID_NONE outside MIG */
+    int sm_util;           /* %, -1 unknown */
+};
+
+/* One GPU's reading; -1 where NVML does not tell (e.g. utilization with MIG on). */
+struct gpu_sample {
+    char uuid[INV_UUID_MAX];
+    unsigned index;
+    int gpu_util, mem_util, temperature_c, sm_clock_mhz;
+    long long power_mw, ecc_sbe, ecc_dbe;
+    uint64_t fb_total_mib, fb_used_mib, fb_free_mib;
+    struct gpu_sample_proc procs[GPU_SAMPLE_MAX_PROCS];
+    size_t n_procs;
+};
+
+/* Reads every GPU of inv into out[inv->n_gpus]. Fails only when a GPU cannot be found. */
+int gpu_sample_read(struct gpu_nvml *nvml, const struct inv_inventory *inv, struct gpu_sample *out,
+                    struct error *err);
+
 /* ---- MIG layout: read and change (mig.c) ---------------------------------------------------
  * What mig-parted's checkpoint holds: the mode and every GPU instance with its placement and
  * compute instances. Mutations go through ops: with dry_run they only log the NVML calls

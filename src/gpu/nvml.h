@@ -406,6 +406,19 @@ typedef struct nvmlDeviceAttributes_st {
     unsigned long long memorySizeMB;
 } nvmlDeviceAttributes_t;
 
+/* telemetry: SM clock, ECC totals, per-process utilization samples */
+typedef enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 } nvmlClockType_t;
+typedef enum {
+    NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+} nvmlMemoryErrorType_t;
+typedef enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 } nvmlEccCounterType_t;
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
+
 /* nvmlDeviceGet/SetComputeMode */
 typedef enum nvmlComputeMode_enum {
     NVML_COMPUTEMODE_DEFAULT = 0,
@@ -598,7 +611,15 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
     X(nvmlDeviceGetGpuFabricInfoV, nvmlReturn_t,                                                   \
       (nvmlDevice_t device, nvmlGpuFabricInfoV_t * gpuFabricInfo))                                 \
     X(nvmlDeviceGetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t * mode))     \
-    X(nvmlDeviceSetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t mode))
+    X(nvmlDeviceSetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t mode))       \
+    X(nvmlDeviceGetClockInfo, nvmlReturn_t,                                                        \
+      (nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock))                            \
+    X(nvmlDeviceGetTotalEccErrors, nvmlReturn_t,                                                   \
+      (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType,     \
+       unsigned long long *eccCounts))                                                             \
+    X(nvmlDeviceGetProcessUtilization, nvmlReturn_t,                                               \
+      (nvmlDevice_t device, nvmlProcessUtilizationSample_t * utilization,                          \
+       unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp))
 
 #define NVML_DECLARE_PROTO(name, ret, params) NVML_EXPORT ret name params;
 #define NVML_DECLARE_FN_TYPE(name, ret, params) typedef ret(*name##_fn) params;

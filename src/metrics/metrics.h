@@ -37,6 +37,12 @@ int metrics_server_publish(struct metrics_server *s, const char *text, size_t le
 int metrics_server_ping_fd(const struct metrics_server *s);
 void metrics_server_pong(struct metrics_server *s);
 
+/* The pod a process belongs to, from the text of its /proc/<pid>/cgroup (v1 or v2; systemd
+ * or cgroupfs driver; containerd, CRI-O or Docker naming): 1 with the pod UID (dashed) and
+ * the container id (64 hex digits, "" when the path names none), 0 when it is not in a pod
+ * (a host process). Pure. */
+int metrics_cgroup_pod(const char *text, char *uid, size_t uid_size, char *cid, size_t cid_size);
+
 /* Exposition helpers: a label value escaped as the text format wants (\\, \", \n). */
 int metrics_escape(struct strbuf *sb, const char *value);
 

@@ -56,7 +56,8 @@ unsigned fake_profile_name_gb(uint64_t profile_mib, uint64_t total_mib);
 struct fake_process {
     unsigned pid;
     uint64_t used_mib;
-    unsigned gi_id; /* INVALID_GPU_INSTANCE_ID outside MIG */
+    unsigned sm_util; /* % of the SMs this process used (nvmlDeviceGetProcessUtilization) */
+    unsigned gi_id;   /* INVALID_GPU_INSTANCE_ID outside MIG */
     unsigned ci_id;
 };
 
@@ -103,7 +104,11 @@ struct fake_gpu {
     unsigned links[NVML_NVLINK_MAX_LINKS]; /* peer GPU index, FAKE_LINK_SWITCH or _NONE */
     unsigned compute_mode;                 /* nvmlComputeMode_t, kept in the state file like MIG */
     bool mig_needs_reset; /* MIG mode changes stay pending until FAKE_NVML_REBOOT (a reboot) */
-    bool fabric;          /* attached to an NVLink fabric (machine file `fabric:`) */
+    /* telemetry (machine file `telemetry:`); has_telemetry false: the fake's defaults */
+    bool has_telemetry;
+    unsigned gpu_util, mem_util, temperature_c, power_mw, sm_clock_mhz;
+    unsigned long long ecc_corrected, ecc_uncorrected;
+    bool fabric; /* attached to an NVLink fabric (machine file `fabric:`) */
     unsigned char fabric_cluster[16];
     unsigned fabric_clique;
 };

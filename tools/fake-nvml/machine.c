@@ -249,7 +249,7 @@ static int parse_unknown_model(const struct parse *ps, struct fy_node *e, const 
 
 static int parse_processes(const struct parse *ps, struct fy_node *seq, struct fake_gpu *g)
 {
-    static const char *const keys[] = {"pid", "used_mib", "gi", "ci", NULL};
+    static const char *const keys[] = {"pid", "used_mib", "gi", "ci", "sm_util", NULL};
     struct fy_node *item;
     void *it = NULL;
     int r = want(ps, seq, FYNT_SEQUENCE, "processes");
@@ -274,6 +274,8 @@ static int parse_processes(const struct parse *ps, struct fy_node *seq, struct f
             r = get_uint(ps, item, "gi", FAKE_MAX_GI, &p->gi_id);
         if (r == 0)
             r = get_uint(ps, item, "ci", FAKE_MAX_CI - 1, &p->ci_id);
+        if (r == 0)
+            r = get_uint(ps, item, "sm_util", 100, &p->sm_util);
         if (r == 0 &&
             (p->gi_id == INVALID_GPU_INSTANCE_ID) != (p->ci_id == INVALID_GPU_INSTANCE_ID))
             r = perr(ps, item, "a process in a MIG device needs both gi and ci");
@@ -419,6 +421,42 @@ static int parse_fabric(const struct parse *ps, struct fy_node *f, unsigned char
     return 0;
 }
 
+/* telemetry: {gpu_util, mem_util, temperature_c, power_w, sm_clock_mhz, ecc_corrected,
+ * ecc_uncorrected}: what the NVML samplers read on every GPU of the entry. */
+static int parse_telemetry(const struct parse *ps, struct fy_node *t, struct fake_gpu *tpl)
+{
+    static const char *const keys[] = {
+        "gpu_util",     "mem_util",      "temperature_c",   "power_w",
+        "sm_clock_mhz", "ecc_corrected", "ecc_uncorrected", NULL};
+    unsigned watts = 60;
+    uint64_t c = 0, u = 0;
+    int r = want(ps, t, FYNT_MAPPING, "telemetry");
+
+    if (r == 0)
+        r = check_keys(ps, t, keys, "telemetry");
+    tpl->temperature_c = 35;
+    tpl->sm_clock_mhz = 1410;
+    if (r == 0)
+        r = get_uint(ps, t, "gpu_util", 100, &tpl->gpu_util);
+    if (r == 0)
+        r = get_uint(ps, t, "mem_util", 100, &tpl->mem_util);
+    if (r == 0)
+        r = get_uint(ps, t, "temperature_c", 150, &tpl->temperature_c);
+    if (r == 0)
+        r = get_uint(ps, t, "power_w", 2000, &watts);
+    if (r == 0)
+        r = get_uint(ps, t, "sm_clock_mhz", 5000, &tpl->sm_clock_mhz);
+    if (r == 0)
+        r = get_u64(ps, t, "ecc_corrected", UINT32_MAX, &c);
+    if (r == 0)
+        r = get_u64(ps, t, "ecc_uncorrected", UINT32_MAX, &u);
+    tpl->power_mw = watts * 1000;
+    tpl->ecc_corrected = c;
+    tpl->ecc_uncorrected = u;
+    tpl->has_telemetry = r == 0;
+    return r;
+}
+
 static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct entry_ctx *ec)
 {
     static const char *const keys[] = {"model",
@@ -435,6 +473,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
                                        "multiprocessors",
                                        "fabric",
                                        "mig_needs_reset",
+                                       "telemetry",
                                        NULL};
     struct fake_mig_request reqs[FAKE_MAX_GI];
     struct fy_node *req_nodes[FAKE_MAX_GI];
@@ -444,6 +483,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
     unsigned count = 1, numa = 0, clique = 0;
     unsigned char cluster[16] = {0};
     bool fabric = false, needs_reset = false;
+    struct fake_gpu tele = {0};
     size_t n_reqs = 0;
     bool mig_enabled = false;
     int r = want(ps, e, FYNT_MAPPING, "a gpus entry");
@@ -480,6 +520,8 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         r = get_uint(ps, e, "numa_node", 1023, &numa);
     if (r == 0 && get(e, "mig"))
         r = parse_mig(ps, get(e, "mig"), &model, &mig_enabled, reqs, &n_reqs, req_nodes);
+    if (r == 0 && get(e, "telemetry"))
+        r = parse_telemetry(ps, get(e, "telemetry"), &tele);
     if (r == 0 && get(e, "mig_needs_reset"))
         r = get_bool(ps, e, "mig_needs_reset", &needs_reset);
     if (r == 0 && get(e, "fabric")) {
@@ -513,6 +555,14 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         g->mig_current = g->mig_pending = mig_enabled;
         g->fabric = fabric;
         g->mig_needs_reset = needs_reset;
+        g->has_telemetry = tele.has_telemetry;
+        g->gpu_util = tele.gpu_util;
+        g->mem_util = tele.mem_util;
+        g->temperature_c = tele.temperature_c;
+        g->power_mw = tele.power_mw;
+        g->sm_clock_mhz = tele.sm_clock_mhz;
+        g->ecc_corrected = tele.ecc_corrected;
+        g->ecc_uncorrected = tele.ecc_uncorrected;
         memcpy(g->fabric_cluster, cluster, sizeof(cluster));
         g->fabric_clique = clique;
         ec->m->n_gpus++;

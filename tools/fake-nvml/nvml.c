@@ -788,8 +788,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci || g->mig_current == NVML_DEVICE_MIG_ENABLE)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    utilization->gpu = g->n_procs ? 30 : 0;
-    utilization->memory = g->n_procs ? 10 : 0;
+    utilization->gpu = g->has_telemetry ? g->gpu_util : g->n_procs ? 30 : 0;
+    utilization->memory = g->has_telemetry ? g->mem_util : g->n_procs ? 10 : 0;
     return fake_leave(NVML_SUCCESS);
 }
 
@@ -801,7 +801,7 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensor
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    *temp = 35 + (g->n_procs ? 10 : 0);
+    *temp = g->has_telemetry ? g->temperature_c : 35 + (g->n_procs ? 10 : 0);
     return fake_leave(NVML_SUCCESS);
 }
 
@@ -812,6 +812,6 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    *power = 60000 + (g->n_procs ? 90000 : 0); /* milliwatts */
+    *power = g->has_telemetry ? g->power_mw : 60000 + (g->n_procs ? 90000 : 0); /* mW */
     return fake_leave(NVML_SUCCESS);
 }

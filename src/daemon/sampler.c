@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sampler.c: GPU telemetry and per-pod attribution for /metrics, on one thread of its own
+ * (never the loop): every --metrics-sample-interval it reads every GPU through NVML
+ * (utilization, framebuffer, temperature, power, SM clock, ECC, compute processes), asks
+ * the kubelet which pods hold which devices (pod-resources for names, the kubelet's
+ * checkpoint for pod UIDs), reads each GPU process's cgroup under --host-proc to find its
+ * pod, and renders dcgm-exporter-compatible series plus gpuslice's per-pod ones. The loop
+ * hands it the devices of every new snapshot and copies its text into each scrape. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/internal.h"
+#include "gpu/gpu.h"
+#include "metrics/metrics.h"
+
+struct sampler_dev {
+    char resource[128];
+    char id[160];
+    char gpu_uuid[INV_UUID_MAX];
+};
+
+struct daemon__sampler {
+    const struct daemon_options *o;
+    pthread_t thread;
+    bool started, stop;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct inv_inventory *inv; /* latest, owned */
+    struct sampler_dev *devs;  /* latest, owned */
+    size_t n_devs;
+    char *text; /* latest rendering, owned */
+    unsigned long long samples;
+    uint64_t last_cost_ns;
+    char hostname[128];
+};
+
+/* One pod's share of one GPU. */
+struct pod_use {
+    char ns_name[256]; /* "<namespace>/<name>", "" when only the UID is known */
+    char uid[64];
+    char resource[128];
+    unsigned gpu;
+    uint64_t bytes;
+    int sm; /* % summed, -1 unknown */
+    unsigned replicas;
+};
+
+static void label(struct strbuf *sb, const char *k, const char *v, bool first)
+{
+    (void)strbuf_printf(sb, "%s%s=\"", first ? "" : ",", k);
+    (void)metrics_escape(sb, v ? v : "");
+    (void)strbuf_putc(sb, '"');
+}
+
+static void head(struct strbuf *sb, const char *name, const char *type, const char *help)
+{
+    (void)strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The pod holding device (resource, id) per pod-resources ("ns/name") and per the kubelet's
+ * checkpoint ("uid <UID>"). */
+static const char *holder(const struct dp_pod_devices *l, const char *resource, const char *id)
+{
+    return l ? dp_pod_devices_holder(l, resource, id) : NULL;
+}
+
+static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
+                   const struct gpu_sample *smp, const struct sampler_dev *devs, size_t n_devs,
+                   const struct dp_pod_devices *names, const struct dp_pod_devices *uids,
+                   struct strbuf *sb)
+{
+    struct pod_use use[128];
+    size_t n_use = 0;
+
+    /* one pod holding devices of a GPU: the dcgm series carry it (dcgm-exporter's rule) */
+    const char *only[64] = {0};
+    bool shared[64] = {0};
+    for (size_t i = 0; i < n_devs; i++) {
+        const char *pod = holder(names, devs[i].resource, devs[i].id);
+        for (size_t g = 0; pod && g < inv->n_gpus && g < 64; g++) {
+            if (strcmp(inv->gpus[g].uuid, devs[i].gpu_uuid) != 0)
+                continue;
+            if (only[g] && strcmp(only[g], pod) != 0)
+                shared[g] = true;
+            only[g] = pod;
+            /* replicas held by that pod */
+            size_t k = 0;
+            while (k < n_use && !(use[k].gpu == g && strcmp(use[k].ns_name, pod) == 0 &&
+                                  strcmp(use[k].resource, devs[i].resource) == 0))
+                k++;
+            if (k == n_use && n_use < 128) {
+                memset(&use[k], 0, sizeof(use[k]));
+                str_copy(use[k].ns_name, pod, sizeof(use[k].ns_name));
+                str_copy(use[k].resource, devs[i].resource, sizeof(use[k].resource));
+                const char *u = holder(uids, devs[i].resource, devs[i].id);
+                if (u && str_startswith(u, "uid "))
+                    str_copy(use[k].uid, u + 4, sizeof(use[k].uid));
+                use[k].gpu = (unsigned)g;
+                use[k].sm = -1;
+                n_use++;
+            }
+            if (k < n_use)
+                use[k].replicas++;
+        }
+    }
+
+    static const struct {
+        const char *name, *help;
+    } fields[] = {
+        {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."},
+        {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %)."},
+        {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
+        {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
+        {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)."},
+        {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."},
+        {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)."},
+        {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors."},
+        {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors."},
+    };
+    for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+        head(sb, fields[f].name, "gauge", fields[f].help);
+        for (size_t g = 0; g < inv->n_gpus; g++) {
+            const struct gpu_sample *x = &smp[g];
+            double v;
+            switch (f) {
+            case 0:
+                v = x->gpu_util;
+                break;
+            case 1:
+                v = x->mem_util;
+                break;
+            case 2:
+                v = (double)x->fb_used_mib;
+                break;
+            case 3:
+                v = (double)x->fb_free_mib;
+                break;
+            case 4:
+                v = x->temperature_c;
+                break;
+            case 5:
+                v = x->power_mw < 0 ? -1 : (double)x->power_mw / 1000.0;
+                break;
+            case 6:
+                v = x->sm_clock_mhz;
+                break;
+            case 7:
+                v = (double)x->ecc_sbe;
+                break;
+            default:
+                v = (double)x->ecc_dbe;
+                break;
+            }
+            if (v < 0)
+                continue; /* NVML does not tell: no series, as dcgm-exporter */
+            char dev[32], gpu[24];
+            snprintf(dev, sizeof(dev), "nvidia%u", inv->gpus[g].minor);
+            snprintf(gpu, sizeof(gpu), "%u", inv->gpus[g].index);
+            (void)strbuf_printf(sb, "%s{", fields[f].name);
+            label(sb, "gpu", gpu, true);
+            label(sb, "UUID", inv->gpus[g].uuid, false);
+            label(sb, "pci_bus_id", inv->gpus[g].pci_bus_id, false);
+            label(sb, "device", dev, false);
+            label(sb, "modelName", inv->gpus[g].name, false);
+            label(sb, "Hostname", s->hostname, false);
+            if (g < 64 && only[g] && !shared[g]) {
+                const char *slash = strchr(only[g], '/');
+                char ns[128] = "";
+                if (slash)
+                    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - only[g]), only[g]);
+                label(sb, "namespace", ns, false);
+                label(sb, "pod", slash ? slash + 1 : only[g], false);
+            }
+            (void)strbuf_printf(sb, "} %g\n", v);
+        }
+    }
+
+    /* processes -> pods: the cgroup says which pod (UID); the checkpoint/pod-resources join
+     * names it; processes in no pod are the host's */
+    head(sb, "gpuslice_host_gpu_memory_used_bytes", "gauge",
+         "GPU memory used by processes that are in no pod (host processes)");
+    for (size_t g = 0; g < inv->n_gpus; g++) {
+        for (size_t p = 0; p < smp[g].n_procs; p++) {
+            const struct gpu_sample_proc *pr = &smp[g].procs[p];
+            char path[256], uid[64], cid[80], *text = NULL;
+            snprintf(path, sizeof(path), "%s/%u/cgroup",
+                     s->o->host_proc ? s->o->host_proc : "/proc", pr->pid);
+            bool in_pod = file_read_all(path, 65536, &text, NULL, NULL) == 0 &&
+                          metrics_cgroup_pod(text, uid, sizeof(uid), cid, sizeof(cid)) == 1;
+            free(text);
+            if (!in_pod) {
+                char gpu[24], pid[16];
+                snprintf(gpu, sizeof(gpu), "%zu", g);
+                snprintf(pid, sizeof(pid), "%u", pr->pid);
+                (void)strbuf_puts(sb, "gpuslice_host_gpu_memory_used_bytes{");
+                label(sb, "gpu", gpu, true);
+                label(sb, "pid", pid, false);
+                (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pr->used_bytes);
+                continue;
+            }
+            size_t k = 0;
+            while (k < n_use && !(use[k].gpu == g && strcmp(use[k].uid, uid) == 0))
+                k++;
+            if (k == n_use && n_use < 128) { /* a pod we could not name: its UID only */
+                memset(&use[k], 0, sizeof(use[k]));
+                str_copy(use[k].uid, uid, sizeof(use[k].uid));
+                use[k].gpu = (unsigned)g;
+                use[k].sm = -1;
+                n_use++;
+            }
+            if (k < n_use) {
+                use[k].bytes += pr->used_bytes;
+                if (pr->sm_util >= 0)
+                    use[k].sm = (use[k].sm < 0 ? 0 : use[k].sm) + pr->sm_util;
+            }
+        }
+    }
+    static const char *const pod_metrics[3][2] = {
+        {"gpuslice_pod_gpu_memory_used_bytes", "GPU memory used by the pod's processes"},
+        {"gpuslice_pod_gpu_sm_utilization_ratio",
+         "share of the GPU's SMs the pod's processes used (NVML process samples)"},
+        {"gpuslice_pod_gpu_replicas", "replicas of the GPU the pod was given"},
+    };
+    for (size_t m = 0; m < 3; m++) {
+        head(sb, pod_metrics[m][0], "gauge", pod_metrics[m][1]);
+        for (size_t k = 0; k < n_use; k++) {
+            const struct pod_use *u = &use[k];
+            const char *slash = strchr(u->ns_name, '/');
+            char ns[128] = "", gpu[16];
+            if (m == 1 && u->sm < 0)
+                continue;
+            if (slash)
+                snprintf(ns, sizeof(ns), "%.*s", (int)(slash - u->ns_name), u->ns_name);
+            snprintf(gpu, sizeof(gpu), "%u", u->gpu);
+            (void)strbuf_printf(sb, "%s{", pod_metrics[m][0]);
+            label(sb, "namespace", ns, true);
+            label(sb, "pod", slash ? slash + 1 : "", false);
+            label(sb, "pod_uid", u->uid, false);
+            label(sb, "resource", u->resource, false);
+            label(sb, "gpu", gpu, false);
+            if (m == 0)
+                (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)u->bytes);
+            else if (m == 1)
+                (void)strbuf_printf(sb, "} %g\n", (double)u->sm / 100.0);
+            else
+                (void)strbuf_printf(sb, "} %u\n", u->replicas);
+        }
+    }
+}
+
+static void sample_once(struct daemon__sampler *s, struct gpu_nvml *nvml)
+{
+    struct inv_inventory *inv;
+    struct sampler_dev *devs = NULL;
+    size_t n_devs;
+    struct gpu_sample *smp = NULL;
+    struct dp_pod_devices names = {0}, uids = {0};
+    struct strbuf sb = STRBUF_INIT, cp = STRBUF_INIT;
+    struct error err = {0};
+    uint64_t t0 = time_now_ns();
+    bool have_names, have_uids;
+
+    pthread_mutex_lock(&s->lock);
+    inv = inv_dup(s->inv);
+    n_devs = s->n_devs;
+    if (n_devs) {
+        devs = calloc(n_devs, sizeof(*devs));
+        if (devs)
+            memcpy(devs, s->devs, n_devs * sizeof(*devs));
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (!inv || (n_devs && !devs))
+        goto out;
+    smp = calloc(inv->n_gpus ? inv->n_gpus : 1, sizeof(*smp));
+    if (!smp || gpu_sample_read(nvml, inv, smp, &err) < 0) {
+        if (err.msg[0])
+            log_debug("metrics sampler: %s", err.msg);
+        goto out;
+    }
+    have_names = dp_pod_resources_list(s->o->pod_resources_socket, 1000, &names, NULL) == 0;
+    (void)strbuf_printf(&cp, "%s/%s", s->o->plugin_dir, DP_CHECKPOINT_NAME);
+    have_uids = dp_checkpoint_read(strbuf_str(&cp), &uids, NULL) == 0;
+    render(s, inv, smp, devs, n_devs, have_names ? &names : NULL, have_uids ? &uids : NULL, &sb);
+    pthread_mutex_lock(&s->lock);
+    free(s->text);
+    s->text = strbuf_take(&sb);
+    s->samples++;
+    s->last_cost_ns = time_now_ns() - t0;
+    pthread_mutex_unlock(&s->lock);
+out:
+    dp_pod_devices_release(&names);
+    dp_pod_devices_release(&uids);
+    strbuf_release(&sb);
+    strbuf_release(&cp);
+    free(smp);
+    free(devs);
+    inv_free(inv);
+}
+
+static void *sampler_main(void *arg)
+{
+    struct daemon__sampler *s = arg;
+    struct gpu_nvml *nvml = NULL;
+    struct error err = {0};
+
+    if (gpu_nvml_open(&s->o->nvml, &nvml, &err) < 0) {
+        log_warn("metrics sampler: %s; no GPU telemetry in /metrics", err.msg);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    while (!s->stop) {
+        if (s->inv) {
+            pthread_mutex_unlock(&s->lock);
+            sample_once(s, nvml);
+            pthread_mutex_lock(&s->lock);
+        }
+        struct timespec ts;
+        time_deadline(&ts, CLOCK_MONOTONIC, (unsigned)s->o->metrics_sample_ms);
+        while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &ts) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&s->lock);
+    gpu_nvml_close(nvml);
+    return NULL;
+}
+
+void daemon__sampler_start(struct daemon *d)
+{
+    struct daemon__sampler *s;
+    pthread_condattr_t ca;
+
+    if (!d->metrics || d->o->metrics_sample_ms <= 0)
+        return;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return;
+    s->o = d->o;
+    if (gethostname(s->hostname, sizeof(s->hostname) - 1) < 0)
+        str_copy(s->hostname, "", sizeof(s->hostname));
+    if (d->o->node_name)
+        str_copy(s->hostname, d->o->node_name, sizeof(s->hostname));
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    d->sampler = s;
+    daemon__sampler_update(d);
+    s->started = pthread_create(&s->thread, NULL, sampler_main, s) == 0;
+    if (!s->started)
+        log_warn("metrics sampler: cannot start its thread; no GPU telemetry in /metrics");
+}
+
+void daemon__sampler_update(struct daemon *d)
+{
+    struct daemon__sampler *s = d->sampler;
+    const struct model *m;
+    struct sampler_dev *devs = NULL;
+    size_t n = 0;
+
+    if (!s || !d->snap)
+        return;
+    m = dp_snapshot_model(d->snap);
+    for (size_t i = 0; i < m->n_resources; i++)
+        n += m->resources[i].n_devices;
+    devs = calloc(n ? n : 1, sizeof(*devs));
+    if (!devs)
+        return;
+    n = 0;
+    for (size_t i = 0; i < m->n_resources; i++)
+        for (size_t j = 0; j < m->resources[i].n_devices; j++, n++) {
+            str_copy(devs[n].resource, m->resources[i].name, sizeof(devs[n].resource));
+            str_copy(devs[n].id, m->resources[i].devices[j].id, sizeof(devs[n].id));
+            str_copy(devs[n].gpu_uuid, m->resources[i].devices[j].gpu_uuid,
+                     sizeof(devs[n].gpu_uuid));
+        }
+    struct inv_inventory *inv = inv_dup(dp_snapshot_inventory(d->snap));
+    pthread_mutex_lock(&s->lock);
+    if (inv) {
+        inv_free(s->inv);
+        s->inv = inv;
+    }
+    free(s->devs);
+    s->devs = devs;
+    s->n_devs = n;
+    pthread_cond_signal(&s->cond); /* sample the new devices now */
+    pthread_mutex_unlock(&s->lock);
+}
+
+int daemon__sampler_render(struct daemon *d, struct strbuf *sb)
+{
+    struct daemon__sampler *s = d->sampler;
+    int r = 0;
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    if (s->text)
+        r = strbuf_puts(sb, s->text);
+    if (r == 0)
+        r = strbuf_printf(sb,
+                          "# HELP gpuslice_metrics_samples_total NVML samples taken\n"
+                          "# TYPE gpuslice_metrics_samples_total counter\n"
+                          "gpuslice_metrics_samples_total %llu\n"
+                          "# HELP gpuslice_metrics_sample_seconds how long the last sample took\n"
+                          "# TYPE gpuslice_metrics_sample_seconds gauge\n"
+                          "gpuslice_metrics_sample_seconds %.6f\n",
+                          s->samples, (double)s->last_cost_ns / 1e9);
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+void daemon__sampler_stop(struct daemon *d)
+{
+    struct daemon__sampler *s = d->sampler;
+    if (!s)
+        return;
+    if (s->started) {
+        pthread_mutex_lock(&s->lock);
+        s->stop = true;
+        pthread_cond_signal(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->thread, NULL);
+    }
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    inv_free(s->inv);
+    free(s->devs);
+    free(s->text);
+    free(s);
+    d->sampler = NULL;
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# test_metrics_pods.py: GPU telemetry and per-pod attribution in /metrics (issue 13), with
+# the daemon, kubelet-sim and the fake NVML: three pods on three replicas of one L20 with
+# different process memory -> three gpuslice_pod_gpu_memory_used_bytes series with the
+# right values and labels (processes found through a fake /proc's cgroup files, pods named
+# through pod-resources and the kubelet checkpoint); a host process reported as such; the
+# dcgm-exporter-compatible series with dcgm's labels; the exposition parses with
+# prometheus_client's parser.
+# Usage: test_metrics_pods.py SOURCE_DIR BUILD_DIR
+import json
+import os
+import re
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_reload_live import GPU, ReloadCase, wait_for, write_file  # noqa: E402
+
+UIDS = ["6a1f0c2e-1111-4000-8000-00000000000%d" % i for i in (1, 2, 3)]
+CID = "4f6c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f"
+MIB = 1 << 20
+
+
+class PodMetrics(ReloadCase):
+    def test_three_pods_one_gpu_and_a_host_process(self):
+        from prometheus_client.parser import text_string_to_metric_families
+        machine = os.path.join(self.root, "l20")
+        write_file(machine + ".yaml",
+                   "gpus:\n  - model: NVIDIA L20\n"
+                   "    telemetry: {gpu_util: 87, mem_util: 41, temperature_c: 66, power_w: 245,"
+                   " sm_clock_mhz: 2040, ecc_corrected: 3, ecc_uncorrected: 0}\n"
+                   "    processes:\n"
+                   "      - {pid: 4001, used_mib: 4621, sm_util: 30}\n"
+                   "      - {pid: 4002, used_mib: 2048, sm_util: 20}\n"
+                   "      - {pid: 4003, used_mib: 1024, sm_util: 10}\n"
+                   "      - {pid: 4999, used_mib: 300}\n")
+        proc = os.path.join(self.root, "proc")
+        for pid in (4001, 4002, 4003, 4999):
+            os.makedirs(os.path.join(proc, str(pid)))
+        for pid, uid in zip((4001, 4002, 4003), UIDS):
+            write_file(os.path.join(proc, str(pid), "cgroup"),
+                       "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s"
+                       ".slice/cri-containerd-%s.scope\n" % (uid.replace("-", "_"), CID))
+        write_file(os.path.join(proc, "4999", "cgroup"), "0::/system.slice/nvidia-smi.scope\n")
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                        "      - name: nvidia.com/gpu\n        replicas: 4\n")
+        n = self.node(machine, ["--config-file", cfg, "--metrics-address", "127.0.0.1:0",
+                                "--metrics-sample-interval", "200ms", "--host-proc", proc])
+        self.wait_capacity(n, 4, 10)
+        held = {}
+        for i in range(3):
+            pod = n.sim.must("admit p%d %s=1" % (i, GPU))["pod"]
+            held["p%d" % i] = pod["devices"][GPU]
+        # the kubelet's checkpoint: which pod UID holds which device
+        entries = [{"PodUID": UIDS[i], "ContainerName": "app", "ResourceName": GPU,
+                    "DeviceIDs": {"-1": held["p%d" % i]}, "AllocResp": ""} for i in range(3)]
+        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
+            {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
+        wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
+        port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
+
+        def scrape():
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+                return r.read().decode()
+
+        # a sample taken before the checkpoint was written knows the pods by UID only
+        wait_for(lambda: scrape().count("gpuslice_pod_gpu_memory_used_bytes{") == 3 and
+                 all('pod="p%d"' % i in scrape() for i in range(3)), 10,
+                 "three named pod series")
+        text = scrape()
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        mem = {(s.labels["namespace"], s.labels["pod"]): s
+               for s in fams["gpuslice_pod_gpu_memory_used_bytes"].samples}
+        ns = next(iter(mem))[0]
+        self.assertEqual(mem[(ns, "p0")].value, 4621 * MIB)
+        self.assertEqual(mem[(ns, "p1")].value, 2048 * MIB)
+        self.assertEqual(mem[(ns, "p2")].value, 1024 * MIB)
+        s0 = mem[(ns, "p0")]
+        self.assertEqual(s0.labels["resource"], GPU)
+        self.assertEqual(s0.labels["gpu"], "0")
+        self.assertEqual(s0.labels["pod_uid"], UIDS[0])
+        sm = {s.labels["pod"]: s.value for s in fams["gpuslice_pod_gpu_sm_utilization_ratio"].samples}
+        self.assertEqual(sm, {"p0": 0.3, "p1": 0.2, "p2": 0.1})
+        reps = {s.labels["pod"]: s.value for s in fams["gpuslice_pod_gpu_replicas"].samples}
+        self.assertEqual(reps, {"p0": 1, "p1": 1, "p2": 1})
+        host, = fams["gpuslice_host_gpu_memory_used_bytes"].samples
+        self.assertEqual((host.labels["pid"], host.value), ("4999", 300 * MIB))
+        # dcgm-exporter's names and labels; a shared GPU carries no pod label
+        util, = fams["DCGM_FI_DEV_GPU_UTIL"].samples
+        self.assertEqual(util.value, 87)
+        for k in ("gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id"):
+            self.assertIn(k, util.labels)
+        self.assertEqual(util.labels["modelName"], "NVIDIA L20")
+        self.assertEqual(util.labels["device"], "nvidia0")
+        self.assertNotIn("pod", util.labels)
+        self.assertEqual(fams["DCGM_FI_DEV_GPU_TEMP"].samples[0].value, 66)
+        self.assertEqual(fams["DCGM_FI_DEV_POWER_USAGE"].samples[0].value, 245)
+        self.assertEqual(fams["DCGM_FI_DEV_SM_CLOCK"].samples[0].value, 2040)
+        self.assertEqual(fams["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"].samples[0].value, 3)
+        self.assertEqual(fams["DCGM_FI_DEV_FB_USED"].samples[0].value, 4621 + 2048 + 1024 + 300)
+        self.assertGreater(fams["gpuslice_metrics_samples"].samples[0].value, 0)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

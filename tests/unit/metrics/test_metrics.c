@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_metrics.c: which pod a GPU process belongs to, from /proc/<pid>/cgroup texts as the
+ * kubelet's cgroup drivers and the runtimes write them (v1 and v2, systemd and cgroupfs,
+ * containerd, CRI-O, Docker), and the processes that are in no pod. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "metrics/metrics.h"
+
+#define CID "4f6c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f"
+#define UID "6a1f0c2e-1111-4000-8000-000000000001"
+#define UID_ "6a1f0c2e_1111_4000_8000_000000000001"
+
+static void test_cgroup_shapes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int in_pod;
+        const char *cid;
+    } cases[] = {
+        /* v2, systemd driver, containerd */
+        {"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+         ".slice/cri-containerd-" CID ".scope\n",
+         1, CID},
+        /* v2, systemd, CRI-O, guaranteed QoS (no QoS slice) */
+        {"0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-" CID ".scope\n", 1, CID},
+        /* v2, systemd, CRI-O's conmon: the pod, but no container */
+        {"0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-conmon-" CID ".scope\n", 1, ""},
+        /* v1, cgroupfs driver, containerd: several controllers, one with the path */
+        {"12:memory:/kubepods/besteffort/pod" UID "/" CID "\n11:cpu,cpuacct:/kubepods/"
+         "besteffort/pod" UID "/" CID "\n1:name=systemd:/\n",
+         1, CID},
+        /* v1, systemd, Docker */
+        {"9:devices:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+         ".slice/docker-" CID ".scope\n",
+         1, CID},
+        /* v2, cgroupfs, CRI-O */
+        {"0::/kubepods/burstable/pod" UID "/crio-" CID "\n", 1, CID},
+        /* host processes */
+        {"0::/system.slice/nvidia-persistenced.service\n", 0, ""},
+        {"0::/user.slice/user-1000.slice/session-3.scope\n", 0, ""},
+        {"", 0, ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char uid[64], cid[80];
+        int r = metrics_cgroup_pod(cases[i].text, uid, sizeof(uid), cid, sizeof(cid));
+        if (r != cases[i].in_pod)
+            fail_msg("case %zu: in pod %d, want %d", i, r, cases[i].in_pod);
+        if (r == 1)
+            assert_string_equal(uid, UID);
+        assert_string_equal(cid, cases[i].cid);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cgroup_shapes)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
