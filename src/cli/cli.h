@@ -125,8 +125,6 @@ int cmd_config(int argc, char **argv);
 int cmd_inventory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_device_plugin(int argc, char **argv);
-/* Commands still being built have a weak placeholder in cmd_pending.c that fails with exit
- * 1; the real cmd_<name>.c overrides it when it lands. */
 int cmd_config_manager(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_feature_discovery(int argc, char **argv);

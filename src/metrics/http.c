@@ -36,6 +36,7 @@ static struct {
     void (*destroy_response)(struct MHD_Response *);
     const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *, enum MHD_DaemonInfoType,
                                                    ...);
+    const char *(*lookup_value)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
 } mhd;
 static pthread_mutex_t mhd_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -72,6 +73,7 @@ static int mhd_load(struct error *err)
     MHD_SYM(queue_response, "MHD_queue_response");
     MHD_SYM(destroy_response, "MHD_destroy_response");
     MHD_SYM(get_daemon_info, "MHD_get_daemon_info");
+    MHD_SYM(lookup_value, "MHD_lookup_connection_value");
 #undef MHD_SYM
     mhd.loaded = true;
     h = NULL; /* stays loaded for the life of the process */
@@ -149,6 +151,37 @@ static bool loop_alive(struct metrics_server *s)
     return alive;
 }
 
+int metrics_openmetrics(const char *text, struct strbuf *out)
+{
+    int r = 0;
+    for (const char *l = text; r == 0 && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) + 1 : strlen(l);
+        /* a counter family is named without _total in OpenMetrics; its samples keep it */
+        const char *name = NULL;
+        if (strncmp(l, "# TYPE ", 7) == 0 || strncmp(l, "# HELP ", 7) == 0)
+            name = l + 7;
+        const char *sp = name ? memchr(name, ' ', n - 7) : NULL;
+        bool counter_family = false;
+        if (sp && sp - name > 6 && strncmp(sp - 6, "_total", 6) == 0) {
+            /* only when the family is a counter: look for its TYPE line */
+            struct strbuf key = STRBUF_INIT;
+            (void)strbuf_printf(&key, "# TYPE %.*s counter\n", (int)(sp - name), name);
+            counter_family = strstr(text, strbuf_str(&key)) != NULL;
+            strbuf_release(&key);
+        }
+        if (counter_family) {
+            r = strbuf_append(out, l, (size_t)(sp - 6 - l));
+            if (r == 0)
+                r = strbuf_append(out, sp, n - (size_t)(sp - l));
+        } else {
+            r = strbuf_append(out, l, n);
+        }
+        l += n;
+    }
+    return r == 0 ? strbuf_puts(out, "# EOF\n") : r;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -167,6 +200,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         /* the loop re-publishes before it answers the ping: counters kept by other
          * threads (Allocate) are fresh; a wedged loop leaves the last text */
         (void)loop_alive(s);
+        const char *accept = mhd.lookup_value(c, MHD_HEADER_KIND, "Accept");
+        if (accept && strstr(accept, "application/openmetrics-text")) {
+            struct strbuf om = STRBUF_INIT;
+            pthread_mutex_lock(&s->lock);
+            int e = metrics_openmetrics(s->text ? s->text : "", &om);
+            pthread_mutex_unlock(&s->lock);
+            r = e == 0 ? reply(c, MHD_HTTP_OK,
+                               "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                               strbuf_str(&om), om.len)
+                       : reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "no memory\n", 10);
+            strbuf_release(&om);
+            return r;
+        }
         pthread_mutex_lock(&s->lock);
         r = reply(c, MHD_HTTP_OK, text_type, s->text ? s->text : "", s->text ? s->text_len : 0);
         pthread_mutex_unlock(&s->lock);

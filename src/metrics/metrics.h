@@ -43,6 +43,10 @@ void metrics_server_pong(struct metrics_server *s);
  * (a host process). Pure. */
 int metrics_cgroup_pod(const char *text, char *uid, size_t uid_size, char *cid, size_t cid_size);
 
+/* The Prometheus text in OpenMetrics 1.0 form (what /metrics answers to an Accept of
+ * application/openmetrics-text): counter families named without _total, a final # EOF. */
+int metrics_openmetrics(const char *text, struct strbuf *out);
+
 /* Exposition helpers: a label value escaped as the text format wants (\\, \", \n). */
 int metrics_escape(struct strbuf *sb, const char *value);
 

@@ -101,6 +101,40 @@ class PodMetrics(ReloadCase):
         self.assertEqual(fams["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"].samples[0].value, 3)
         self.assertEqual(fams["DCGM_FI_DEV_FB_USED"].samples[0].value, 4621 + 2048 + 1024 + 300)
         self.assertGreater(fams["gpuslice_metrics_samples"].samples[0].value, 0)
+        # OpenMetrics when asked for it, parsed by prometheus_client's OpenMetrics parser
+        from prometheus_client.openmetrics.parser import \
+            text_string_to_metric_families as om_families
+        req = urllib.request.Request("http://127.0.0.1:%d/metrics" % port, headers={
+            "Accept": "application/openmetrics-text; version=1.0.0"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            self.assertTrue(r.headers["Content-Type"].startswith("application/openmetrics-text"))
+            om = r.read().decode()
+        self.assertTrue(om.endswith("# EOF\n"))
+        om_fams = {f.name: f for f in om_families(om)}
+        self.assertEqual(om_fams["gpuslice_allocations"].type, "counter")
+        self.assertIn("gpuslice_pod_gpu_memory_used_bytes", om_fams)
+        # gpuslice top: the same, per GPU, with the replicas that fit the largest pod
+        import subprocess
+        gpuslice = os.path.join(os.path.abspath(sys.argv[2]), "gpuslice")
+        r = subprocess.run([gpuslice, "top", "--address", "127.0.0.1:%d" % port, "-o", "json"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        gpu, = json.loads(r.stdout)
+        self.assertEqual(gpu["model"], "NVIDIA L20")
+        self.assertEqual(gpu["utilization"], 87)
+        self.assertEqual(sorted((p["pod"], p["memory_bytes"]) for p in gpu["pods"]),
+                         [("p0", 4621 * MIB), ("p1", 2048 * MIB), ("p2", 1024 * MIB)])
+        # 46068 MiB x 90% / 4621 MiB = 8.97 -> 8, the seed's figure
+        self.assertEqual(gpu["sizing"], {"largest_pod_mib": 4621, "replicas_that_fit": 8})
+        r = subprocess.run([gpuslice, "top", "--address", "127.0.0.1:%d" % port, "--once"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("8 replicas of the largest pod (4621 MiB)", r.stdout)
+        self.assertIn("p0  4621 MiB  SM 30%", r.stdout)
+        r = subprocess.run([gpuslice, "top", "--address", "127.0.0.1:1", "--once"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no gpuslice metrics endpoint at 127.0.0.1:1", r.stderr)
 
 
 if __name__ == "__main__":

@@ -56,8 +56,24 @@ static void test_cgroup_shapes(void **state)
     }
 }
 
+static void test_openmetrics(void **state)
+{
+    (void)state;
+    struct strbuf out = STRBUF_INIT;
+    const char *text = "# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"1\"} 3\n"
+                       "# HELP g_total a gauge named _total stays\n# TYPE g_total gauge\n"
+                       "g_total 1\n";
+    assert_int_equal(metrics_openmetrics(text, &out), 0);
+    assert_string_equal(strbuf_str(&out),
+                        "# HELP a A.\n# TYPE a counter\na_total{x=\"1\"} 3\n"
+                        "# HELP g_total a gauge named _total stays\n# TYPE g_total gauge\n"
+                        "g_total 1\n# EOF\n");
+    strbuf_release(&out);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cgroup_shapes)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cgroup_shapes),
+                                       cmocka_unit_test(test_openmetrics)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
