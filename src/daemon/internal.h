@@ -91,6 +91,13 @@ struct daemon {
     bool all_unhealthy; /* the event wait failed */
     int recovery_fd;    /* recovery.c: timerfd for the next device due to recover, or -1 */
     unsigned long long health_recoveries;
+    /* health changes by reason, for gpuslice_health_changes_total{reason}: "xid-<n>" (a
+     * critical XID made a device Unhealthy), "event-wait-failed", "recovered" */
+    struct {
+        char reason[32];
+        unsigned long long n;
+    } health_reasons[32];
+    size_t n_health_reasons;
     /* the node label (label.c) */
     struct daemon__kube *kube;       /* NULL: no Kubernetes API */
     char *label_value;               /* the label's value, NULL when absent or unknown */
@@ -161,6 +168,9 @@ void daemon__kube_pause_operands(struct daemon *d, bool pause);
 /* The API client (NULL without one), for features that watch more of the node. */
 struct kube_client;
 struct kube_client *daemon__kube_client(struct daemon *d);
+
+/* Counts one health change for gpuslice_health_changes_total{reason}. */
+void daemon__count_health(struct daemon *d, const char *reason);
 
 /* ---- sampler.c --------------------------------------------------------------------------- */
 

@@ -16,6 +16,21 @@
 #define GS_VERSION "0.1.0"
 #endif
 
+void daemon__count_health(struct daemon *d, const char *reason)
+{
+    size_t i = 0;
+    while (i < d->n_health_reasons && strcmp(d->health_reasons[i].reason, reason) != 0)
+        i++;
+    if (i == d->n_health_reasons) {
+        if (i == GS_ARRAY_SIZE(d->health_reasons))
+            i--; /* bounded: the last slot collects the rest */
+        else
+            d->n_health_reasons++;
+        str_copy(d->health_reasons[i].reason, reason, sizeof(d->health_reasons[i].reason));
+    }
+    d->health_reasons[i].n++;
+}
+
 void daemon__metrics_start(struct daemon *d)
 {
     struct error err = {0};
@@ -138,6 +153,12 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
                    "Devices Healthy again after --health-recovery-after without a new XID.");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_health_recoveries_total %llu\n", d->health_recoveries);
+    if (r == 0)
+        r = family(sb, "gpuslice_health_changes_total", "counter",
+                   "Device health changes by reason: xid-<n>, event-wait-failed, recovered.");
+    for (size_t i = 0; r == 0 && i < d->n_health_reasons; i++)
+        r = strbuf_printf(sb, "gpuslice_health_changes_total{reason=\"%s\"} %llu\n",
+                          d->health_reasons[i].reason, d->health_reasons[i].n);
     if (r == 0) /* NVML telemetry and per-pod attribution, from the sampler thread */
         r = daemon__sampler_render(d, sb);
     *ret_ready = served > 0 && (registered == served || !d->kubelet_socket);

@@ -76,6 +76,7 @@ void daemon__on_recovery_timer(struct daemon *d)
             continue; /* the device is gone from what we serve */
         changed |= n > 0;
         d->health_recoveries++;
+        daemon__count_health(d, "recovered");
         snprintf(msg, sizeof(msg),
                  "device %s recovered: no XID for %.1f s after xid=%llu; marked Healthy again",
                  x.uuid, (double)d->o->health_recovery_ms / 1000.0, x.xid);

@@ -7,6 +7,7 @@
  * Devices taken away while pods hold them (kubelet pod-resources List) stay Unhealthy until
  * released, re-checked every --retire-check-interval. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -345,8 +346,12 @@ void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_ms
 
     if (msg->all_devices) {
         d->all_unhealthy = true;
+        daemon__count_health(d, "event-wait-failed");
         return;
     }
+    char reason[32];
+    snprintf(reason, sizeof(reason), "xid-%llu", msg->xid);
+    daemon__count_health(d, reason);
     for (size_t i = 0; i < d->n_xid_marks; i++) {
         x = &d->xid_marks[i];
         if (strcmp(x->uuid, msg->uuid) == 0 && x->gi_id == msg->gi_id && x->ci_id == msg->ci_id) {

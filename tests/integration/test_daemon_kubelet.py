@@ -723,7 +723,9 @@ class DaemonTest(unittest.TestCase):
         """Health that recovers: XID 31 (ignored) changes nothing; XID 62 makes GPU 2
         Unhealthy, Healthy again after the (shortened) recovery time without a new XID;
         XID 79 (fallen off the bus: needs a reset) never recovers."""
-        d = self.start("h100-nvswitch-8.yaml", args=["--health-recovery-after", "600ms"])
+        d = self.start("h100-nvswitch-8.yaml", args=["--health-recovery-after", "600ms",
+                                                     "--metrics-address", "127.0.0.1:0",
+                                                     "--metrics-sample-interval", "0"])
         self.registered(d, 1)
         w = Watch(d.sock("nvidia-gpu.sock"))
         ids = [x.ID for x in w.next().devices]
@@ -748,6 +750,15 @@ class DaemonTest(unittest.TestCase):
         with self.assertRaises(queue.Empty):
             w.next(timeout=1.5)  # and 79 does not come back
         w.close()
+        # each change is a metric with its reason (31 is ignored: no change, no series)
+        import re
+        import urllib.request
+        port = int(re.search(r"\(port (\d+)\)", d.logtext()).group(1))
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            text = r.read().decode()
+        for reason in ("xid-62", "xid-79", "recovered"):
+            self.assertIn('gpuslice_health_changes_total{reason="%s"} 1\n' % reason, text)
+        self.assertNotIn('reason="xid-31"', text)
         self.assertStoppedClean(d)
 
     def test_xid_mig_attribution_and_enable(self):
