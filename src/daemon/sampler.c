@@ -42,6 +42,7 @@ struct daemon__sampler {
 struct pod_use {
     char ns_name[256]; /* "<namespace>/<name>", "" when only the UID is known */
     char uid[64];
+    char container[128]; /* "" when the pod's processes cannot be told apart by container */
     char resource[128];
     unsigned gpu;
     uint64_t bytes;
@@ -80,7 +81,10 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
     const char *only[64] = {0};
     bool shared[64] = {0};
     for (size_t i = 0; i < n_devs; i++) {
-        const char *pod = holder(names, devs[i].resource, devs[i].id);
+        const struct dp_pod_device *pd =
+            names ? dp_pod_devices_find(names, devs[i].resource, devs[i].id) : NULL;
+        const char *pod = pd ? pd->pod : NULL;
+        const char *container = pd && pd->container ? pd->container : "";
         for (size_t g = 0; pod && g < inv->n_gpus && g < 64; g++) {
             if (strcmp(inv->gpus[g].uuid, devs[i].gpu_uuid) != 0)
                 continue;
@@ -90,11 +94,13 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
             /* replicas held by that pod */
             size_t k = 0;
             while (k < n_use && !(use[k].gpu == g && strcmp(use[k].ns_name, pod) == 0 &&
-                                  strcmp(use[k].resource, devs[i].resource) == 0))
+                                  strcmp(use[k].resource, devs[i].resource) == 0 &&
+                                  strcmp(use[k].container, container) == 0))
                 k++;
             if (k == n_use && n_use < 128) {
                 memset(&use[k], 0, sizeof(use[k]));
                 str_copy(use[k].ns_name, pod, sizeof(use[k].ns_name));
+                str_copy(use[k].container, container, sizeof(use[k].container));
                 str_copy(use[k].resource, devs[i].resource, sizeof(use[k].resource));
                 const char *u = holder(uids, devs[i].resource, devs[i].id);
                 if (u && str_startswith(u, "uid "))
@@ -202,12 +208,29 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
                 (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pr->used_bytes);
                 continue;
             }
-            size_t k = 0;
-            while (k < n_use && !(use[k].gpu == g && strcmp(use[k].uid, uid) == 0))
-                k++;
-            if (k == n_use && n_use < 128) { /* a pod we could not name: its UID only */
+            /* the pod's entry on this GPU; with several containers holding devices there,
+             * the processes go to a pod-level entry (container ""): the cgroup names the
+             * container by id, the kubelet by name, and nothing here links the two */
+            size_t k = n_use, same = 0;
+            for (size_t j = 0; j < n_use; j++)
+                if (use[j].gpu == g && strcmp(use[j].uid, uid) == 0 && use[j].replicas) {
+                    same++;
+                    k = j;
+                }
+            if (same > 1) {
+                k = 0;
+                while (k < n_use && !(use[k].gpu == g && strcmp(use[k].uid, uid) == 0 &&
+                                      !use[k].replicas && !use[k].container[0]))
+                    k++;
+            }
+            if (k == n_use && n_use < 128) { /* pod level, or a pod known by its UID only */
                 memset(&use[k], 0, sizeof(use[k]));
                 str_copy(use[k].uid, uid, sizeof(use[k].uid));
+                for (size_t j = 0; j < n_use; j++)
+                    if (use[j].gpu == g && strcmp(use[j].uid, uid) == 0) {
+                        str_copy(use[k].ns_name, use[j].ns_name, sizeof(use[k].ns_name));
+                        str_copy(use[k].resource, use[j].resource, sizeof(use[k].resource));
+                    }
                 use[k].gpu = (unsigned)g;
                 use[k].sm = -1;
                 n_use++;
@@ -231,7 +254,7 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
             const struct pod_use *u = &use[k];
             const char *slash = strchr(u->ns_name, '/');
             char ns[128] = "", gpu[16];
-            if (m == 1 && u->sm < 0)
+            if ((m == 1 && u->sm < 0) || (m == 2 && !u->replicas) || (m < 2 && !u->bytes))
                 continue;
             if (slash)
                 snprintf(ns, sizeof(ns), "%.*s", (int)(slash - u->ns_name), u->ns_name);
@@ -239,6 +262,7 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
             (void)strbuf_printf(sb, "%s{", pod_metrics[m][0]);
             label(sb, "namespace", ns, true);
             label(sb, "pod", slash ? slash + 1 : "", false);
+            label(sb, "container", u->container, false);
             label(sb, "pod_uid", u->uid, false);
             label(sb, "resource", u->resource, false);
             label(sb, "gpu", gpu, false);

@@ -111,9 +111,10 @@ unsigned dp_backoff_next_ms(unsigned prev_ms);
 
 /* One device ID assigned to a pod's container. */
 struct dp_pod_device {
-    char *resource; /* "nvidia.com/gpu" */
-    char *id;       /* the device ID as advertised */
-    char *pod;      /* "<namespace>/<name>" */
+    char *resource;  /* "nvidia.com/gpu" */
+    char *id;        /* the device ID as advertised */
+    char *pod;       /* "<namespace>/<name>" ("uid <UID>" from the checkpoint) */
+    char *container; /* the container the device went to, NULL when not known */
 };
 
 struct dp_pod_devices {
@@ -128,6 +129,9 @@ struct dp_pod_devices {
 int dp_pod_resources_list(const char *socket_path, int timeout_ms, struct dp_pod_devices *ret,
                           struct error *err);
 void dp_pod_devices_release(struct dp_pod_devices *l);
+/* The entry for device `id` of `resource`, or NULL. Borrowed. */
+const struct dp_pod_device *dp_pod_devices_find(const struct dp_pod_devices *l,
+                                                const char *resource, const char *id);
 /* The pod ("<namespace>/<name>") holding device `id` of `resource`, or NULL. Borrowed. */
 const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *resource,
                                   const char *id);

@@ -22,14 +22,15 @@ void dp_pod_devices_release(struct dp_pod_devices *l)
         free(l->items[i].resource);
         free(l->items[i].id);
         free(l->items[i].pod);
+        free(l->items[i].container);
     }
     free(l->items);
     l->items = NULL;
     l->n = 0;
 }
 
-static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *resource, const char *id,
-                      const char *ns, const char *pod)
+static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *container,
+                      const char *resource, const char *id, const char *ns, const char *pod)
 {
     struct dp_pod_device *d;
     struct strbuf sb = STRBUF_INIT;
@@ -52,8 +53,9 @@ static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *resou
     d->pod = strbuf_take(&sb);
     d->resource = str_dup(resource);
     d->id = str_dup(id);
+    d->container = container ? str_dup(container) : NULL;
     l->n++;
-    return d->pod && d->resource && d->id ? 0 : -ENOMEM;
+    return d->pod && d->resource && d->id && (d->container || !container) ? 0 : -ENOMEM;
 }
 
 int dp_pod_resources_list(const char *socket_path, int timeout_ms, struct dp_pod_devices *ret,
@@ -83,7 +85,7 @@ int dp_pod_resources_list(const char *socket_path, int timeout_ms, struct dp_pod
             for (size_t d = 0; d < ct->n_devices; d++) {
                 const V1__ContainerDevices *cd = ct->devices[d];
                 for (size_t i = 0; i < cd->n_device_ids; i++) {
-                    r = add_device(&l, &alloc, cd->resource_name, cd->device_ids[i],
+                    r = add_device(&l, &alloc, ct->name, cd->resource_name, cd->device_ids[i],
                                    pod->namespace_, pod->name);
                     if (r < 0) {
                         error_set(err, r, "pod-resources List: %s",
@@ -105,20 +107,27 @@ out:
     return r;
 }
 
-const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *resource,
-                                  const char *id)
+const struct dp_pod_device *dp_pod_devices_find(const struct dp_pod_devices *l,
+                                                const char *resource, const char *id)
 {
     for (size_t i = 0; l && i < l->n; i++)
         if (strcmp(l->items[i].id, id) == 0 && strcmp(l->items[i].resource, resource) == 0)
-            return l->items[i].pod;
+            return &l->items[i];
     return NULL;
+}
+
+const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *resource,
+                                  const char *id)
+{
+    const struct dp_pod_device *d = dp_pod_devices_find(l, resource, id);
+    return d ? d->pod : NULL;
 }
 
 /* ---- the kubelet's checkpoint: who holds what when pod-resources is not mounted ------------ */
 
 /* One entry's DeviceIDs: {"<numa>": [ids]} (current) or a flat [ids] (checkpoint v1). */
-static int add_entry_ids(struct dp_pod_devices *l, size_t *alloc, const char *resource,
-                         const char *uid, json_t *ids)
+static int add_entry_ids(struct dp_pod_devices *l, size_t *alloc, const char *container,
+                         const char *resource, const char *uid, json_t *ids)
 {
     const char *numa;
     json_t *arr, *v;
@@ -127,12 +136,12 @@ static int add_entry_ids(struct dp_pod_devices *l, size_t *alloc, const char *re
 
     if (json_is_array(ids)) {
         json_array_foreach(ids, i, v) if (json_is_string(v) && r == 0) r =
-            add_device(l, alloc, resource, json_string_value(v), NULL, uid);
+            add_device(l, alloc, container, resource, json_string_value(v), NULL, uid);
         return r;
     }
     json_object_foreach(ids, numa, arr)
         json_array_foreach(arr, i, v) if (json_is_string(v) && r == 0) r =
-            add_device(l, alloc, resource, json_string_value(v), NULL, uid);
+            add_device(l, alloc, container, resource, json_string_value(v), NULL, uid);
     return r;
 }
 
@@ -161,7 +170,8 @@ int dp_checkpoint_read(const char *path, struct dp_pod_devices *ret, struct erro
         const char *res = json_string_value(json_object_get(e, "ResourceName"));
         if (!uid || !res)
             continue;
-        r = add_entry_ids(&l, &alloc, res, uid, json_object_get(e, "DeviceIDs"));
+        r = add_entry_ids(&l, &alloc, json_string_value(json_object_get(e, "ContainerName")), res,
+                          uid, json_object_get(e, "DeviceIDs"));
         if (r < 0) {
             error_set(err, r, "%s: %s", path, r == -E2BIG ? "too many devices" : "out of memory");
             goto out;

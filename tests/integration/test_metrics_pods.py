@@ -54,7 +54,7 @@ class PodMetrics(ReloadCase):
             pod = n.sim.must("admit p%d %s=1" % (i, GPU))["pod"]
             held["p%d" % i] = pod["devices"][GPU]
         # the kubelet's checkpoint: which pod UID holds which device
-        entries = [{"PodUID": UIDS[i], "ContainerName": "app", "ResourceName": GPU,
+        entries = [{"PodUID": UIDS[i], "ContainerName": "main", "ResourceName": GPU,
                     "DeviceIDs": {"-1": held["p%d" % i]}, "AllocResp": ""} for i in range(3)]
         write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
             {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
@@ -81,6 +81,10 @@ class PodMetrics(ReloadCase):
         self.assertEqual(s0.labels["resource"], GPU)
         self.assertEqual(s0.labels["gpu"], "0")
         self.assertEqual(s0.labels["pod_uid"], UIDS[0])
+        # the container that holds the device, as pod-resources names it (kubelet-sim's
+        # pods have one container, "main")
+        self.assertEqual({p: mem[(ns, p)].labels["container"] for p in ("p0", "p1", "p2")},
+                         {"p0": "main", "p1": "main", "p2": "main"})
         sm = {s.labels["pod"]: s.value for s in fams["gpuslice_pod_gpu_sm_utilization_ratio"].samples}
         self.assertEqual(sm, {"p0": 0.3, "p1": 0.2, "p2": 0.1})
         reps = {s.labels["pod"]: s.value for s in fams["gpuslice_pod_gpu_replicas"].samples}

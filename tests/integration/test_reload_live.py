@@ -233,7 +233,9 @@ class LiveReload(ReloadCase):
         self.assertEqual({r: c["registrations"] for r, c in after.items()}, before,
                          self.log_text(n)[-6000:])
         self.assertEqual(after["nvidia.com/mig-2g.20gb"]["capacity"], 4)
-        self.assertIn("resources unchanged=2 changed=1 added=0 removed=0", self.log_text(n))
+        # logged after the new devices went out on ListAndWatch (labels and sampler first)
+        wait_for(lambda: "resources unchanged=2 changed=1 added=0 removed=0" in self.log_text(n), APPLY_S,
+                 "the reload summary in the log")
         # renamed: a new resource registers, the old one's socket goes away
         write_file(cfg, time_slicing(2, "nvidia.com/mig-1g.10gb", rename=True, mig="mixed"))
         self.wait_capacity(n, 16, APPLY_S + 1, "nvidia.com/mig-1g.10gb.shared")
@@ -243,7 +245,9 @@ class LiveReload(ReloadCase):
         self.assertEqual(regs["nvidia.com/mig-2g.20gb"], before["nvidia.com/mig-2g.20gb"])
         self.assertEqual(regs["nvidia.com/mig-3g.40gb"], before["nvidia.com/mig-3g.40gb"])
         self.assertEqual(regs["nvidia.com/mig-1g.10gb.shared"], 1)
-        self.assertIn("resources unchanged=2 changed=0 added=1 removed=1", self.log_text(n))
+        # logged after the new devices went out on ListAndWatch (labels and sampler first)
+        wait_for(lambda: "resources unchanged=2 changed=0 added=1 removed=1" in self.log_text(n), APPLY_S,
+                 "the reload summary in the log")
 
     def test_reduced_replicas_held_by_pods_stay_unhealthy(self):
         cfg = os.path.join(self.root, "config.yaml")
