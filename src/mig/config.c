@@ -22,36 +22,56 @@ struct parse {
     struct error *err;
 };
 
-static unsigned line_of(struct fy_node *n)
+/* Where n starts (1-based; 0 when unknown): a collection by its first key or item. */
+static void pos_of(struct fy_node *n, unsigned *ret_line, unsigned *ret_col)
 {
     struct fy_token *t = NULL;
     void *it = NULL;
     const struct fy_mark *m;
 
+    *ret_line = *ret_col = 0;
     if (!n)
-        return 0;
-    if (fy_node_get_type(n) == FYNT_SCALAR)
+        return;
+    if (fy_node_get_type(n) == FYNT_SCALAR) {
         t = fy_node_get_scalar_token(n);
-    else if (fy_node_get_type(n) == FYNT_MAPPING) {
+    } else if (fy_node_get_type(n) == FYNT_MAPPING) {
         struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-        return p ? line_of(fy_node_pair_key(p)) : 0;
+        if (p)
+            pos_of(fy_node_pair_key(p), ret_line, ret_col);
+        return;
     } else {
-        return line_of(fy_node_sequence_iterate(n, &it));
+        pos_of(fy_node_sequence_iterate(n, &it), ret_line, ret_col);
+        return;
     }
     m = t ? fy_token_start_mark(t) : NULL;
-    return m ? (unsigned)m->line + 1 : 0;
+    if (m) {
+        *ret_line = (unsigned)m->line + 1;
+        *ret_col = (unsigned)m->column + 1;
+    }
+}
+
+static unsigned line_of(struct fy_node *n)
+{
+    unsigned line, col;
+
+    pos_of(n, &line, &col);
+    return line;
 }
 
 static int perr(struct parse *ps, struct fy_node *n, const char *fmt, ...) GS_PRINTF(3, 4);
 static int perr(struct parse *ps, struct fy_node *n, const char *fmt, ...)
 {
     char msg[ERROR_MSG_MAX];
+    unsigned line, col;
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return error_set(ps->err, -EINVAL, "%s:%u: %s", ps->file, line_of(n), msg);
+    pos_of(n, &line, &col);
+    if (!line)
+        return error_set(ps->err, -EINVAL, "%s: %s", ps->file, msg);
+    return error_set(ps->err, -EINVAL, "%s:%u:%u: %s", ps->file, line, col, msg);
 }
 
 /* A scalar's text; single-quoted scalars decoded by base/ (libfyaml 0.7.12 leaks them). */
@@ -248,6 +268,8 @@ int mig_config_parse(const char *src, size_t len, const char *file, struct mig_c
     struct parse ps = {.file = file ? file : "<config>", .src = src, .len = len, .err = err};
     struct fy_parse_cfg pc = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
     struct fy_document *doc = NULL;
+    struct fy_diag *diag = NULL;
+    struct fy_diag_cfg dcfg;
     struct fy_node *root, *configs = NULL, *version = NULL;
     struct mig_config *c = calloc(1, sizeof(*c));
     void *it = NULL;
@@ -255,9 +277,27 @@ int mig_config_parse(const char *src, size_t len, const char *file, struct mig_c
 
     if (!c)
         return error_set(err, -ENOMEM, "out of memory");
+    /* syntax errors collected (with their position), not printed on stderr by libfyaml */
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.colorize = false;
+    diag = fy_diag_create(&dcfg);
+    if (!diag) {
+        r = error_set(err, -ENOMEM, "out of memory creating the YAML parser");
+        goto out;
+    }
+    fy_diag_set_collect_errors(diag, true);
+    pc.diag = diag;
     doc = fy_document_build_from_string(&pc, src, len);
     if (!doc || fy_document_resolve(doc) != 0) {
-        r = error_set(err, -EINVAL, "%s: not valid YAML", ps.file);
+        void *dit = NULL;
+        struct fy_diag_error *de = fy_diag_errors_iterate(diag, &dit);
+
+        if (de && de->line > 0)
+            r = error_set(err, -EINVAL, "%s:%d:%d: not valid YAML: %s; fix the syntax there",
+                          ps.file, de->line, de->column, de->msg ? de->msg : "syntax error");
+        else
+            r = error_set(err, -EINVAL, "%s: not valid YAML", ps.file);
         goto out;
     }
     root = fy_document_root(doc);
@@ -334,6 +374,8 @@ int mig_config_parse(const char *src, size_t len, const char *file, struct mig_c
     }
 out:
     fy_document_destroy(doc);
+    if (diag)
+        fy_diag_destroy(diag);
     if (r < 0) {
         mig_config_free(c);
         return r;
