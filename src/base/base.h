@@ -139,6 +139,9 @@ bool path_is_dir(const char *path);
 bool path_exists(const char *path);
 /* mkdir -p: creates path and its missing parents with mode; existing ones are fine. */
 int path_mkdir_p(const char *path, mode_t mode, struct error *err);
+/* rm -rf of a tree we created: depth first, symlinks removed and never followed, errors
+ * ignored (what cannot be removed stays). */
+void path_rm_tree(const char *path);
 
 /* ---- time -------------------------------------------------------------------------------- */
 

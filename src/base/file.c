@@ -3,6 +3,7 @@
  * same directory + rename), so a reader never sees half a file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,4 +196,18 @@ int path_mkdir_p(const char *path, mode_t mode, struct error *err)
     }
     free(p);
     return r;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    (void)remove(path);
+    return 0;
+}
+
+void path_rm_tree(const char *path)
+{
+    (void)nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -357,16 +357,18 @@ static void stop_one(struct mps_supervisor *s, struct daemon *d)
             gpu_compute_mode_set(s->o.nvml, d->spec.uuids[i], false, NULL, &err) < 0)
             log_warn("MPS: restoring the compute mode of %s: %s", d->spec.uuids[i], err.msg);
     }
-    const char *leaves[] = {".started", "pipe/control", "pipe/nvidia-cuda-mps-control.pid",
-                            "log/control.log", "log/fake-mps.state"};
-    for (size_t k = 0; k < sizeof(leaves) / sizeof(leaves[0]); k++) {
-        (void)mps_path(s->root, d->spec.resource, leaves[k], &p);
-        (void)unlink(strbuf_str(&p));
-    }
+    /* .started, then the pipe and log folders with whatever the daemon left there (the real
+     * one leaves control_lock, its pid file, control.log and server.log): we created both,
+     * as NVIDIA's daemon does before removing its log folder. */
+    (void)mps_path(s->root, d->spec.resource, ".started", &p);
+    (void)unlink(strbuf_str(&p));
     const char *dirs[] = {"pipe", "log", NULL};
     for (size_t k = 0; k < 3; k++) {
         (void)mps_path(s->root, d->spec.resource, dirs[k], &p);
-        (void)rmdir(strbuf_str(&p)); /* only when empty: never what someone else put there */
+        if (dirs[k])
+            path_rm_tree(strbuf_str(&p));
+        else
+            (void)rmdir(strbuf_str(&p)); /* the resource folder, only when empty */
     }
     /* "nvidia.com/gpu": the vendor folder too, when it is empty */
     char *slash = strrchr(p.buf, '/');

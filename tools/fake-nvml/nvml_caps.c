@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <ftw.h>
 
 #include "base/base.h"
 #include "internal.h"
@@ -52,15 +51,6 @@ static int mkdir_p(const char *path)
         r = -errno;
     free(p);
     return r;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
 }
 
 static int write_text(const char *path, const char *text)
@@ -120,7 +110,7 @@ static int write_gpu(const char *root, const struct fake_gpu *g)
 
     if (r < 0)
         goto out;
-    nftw(mig.buf, rm_entry, 16, FTW_DEPTH | FTW_PHYS); /* drop instances that are gone */
+    path_rm_tree(mig.buf); /* drop instances that are gone */
     if (!g->model.mem_slices || g->mig_current != NVML_DEVICE_MIG_ENABLE)
         goto out;
     for (size_t i = 0; i < FAKE_MAX_GI && r == 0; i++) {

@@ -211,6 +211,36 @@ static void test_file_write_atomic_and_read_back(void **state)
     rmdir(dir);
 }
 
+/* path_mkdir_p then path_rm_tree: the whole tree goes, a symlink in it is removed but what
+ * it points to is left alone. */
+static void test_path_mkdir_p_and_rm_tree(void **state)
+{
+    char dir[] = "/tmp/gs-test-XXXXXX", outside[] = "/tmp/gs-test-XXXXXX";
+    char path[256], victim[256], link_path[256];
+    struct error err = {0};
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(mkdtemp(outside));
+    snprintf(path, sizeof(path), "%s/a/b/c", dir);
+    assert_int_equal(path_mkdir_p(path, 0755, &err), 0);
+    assert_int_equal(path_mkdir_p(path, 0755, &err), 0); /* existing: fine */
+    assert_true(path_is_dir(path));
+    snprintf(path, sizeof(path), "%s/a/b/c/f", dir);
+    assert_int_equal(file_write_atomic(path, "x", 1, 0644, &err), 0);
+    snprintf(victim, sizeof(victim), "%s/keep", outside);
+    assert_int_equal(file_write_atomic(victim, "y", 1, 0644, &err), 0);
+    snprintf(link_path, sizeof(link_path), "%s/a/out", dir);
+    assert_int_equal(symlink(outside, link_path), 0);
+
+    path_rm_tree(dir);
+    assert_false(path_exists(dir));
+    assert_true(path_exists(victim));
+    path_rm_tree(dir); /* gone already: nothing to do, no crash */
+    unlink(victim);
+    rmdir(outside);
+}
+
 /* A FIFO at a config path hung the daemon's loop in open(2): refused at once now. */
 static void test_file_read_all_refuses_fifo_accepts_dev_null(void **state)
 {
@@ -325,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_strv_push_contains_free),
         cmocka_unit_test(test_file_write_atomic_and_read_back),
         cmocka_unit_test(test_file_read_all_refuses_fifo_accepts_dev_null),
+        cmocka_unit_test(test_path_mkdir_p_and_rm_tree),
         cmocka_unit_test(test_log_json_valid_and_structured),
         cmocka_unit_test(test_log_level_parse),
         cmocka_unit_test(test_log_emit_one_line_json),
