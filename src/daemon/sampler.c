@@ -189,15 +189,21 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
      * names it; processes in no pod are the host's */
     head(sb, "gpuslice_host_gpu_memory_used_bytes", "gauge",
          "GPU memory used by processes that are in no pod (host processes)");
+    size_t unseen = 0; /* NVML shows them, /proc does not: no host PID namespace */
     for (size_t g = 0; g < inv->n_gpus; g++) {
         for (size_t p = 0; p < smp[g].n_procs; p++) {
             const struct gpu_sample_proc *pr = &smp[g].procs[p];
             char path[256], uid[64], cid[80], *text = NULL;
             snprintf(path, sizeof(path), "%s/%u/cgroup",
                      s->o->host_proc ? s->o->host_proc : "/proc", pr->pid);
-            bool in_pod = file_read_all(path, 65536, &text, NULL, NULL) == 0 &&
-                          metrics_cgroup_pod(text, uid, sizeof(uid), cid, sizeof(cid)) == 1;
+            int rr = file_read_all(path, 65536, &text, NULL, NULL);
+            bool in_pod =
+                rr == 0 && metrics_cgroup_pod(text, uid, sizeof(uid), cid, sizeof(cid)) == 1;
             free(text);
+            if (rr < 0) { /* not visible here: neither a pod's nor surely the host's */
+                unseen++;
+                continue;
+            }
             if (!in_pod) {
                 char gpu[24], pid[16];
                 snprintf(gpu, sizeof(gpu), "%zu", g);
@@ -242,6 +248,10 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
             }
         }
     }
+    head(sb, "gpuslice_gpu_processes_unattributed", "gauge",
+         "GPU processes whose /proc/<pid>/cgroup cannot be read (run with the host PID "
+         "namespace or mount the host's /proc at --host-proc)");
+    (void)strbuf_printf(sb, "gpuslice_gpu_processes_unattributed %zu\n", unseen);
     static const char *const pod_metrics[3][2] = {
         {"gpuslice_pod_gpu_memory_used_bytes", "GPU memory used by the pod's processes"},
         {"gpuslice_pod_gpu_sm_utilization_ratio",

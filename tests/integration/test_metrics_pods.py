@@ -140,6 +140,73 @@ class PodMetrics(ReloadCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("no gpuslice metrics endpoint at 127.0.0.1:1", r.stderr)
 
+    def test_values_follow_the_gpu_at_run_time(self):
+        """Telemetry and processes changed while the daemon runs (fake NVML `telemetry` and
+        `proc` lines): the next samples show the new utilization, the pod's new memory and
+        SM share, and a host process that exited is gone."""
+        from prometheus_client.parser import text_string_to_metric_families
+        machine = os.path.join(self.root, "l20")
+        write_file(machine + ".yaml",
+                   "gpus:\n  - model: NVIDIA L20\n    processes:\n"
+                   "      - {pid: 4001, used_mib: 4621, sm_util: 30}\n"
+                   "      - {pid: 4999, used_mib: 300}\n")
+        proc = os.path.join(self.root, "proc")
+        for pid in (4001, 4999):
+            os.makedirs(os.path.join(proc, str(pid)))
+        write_file(os.path.join(proc, "4001", "cgroup"),
+                   "0::/kubepods/besteffort/pod%s/%s\n" % (UIDS[0], CID))
+        write_file(os.path.join(proc, "4999", "cgroup"), "0::/system.slice/nvidia-smi.scope\n")
+        events = os.path.join(self.root, "events")
+        write_file(events, "")
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                        "      - name: nvidia.com/gpu\n        replicas: 4\n")
+        n = self.node(machine, ["--config-file", cfg, "--metrics-address", "127.0.0.1:0",
+                                "--metrics-sample-interval", "200ms", "--host-proc", proc],
+                      env={"FAKE_NVML_EVENTS": events})
+        self.wait_capacity(n, 4, 10)
+        pod = n.sim.must("admit p0 %s=1" % GPU)["pod"]
+        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
+            {"Data": {"PodDeviceEntries": [{"PodUID": UIDS[0], "ContainerName": "app",
+                                            "ResourceName": GPU,
+                                            "DeviceIDs": {"-1": pod["devices"][GPU]},
+                                            "AllocResp": ""}],
+                      "RegisteredDevices": {}}, "Checksum": 1}))
+        wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
+        port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
+
+        def values():
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+                text = r.read().decode()
+            out = {}
+            for f in text_string_to_metric_families(text):
+                for s in f.samples:
+                    out.setdefault(s.name, []).append(s)
+            return out
+
+        def pod_value(v, name):
+            got = [s.value for s in v.get(name, []) if s.labels.get("pod") == "p0"]
+            return got[0] if len(got) == 1 else None
+
+        wait_for(lambda: pod_value(values(), "gpuslice_pod_gpu_memory_used_bytes") == 4621 * MIB,
+                 10, "pod p0's first memory sample")
+        v = values()
+        self.assertEqual(v["DCGM_FI_DEV_GPU_UTIL"][0].value, 30)  # derived: busy
+        self.assertEqual(len(v["gpuslice_host_gpu_memory_used_bytes"]), 1)
+        self.assertEqual(v["gpuslice_gpu_processes_unattributed"][0].value, 0)
+        with open(events, "a") as f:
+            # 4777 has no /proc entry (another PID namespace): counted, not called a host one
+            f.write("telemetry 0 gpu_util 55\nproc 0 4001 6000 45\nproc 0 4999 exit\n"
+                    "proc 0 4777 10\n")
+        wait_for(lambda: pod_value(values(), "gpuslice_pod_gpu_memory_used_bytes") == 6000 * MIB,
+                 10, "pod p0's new memory")
+        v = values()
+        self.assertEqual(v["DCGM_FI_DEV_GPU_UTIL"][0].value, 55)
+        self.assertEqual(pod_value(v, "gpuslice_pod_gpu_sm_utilization_ratio"), 0.45)
+        self.assertEqual(v.get("gpuslice_host_gpu_memory_used_bytes", []), [])
+        self.assertEqual(v["gpuslice_gpu_processes_unattributed"][0].value, 1)
+        self.assertEqual(v["DCGM_FI_DEV_FB_USED"][0].value, 6010)
+
 
 if __name__ == "__main__":
     import unittest

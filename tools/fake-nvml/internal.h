@@ -119,7 +119,13 @@ struct fake_machine {
     struct fake_gpu *gpus; /* owned, n_gpus entries */
     size_t n_gpus;
     uint64_t signature; /* hash of the machine file: ties a state file to it */
+    /* FAKE_NVML_EVENTS bytes applied by fake_live_refresh */
+    long long live_offset;
 };
+
+/* telemetry_live.c: applies the `telemetry` and `proc` lines appended to FAKE_NVML_EVENTS
+ * since the last call (the caller holds the library lock). */
+void fake_live_refresh(struct fake_machine *m);
 
 /* machine.c: parses `path`; on failure *ret_m is untouched and err says file:line. */
 int fake_machine_load(const char *path, struct fake_machine **ret_m, struct error *err);

@@ -236,6 +236,7 @@ nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fa
     if (mutate)
         ctx.lock_fd = state_lock();
     state_refresh();
+    fake_live_refresh(ctx.m); /* telemetry_live.c: run-time telemetry and processes */
     if (ret_g) /* the caller needs a device: a NULL or foreign handle is INVALID_ARGUMENT */
         rc = resolve(dev, &g, &ci);
     if (rc == NVML_SUCCESS)

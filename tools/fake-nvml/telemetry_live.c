@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* telemetry_live.c: telemetry and processes that change while a program runs. Lines
+ * appended to FAKE_NVML_EVENTS (the file XIDs come from; event sets skip these lines):
+ *   telemetry <gpu index|GPU UUID> <key> <value>   keys as in the machine file's telemetry:
+ *   proc <gpu index|GPU UUID|MIG UUID> <pid> <used_mib> [<sm_util>]   start or change
+ *   proc <gpu index|GPU UUID|MIG UUID> <pid> exit                      end
+ * Each library instance applies the file in order from its start on its next call, so all
+ * processes using the machine agree. Malformed lines and out-of-range values are skipped. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define LIVE_LINE_MAX 512
+
+static struct fake_gpu *find_gpu(struct fake_machine *m, const char *who, struct fake_ci **ret_ci)
+{
+    unsigned idx;
+
+    *ret_ci = NULL;
+    if (parse_uint(who, &idx) == 0)
+        return idx < m->n_gpus ? &m->gpus[idx] : NULL;
+    return fake_find_uuid(who, ret_ci);
+}
+
+/* A GPU's telemetry becomes explicit at its first change: the derived values are kept. */
+static void make_explicit(struct fake_gpu *g)
+{
+    if (g->has_telemetry)
+        return;
+    g->has_telemetry = true;
+    g->gpu_util = g->n_procs ? 30 : 0;
+    g->mem_util = g->n_procs ? 10 : 0;
+    g->temperature_c = 35 + (g->n_procs ? 10 : 0);
+    g->power_mw = 60000 + (g->n_procs ? 90000 : 0);
+    g->sm_clock_mhz = 1410;
+    g->ecc_corrected = g->ecc_uncorrected = 0;
+}
+
+static void apply_telemetry(struct fake_gpu *g, const char *key, const char *value)
+{
+    uint64_t v;
+
+    if (parse_uint64(value, &v) < 0)
+        return;
+    if ((strcmp(key, "gpu_util") == 0 || strcmp(key, "mem_util") == 0) && v > 100)
+        return;
+    if ((strcmp(key, "temperature_c") == 0 && v > 150) ||
+        (strcmp(key, "power_w") == 0 && v > 2000) ||
+        (strcmp(key, "sm_clock_mhz") == 0 && v > 5000) ||
+        (str_startswith(key, "ecc_") && v > UINT32_MAX))
+        return;
+    if (strcmp(key, "gpu_util") != 0 && strcmp(key, "mem_util") != 0 &&
+        strcmp(key, "temperature_c") != 0 && strcmp(key, "power_w") != 0 &&
+        strcmp(key, "sm_clock_mhz") != 0 && strcmp(key, "ecc_corrected") != 0 &&
+        strcmp(key, "ecc_uncorrected") != 0)
+        return;
+    make_explicit(g);
+    if (strcmp(key, "gpu_util") == 0)
+        g->gpu_util = (unsigned)v;
+    else if (strcmp(key, "mem_util") == 0)
+        g->mem_util = (unsigned)v;
+    else if (strcmp(key, "temperature_c") == 0)
+        g->temperature_c = (unsigned)v;
+    else if (strcmp(key, "power_w") == 0)
+        g->power_mw = (unsigned)v * 1000;
+    else if (strcmp(key, "sm_clock_mhz") == 0)
+        g->sm_clock_mhz = (unsigned)v;
+    else if (strcmp(key, "ecc_corrected") == 0)
+        g->ecc_corrected = v;
+    else
+        g->ecc_uncorrected = v;
+}
+
+static void apply_proc(struct fake_gpu *g, const struct fake_ci *ci, const char *pid_s,
+                       const char *mib_s, const char *sm_s)
+{
+    struct fake_process *p = NULL;
+    unsigned pid, sm = 0;
+    uint64_t mib;
+
+    if (parse_uint(pid_s, &pid) < 0)
+        return;
+    for (size_t i = 0; i < g->n_procs && !p; i++)
+        if (g->procs[i].pid == pid)
+            p = &g->procs[i];
+    if (strcmp(mib_s, "exit") == 0) {
+        if (p)
+            *p = g->procs[--g->n_procs];
+        return;
+    }
+    if (parse_uint64(mib_s, &mib) < 0 || mib >= (1u << 24) ||
+        (*sm_s && (parse_uint(sm_s, &sm) < 0 || sm > 100)))
+        return;
+    if (!p) {
+        if (g->n_procs >= FAKE_MAX_PROCS)
+            return;
+        p = &g->procs[g->n_procs++];
+        p->pid = pid;
+    }
+    p->used_mib = mib;
+    p->sm_util = sm;
+    p->gi_id = ci ? ci->gi->id : INVALID_GPU_INSTANCE_ID;
+    p->ci_id = ci ? ci->id : INVALID_GPU_INSTANCE_ID;
+}
+
+static void apply_line(struct fake_machine *m, const char *line)
+{
+    char verb[16], who[LIVE_LINE_MAX], a[64], b[64], c[64] = "", extra[2];
+    struct fake_ci *ci;
+    struct fake_gpu *g;
+    int n = sscanf(line, "%15s %511s %63s %63s %63s %1s", verb, who, a, b, c, extra);
+
+    if (n < 4 || n > 5)
+        return;
+    g = find_gpu(m, who, &ci);
+    if (!g)
+        return;
+    if (strcmp(verb, "telemetry") == 0 && n == 4 && !ci)
+        apply_telemetry(g, a, b);
+    else if (strcmp(verb, "proc") == 0)
+        apply_proc(g, ci, a, b, c);
+}
+
+void fake_live_refresh(struct fake_machine *m)
+{
+    const char *path = getenv("FAKE_NVML_EVENTS");
+    char buf[4096];
+    struct stat st;
+    int fd;
+
+    if (!path || !*path || stat(path, &st) < 0 || st.st_size <= m->live_offset)
+        return;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, m->live_offset);
+        char *line = buf, *nl;
+        if (n <= 0)
+            break;
+        buf[n] = '\0';
+        nl = strchr(line, '\n');
+        if (!nl) {
+            if ((size_t)n == sizeof(buf) - 1)
+                m->live_offset += n; /* an over-long line: skip it */
+            break;
+        }
+        for (; nl; line = nl + 1, nl = strchr(line, '\n')) {
+            *nl = '\0';
+            m->live_offset += nl - line + 1;
+            apply_line(m, line);
+        }
+    }
+    close(fd);
+}
