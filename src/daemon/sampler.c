@@ -21,6 +21,7 @@ struct sampler_dev {
     char resource[128];
     char id[160];
     char gpu_uuid[INV_UUID_MAX];
+    unsigned gi_id; /* MIG: the GPU instance; INV_ID_NONE for a whole GPU */
 };
 
 struct daemon__sampler {
@@ -50,6 +51,29 @@ struct pod_use {
     unsigned replicas;
 };
 
+struct pod_uses {
+    struct pod_use *v;
+    size_t n, alloc;
+};
+
+/* A new zeroed entry for gpu, or NULL when out of memory (the pod then goes unreported). */
+static struct pod_use *use_add(struct pod_uses *u, unsigned gpu)
+{
+    if (u->n == u->alloc) {
+        size_t alloc = u->alloc ? 2 * u->alloc : 32;
+        struct pod_use *v = reallocarray(u->v, alloc, sizeof(*v));
+        if (!v)
+            return NULL;
+        u->v = v;
+        u->alloc = alloc;
+    }
+    struct pod_use *e = &u->v[u->n++];
+    memset(e, 0, sizeof(*e));
+    e->gpu = gpu;
+    e->sm = -1;
+    return e;
+}
+
 static void label(struct strbuf *sb, const char *k, const char *v, bool first)
 {
     (void)strbuf_printf(sb, "%s%s=\"", first ? "" : ",", k);
@@ -69,48 +93,97 @@ static const char *holder(const struct dp_pod_devices *l, const char *resource, 
     return l ? dp_pod_devices_holder(l, resource, id) : NULL;
 }
 
+/* dcgm-exporter's rule: the pod holding the devices of a GPU (of one of its GPU instances
+ * when gi is not INV_ID_NONE), or NULL when no pod or several do. *ret_container is the
+ * container when a single one holds them all, else "". */
+static const char *sole_holder(const struct sampler_dev *devs, size_t n_devs,
+                               const struct dp_pod_devices *names, const char *gpu_uuid,
+                               unsigned gi, const char **ret_container)
+{
+    const struct dp_pod_device *first = NULL;
+
+    *ret_container = "";
+    for (size_t i = 0; names && i < n_devs; i++) {
+        if (strcmp(devs[i].gpu_uuid, gpu_uuid) != 0 || (gi != INV_ID_NONE && devs[i].gi_id != gi))
+            continue;
+        const struct dp_pod_device *pd = dp_pod_devices_find(names, devs[i].resource, devs[i].id);
+        if (!pd)
+            continue;
+        if (!first) {
+            first = pd;
+            *ret_container = pd->container ? pd->container : "";
+        } else if (strcmp(first->pod, pd->pod) != 0) {
+            *ret_container = "";
+            return NULL;
+        } else if (strcmp(*ret_container, pd->container ? pd->container : "") != 0) {
+            *ret_container = "";
+        }
+    }
+    return first ? first->pod : NULL;
+}
+
+/* dcgm-exporter's labels of a GPU, or of one of its GPU instances (gi not NULL). */
+static void dcgm_labels(struct strbuf *sb, const struct daemon__sampler *s, const struct inv_gpu *g,
+                        const struct gpu_sample_gi *gi, const char *pod, const char *container)
+{
+    char dev[32], num[24];
+
+    snprintf(dev, sizeof(dev), "nvidia%u", g->minor);
+    snprintf(num, sizeof(num), "%u", g->index);
+    label(sb, "gpu", num, true);
+    label(sb, "UUID", g->uuid, false);
+    label(sb, "pci_bus_id", g->pci_bus_id, false);
+    label(sb, "device", dev, false);
+    label(sb, "modelName", g->name, false);
+    if (gi) {
+        snprintf(num, sizeof(num), "%u", gi->gi_id);
+        label(sb, "GPU_I_PROFILE", gi->profile, false);
+        label(sb, "GPU_I_ID", num, false);
+    }
+    label(sb, "Hostname", s->hostname, false);
+    if (pod) {
+        const char *slash = strchr(pod, '/');
+        char ns[128] = "";
+        if (slash)
+            snprintf(ns, sizeof(ns), "%.*s", (int)(slash - pod), pod);
+        label(sb, "namespace", ns, false);
+        label(sb, "pod", slash ? slash + 1 : pod, false);
+        label(sb, "container", container, false);
+    }
+}
+
 static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
                    const struct gpu_sample *smp, const struct sampler_dev *devs, size_t n_devs,
                    const struct dp_pod_devices *names, const struct dp_pod_devices *uids,
                    struct strbuf *sb)
 {
-    struct pod_use use[128];
-    size_t n_use = 0;
+    struct pod_uses use = {0};
 
-    /* one pod holding devices of a GPU: the dcgm series carry it (dcgm-exporter's rule) */
-    const char *only[64] = {0};
-    bool shared[64] = {0};
-    for (size_t i = 0; i < n_devs; i++) {
-        const struct dp_pod_device *pd =
-            names ? dp_pod_devices_find(names, devs[i].resource, devs[i].id) : NULL;
-        const char *pod = pd ? pd->pod : NULL;
+    /* replicas held by each pod (and container) on each GPU */
+    for (size_t i = 0; names && i < n_devs; i++) {
+        const struct dp_pod_device *pd = dp_pod_devices_find(names, devs[i].resource, devs[i].id);
         const char *container = pd && pd->container ? pd->container : "";
-        for (size_t g = 0; pod && g < inv->n_gpus && g < 64; g++) {
+        for (size_t g = 0; pd && g < inv->n_gpus; g++) {
             if (strcmp(inv->gpus[g].uuid, devs[i].gpu_uuid) != 0)
                 continue;
-            if (only[g] && strcmp(only[g], pod) != 0)
-                shared[g] = true;
-            only[g] = pod;
-            /* replicas held by that pod */
-            size_t k = 0;
-            while (k < n_use && !(use[k].gpu == g && strcmp(use[k].ns_name, pod) == 0 &&
-                                  strcmp(use[k].resource, devs[i].resource) == 0 &&
-                                  strcmp(use[k].container, container) == 0))
-                k++;
-            if (k == n_use && n_use < 128) {
-                memset(&use[k], 0, sizeof(use[k]));
-                str_copy(use[k].ns_name, pod, sizeof(use[k].ns_name));
-                str_copy(use[k].container, container, sizeof(use[k].container));
-                str_copy(use[k].resource, devs[i].resource, sizeof(use[k].resource));
-                const char *u = holder(uids, devs[i].resource, devs[i].id);
-                if (u && str_startswith(u, "uid "))
-                    str_copy(use[k].uid, u + 4, sizeof(use[k].uid));
-                use[k].gpu = (unsigned)g;
-                use[k].sm = -1;
-                n_use++;
+            struct pod_use *u = NULL;
+            for (size_t k = 0; k < use.n && !u; k++)
+                if (use.v[k].gpu == g && strcmp(use.v[k].ns_name, pd->pod) == 0 &&
+                    strcmp(use.v[k].resource, devs[i].resource) == 0 &&
+                    strcmp(use.v[k].container, container) == 0)
+                    u = &use.v[k];
+            if (!u) {
+                u = use_add(&use, (unsigned)g);
+                if (!u)
+                    continue;
+                str_copy(u->ns_name, pd->pod, sizeof(u->ns_name));
+                str_copy(u->container, container, sizeof(u->container));
+                str_copy(u->resource, devs[i].resource, sizeof(u->resource));
+                const char *id = holder(uids, devs[i].resource, devs[i].id);
+                if (id && str_startswith(id, "uid "))
+                    str_copy(u->uid, id + 4, sizeof(u->uid));
             }
-            if (k < n_use)
-                use[k].replicas++;
+            u->replicas++;
         }
     }
 
@@ -131,6 +204,7 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
         head(sb, fields[f].name, "gauge", fields[f].help);
         for (size_t g = 0; g < inv->n_gpus; g++) {
             const struct gpu_sample *x = &smp[g];
+            const char *pod, *container;
             double v;
             switch (f) {
             case 0:
@@ -163,25 +237,20 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
             }
             if (v < 0)
                 continue; /* NVML does not tell: no series, as dcgm-exporter */
-            char dev[32], gpu[24];
-            snprintf(dev, sizeof(dev), "nvidia%u", inv->gpus[g].minor);
-            snprintf(gpu, sizeof(gpu), "%u", inv->gpus[g].index);
+            pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, INV_ID_NONE, &container);
             (void)strbuf_printf(sb, "%s{", fields[f].name);
-            label(sb, "gpu", gpu, true);
-            label(sb, "UUID", inv->gpus[g].uuid, false);
-            label(sb, "pci_bus_id", inv->gpus[g].pci_bus_id, false);
-            label(sb, "device", dev, false);
-            label(sb, "modelName", inv->gpus[g].name, false);
-            label(sb, "Hostname", s->hostname, false);
-            if (g < 64 && only[g] && !shared[g]) {
-                const char *slash = strchr(only[g], '/');
-                char ns[128] = "";
-                if (slash)
-                    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - only[g]), only[g]);
-                label(sb, "namespace", ns, false);
-                label(sb, "pod", slash ? slash + 1 : only[g], false);
-            }
+            dcgm_labels(sb, s, &inv->gpus[g], NULL, pod, container);
             (void)strbuf_printf(sb, "} %g\n", v);
+            /* framebuffer per GPU instance too, with dcgm's GPU_I_PROFILE and GPU_I_ID */
+            for (size_t k = 0; (f == 2 || f == 3) && k < x->n_gis; k++) {
+                const struct gpu_sample_gi *gi = &x->gis[k];
+                pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, gi->gi_id, &container);
+                (void)strbuf_printf(sb, "%s{", fields[f].name);
+                dcgm_labels(sb, s, &inv->gpus[g], gi, pod, container);
+                (void)strbuf_printf(
+                    sb, "} %llu\n",
+                    (unsigned long long)(f == 2 ? gi->fb_used_mib : gi->fb_free_mib));
+            }
         }
     }
 
@@ -217,34 +286,41 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
             /* the pod's entry on this GPU; with several containers holding devices there,
              * the processes go to a pod-level entry (container ""): the cgroup names the
              * container by id, the kubelet by name, and nothing here links the two */
-            size_t k = n_use, same = 0;
-            for (size_t j = 0; j < n_use; j++)
-                if (use[j].gpu == g && strcmp(use[j].uid, uid) == 0 && use[j].replicas) {
+            struct pod_use *u = NULL;
+            size_t same = 0;
+            for (size_t j = 0; j < use.n; j++)
+                if (use.v[j].gpu == g && strcmp(use.v[j].uid, uid) == 0 && use.v[j].replicas) {
                     same++;
-                    k = j;
+                    u = &use.v[j];
                 }
             if (same > 1) {
-                k = 0;
-                while (k < n_use && !(use[k].gpu == g && strcmp(use[k].uid, uid) == 0 &&
-                                      !use[k].replicas && !use[k].container[0]))
-                    k++;
+                u = NULL;
+                for (size_t j = 0; j < use.n && !u; j++)
+                    if (use.v[j].gpu == g && strcmp(use.v[j].uid, uid) == 0 && !use.v[j].replicas &&
+                        !use.v[j].container[0])
+                        u = &use.v[j];
             }
-            if (k == n_use && n_use < 128) { /* pod level, or a pod known by its UID only */
-                memset(&use[k], 0, sizeof(use[k]));
-                str_copy(use[k].uid, uid, sizeof(use[k].uid));
-                for (size_t j = 0; j < n_use; j++)
-                    if (use[j].gpu == g && strcmp(use[j].uid, uid) == 0) {
-                        str_copy(use[k].ns_name, use[j].ns_name, sizeof(use[k].ns_name));
-                        str_copy(use[k].resource, use[j].resource, sizeof(use[k].resource));
-                    }
-                use[k].gpu = (unsigned)g;
-                use[k].sm = -1;
-                n_use++;
+            if (!u) { /* pod level, or a pod known by its UID only */
+                const struct pod_use *named = NULL;
+                for (size_t j = 0; j < use.n; j++)
+                    if (use.v[j].gpu == g && strcmp(use.v[j].uid, uid) == 0)
+                        named = &use.v[j];
+                char ns_name[sizeof(u->ns_name)] = "", resource[sizeof(u->resource)] = "";
+                if (named) { /* copied first: use_add may move the array */
+                    str_copy(ns_name, named->ns_name, sizeof(ns_name));
+                    str_copy(resource, named->resource, sizeof(resource));
+                }
+                u = use_add(&use, (unsigned)g);
+                if (u) {
+                    str_copy(u->uid, uid, sizeof(u->uid));
+                    str_copy(u->ns_name, ns_name, sizeof(u->ns_name));
+                    str_copy(u->resource, resource, sizeof(u->resource));
+                }
             }
-            if (k < n_use) {
-                use[k].bytes += pr->used_bytes;
+            if (u) {
+                u->bytes += pr->used_bytes;
                 if (pr->sm_util >= 0)
-                    use[k].sm = (use[k].sm < 0 ? 0 : use[k].sm) + pr->sm_util;
+                    u->sm = (u->sm < 0 ? 0 : u->sm) + pr->sm_util;
             }
         }
     }
@@ -260,8 +336,8 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
     };
     for (size_t m = 0; m < 3; m++) {
         head(sb, pod_metrics[m][0], "gauge", pod_metrics[m][1]);
-        for (size_t k = 0; k < n_use; k++) {
-            const struct pod_use *u = &use[k];
+        for (size_t k = 0; k < use.n; k++) {
+            const struct pod_use *u = &use.v[k];
             const char *slash = strchr(u->ns_name, '/');
             char ns[128] = "", gpu[16];
             if ((m == 1 && u->sm < 0) || (m == 2 && !u->replicas) || (m < 2 && !u->bytes))
@@ -284,6 +360,7 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
                 (void)strbuf_printf(sb, "} %u\n", u->replicas);
         }
     }
+    free(use.v);
 }
 
 static void sample_once(struct daemon__sampler *s, struct gpu_nvml *nvml)
@@ -411,6 +488,9 @@ void daemon__sampler_update(struct daemon *d)
             str_copy(devs[n].id, m->resources[i].devices[j].id, sizeof(devs[n].id));
             str_copy(devs[n].gpu_uuid, m->resources[i].devices[j].gpu_uuid,
                      sizeof(devs[n].gpu_uuid));
+            devs[n].gi_id = m->resources[i].devices[j].mig_index < 0
+                                ? INV_ID_NONE
+                                : m->resources[i].devices[j].gi_id;
         }
     struct inv_inventory *inv = inv_dup(dp_snapshot_inventory(d->snap));
     pthread_mutex_lock(&s->lock);

@@ -150,6 +150,16 @@ struct gpu_sample_proc {
     int sm_util;           /* %, -1 unknown */
 };
 
+#define GPU_SAMPLE_MAX_GIS 8 /* GPU instances per GPU: 7 on every MIG-capable part */
+
+/* One GPU instance's framebuffer (read through its first MIG device's handle; compute
+ * instances of one GPU instance share its memory). */
+struct gpu_sample_gi {
+    unsigned gi_id;
+    char profile[INV_PROFILE_MAX]; /* "1g.10gb" */
+    uint64_t fb_total_mib, fb_used_mib, fb_free_mib;
+};
+
 /* One GPU's reading; -1 where NVML does not tell (e.g. utilization with MIG on). */
 struct gpu_sample {
     char uuid[INV_UUID_MAX];
@@ -159,6 +169,8 @@ struct gpu_sample {
     uint64_t fb_total_mib, fb_used_mib, fb_free_mib;
     struct gpu_sample_proc procs[GPU_SAMPLE_MAX_PROCS];
     size_t n_procs;
+    struct gpu_sample_gi gis[GPU_SAMPLE_MAX_GIS]; /* MIG on: one per GPU instance */
+    size_t n_gis;
 };
 
 /* Reads every GPU of inv into out[inv->n_gpus]. Fails only when a GPU cannot be found. */

@@ -1,12 +1,39 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* samples.c: one reading of every GPU's telemetry for the metrics sampler — utilization,
- * framebuffer, temperature, power, SM clock, ECC totals, and the compute processes with
- * their memory and SM utilization. Whatever NVML does not support on a GPU (MIG-enabled
- * utilization, ECC on consumer parts) is reported as unknown (-1), never as an error. */
+ * framebuffer, temperature, power, SM clock, ECC totals, the compute processes with their
+ * memory and SM utilization, and each GPU instance's framebuffer when MIG is on. Whatever
+ * NVML does not support on a GPU (MIG-enabled utilization, ECC on consumer parts) is
+ * reported as unknown (-1), never as an error. */
 #include <errno.h>
 #include <string.h>
 
 #include "gpu/internal.h"
+
+/* Each GPU instance's memory, through the handle of its first MIG device. */
+static void read_gis(struct gpu_nvml *n, const struct inv_gpu *gpu, struct gpu_sample *s)
+{
+    for (size_t m = 0; gpu->mig_enabled && m < gpu->n_migs; m++) {
+        const struct inv_mig_device *md = &gpu->migs[m];
+        bool seen = false;
+        nvmlDevice_t dev;
+        nvmlMemory_t mem;
+
+        for (size_t k = 0; k < s->n_gis && !seen; k++)
+            seen = s->gis[k].gi_id == md->gi_id;
+        if (seen || s->n_gis == GPU_SAMPLE_MAX_GIS ||
+            n->nvmlDeviceGetHandleByUUID(md->uuid, &dev) != NVML_SUCCESS)
+            continue;
+        memset(&mem, 0, sizeof(mem));
+        if (n->nvmlDeviceGetMemoryInfo(dev, &mem) != NVML_SUCCESS)
+            continue;
+        struct gpu_sample_gi *gi = &s->gis[s->n_gis++];
+        gi->gi_id = md->gi_id;
+        str_copy(gi->profile, md->profile, sizeof(gi->profile));
+        gi->fb_total_mib = mem.total >> 20;
+        gi->fb_used_mib = mem.used >> 20;
+        gi->fb_free_mib = mem.free >> 20;
+    }
+}
 
 int gpu_sample_read(struct gpu_nvml *n, const struct inv_inventory *inv, struct gpu_sample *out,
                     struct error *err)
@@ -78,6 +105,7 @@ int gpu_sample_read(struct gpu_nvml *n, const struct inv_inventory *inv, struct 
                     if (s->procs[p].pid == samples[k].pid)
                         s->procs[p].sm_util = (int)samples[k].smUtil;
         }
+        read_gis(n, &inv->gpus[i], s);
     }
     return 0;
 }

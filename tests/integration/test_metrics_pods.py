@@ -207,6 +207,123 @@ class PodMetrics(ReloadCase):
         self.assertEqual(v["gpuslice_gpu_processes_unattributed"][0].value, 1)
         self.assertEqual(v["DCGM_FI_DEV_FB_USED"][0].value, 6010)
 
+    def start(self, machine, cfg_text, proc, events):
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, cfg_text)
+        n = self.node(machine, ["--config-file", cfg, "--metrics-address", "127.0.0.1:0",
+                                "--metrics-sample-interval", "200ms", "--host-proc", proc],
+                      env={"FAKE_NVML_EVENTS": events})
+        wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
+        return n, int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
+
+    @staticmethod
+    def samples(port):
+        from prometheus_client.parser import text_string_to_metric_families
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            text = r.read().decode()
+        out = {}
+        for f in text_string_to_metric_families(text):
+            for smp in f.samples:
+                out.setdefault(smp.name, []).append(smp)
+        return out
+
+    def test_pod_with_two_containers(self):
+        """A pod whose two containers each hold a replica of one L20 (pod-resources lists
+        both): one replicas series per container; its process memory goes to one pod-level
+        series (container ""), since the cgroup names a container by id and the kubelet by
+        name. A one-container pod on the same GPU keeps its container label."""
+        machine = os.path.join(self.root, "l20")
+        write_file(machine + ".yaml", "gpus:\n  - model: NVIDIA L20\n")
+        proc = os.path.join(self.root, "proc")
+        for pid, uid in ((4101, UIDS[0]), (4102, UIDS[1])):
+            os.makedirs(os.path.join(proc, str(pid)))
+            write_file(os.path.join(proc, str(pid), "cgroup"),
+                       "0::/kubepods/burstable/pod%s/%s\n" % (uid, CID))
+        events = os.path.join(self.root, "events")
+        write_file(events, "")
+        n, port = self.start(machine,
+                             "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                             "      - name: nvidia.com/gpu\n        replicas: 4\n", proc, events)
+        self.wait_capacity(n, 4, 10)
+        two = n.sim.must("admit two %s=1@app %s=1@sidecar" % (GPU, GPU))["pod"]
+        app, side = two["devices"][GPU + "@app"], two["devices"][GPU + "@sidecar"]
+        self.assertEqual(len(set(app) | set(side)), 2, "each container its own replica")
+        one = n.sim.must("admit one %s=1" % GPU)["pod"]["devices"][GPU]
+        entries = [{"PodUID": UIDS[0], "ContainerName": c, "ResourceName": GPU,
+                    "DeviceIDs": {"-1": ids}, "AllocResp": ""} for c, ids in
+                   (("app", app), ("sidecar", side))]
+        entries.append({"PodUID": UIDS[1], "ContainerName": "main", "ResourceName": GPU,
+                        "DeviceIDs": {"-1": one}, "AllocResp": ""})
+        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
+            {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
+        with open(events, "a") as f:
+            f.write("proc 0 4101 3000 20\nproc 0 4102 1000 5\n")
+
+        def mem_by_pod(v):
+            return {(x.labels["pod"], x.labels["container"]): x.value
+                    for x in v.get("gpuslice_pod_gpu_memory_used_bytes", [])}
+        want = {("two", ""): 3000 * MIB, ("one", "main"): 1000 * MIB}
+        wait_for(lambda: mem_by_pod(self.samples(port)) == want, 10,
+                 "pod-level memory for the two-container pod")
+        v = self.samples(port)
+        reps = {(x.labels["pod"], x.labels["container"]): x.value
+                for x in v["gpuslice_pod_gpu_replicas"]}
+        self.assertEqual(reps, {("two", "app"): 1, ("two", "sidecar"): 1, ("one", "main"): 1})
+        sm = {(x.labels["pod"], x.labels["container"]): x.value
+              for x in v["gpuslice_pod_gpu_sm_utilization_ratio"]}
+        self.assertEqual(sm, {("two", ""): 0.2, ("one", "main"): 0.05})
+        self.assertNotIn("pod", v["DCGM_FI_DEV_FB_USED"][0].labels)  # two pods share it
+
+    def test_mig_device_held_by_one_pod(self):
+        """Mixed MIG on A100-80GB: the framebuffer of every GPU instance has its own dcgm
+        series (GPU_I_PROFILE, GPU_I_ID); the one a pod holds carries the pod and container
+        and shows the memory of the process running in that MIG device, which is also the
+        pod's gpuslice_pod_gpu_memory_used_bytes."""
+        proc = os.path.join(self.root, "proc")
+        os.makedirs(os.path.join(proc, "5001"))
+        write_file(os.path.join(proc, "5001", "cgroup"),
+                   "12:memory:/kubepods/besteffort/pod%s/%s\n" % (UIDS[2], CID))
+        events = os.path.join(self.root, "events")
+        write_file(events, "")
+        one_g = "nvidia.com/mig-1g.10gb"
+        n, port = self.start("a100-80gb-all-balanced", "version: v1\nflags:\n  migStrategy: mixed\n",
+                             proc, events)
+        self.wait_capacity(n, 8, 10, one_g)
+        mig_uuid, = n.sim.must("admit m0 %s=1" % one_g)["pod"]["devices"][one_g]
+        self.assertTrue(mig_uuid.startswith("MIG-"), mig_uuid)
+        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
+            {"Data": {"PodDeviceEntries": [{"PodUID": UIDS[2], "ContainerName": "main",
+                                            "ResourceName": one_g,
+                                            "DeviceIDs": {"-1": [mig_uuid]}, "AllocResp": ""}],
+                      "RegisteredDevices": {}}, "Checksum": 1}))
+        with open(events, "a") as f:
+            f.write("proc %s 5001 3000 40\n" % mig_uuid)
+
+        def held(v):
+            return [x for x in v.get("DCGM_FI_DEV_FB_USED", [])
+                    if "GPU_I_ID" in x.labels and x.labels.get("pod") == "m0"]
+        wait_for(lambda: [x.value for x in held(self.samples(port))] == [3000], 10,
+                 "the held GPU instance's memory with the pod's labels")
+        v = self.samples(port)
+        gi, = held(v)
+        self.assertEqual(gi.labels["GPU_I_PROFILE"], "1g.10gb")
+        self.assertEqual(gi.labels["container"], "main")
+        self.assertEqual(gi.labels["namespace"], "default")
+        free, = [x for x in v["DCGM_FI_DEV_FB_FREE"]
+                 if x.labels.get("GPU_I_ID") == gi.labels["GPU_I_ID"] and
+                 x.labels["gpu"] == gi.labels["gpu"]]
+        self.assertLess(gi.value + free.value, 12 * 1024)  # the instance's ~10 GB, not 80
+        # every GPU instance has its series: 4 GPUs x (2 x 1g + 1 x 2g + 1 x 3g)
+        per_gi = [x for x in v["DCGM_FI_DEV_FB_USED"] if "GPU_I_ID" in x.labels]
+        self.assertEqual(len(per_gi), 16)
+        self.assertEqual(len({(x.labels["gpu"], x.labels["GPU_I_ID"]) for x in per_gi}), 16)
+        others = [x for x in per_gi if x is not gi]
+        self.assertTrue(all("pod" not in x.labels for x in others))
+        mem, = v["gpuslice_pod_gpu_memory_used_bytes"]
+        self.assertEqual((mem.labels["pod"], mem.labels["resource"], mem.value),
+                         ("m0", one_g, 3000 * MIB))
+        self.assertEqual(mem.labels["gpu"], gi.labels["gpu"])
+
 
 if __name__ == "__main__":
     import unittest

@@ -158,22 +158,26 @@ static bool event_match(nvmlEventSet_t set, const char *line, nvmlEventData_t *d
     return ok;
 }
 
-/* Consumes complete lines after set->offset until one is delivered. */
-static bool event_next(nvmlEventSet_t set, nvmlEventData_t *data)
+bool fake_lines_next(const char *path, off_t *offset, bool (*fn)(void *ctx, const char *line),
+                     void *ctx)
 {
     char buf[4096];
     bool found = false;
+    off_t size;
     int fd;
 
-    if (!set->path)
+    if (!path || !*path)
         return false;
-    fd = open(set->path, O_RDONLY | O_CLOEXEC);
+    size = file_size(path); /* called on every NVML call: nothing new costs one stat */
+    if (size == *offset)
+        return false;
+    if (size < *offset)
+        *offset = 0; /* truncated: start again, like tail -f */
+    fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
-    if (file_size(set->path) < set->offset)
-        set->offset = 0; /* truncated: start again, like tail -f */
     while (!found) {
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, set->offset);
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, *offset);
         char *line = buf, *nl;
         if (n <= 0)
             break;
@@ -181,18 +185,35 @@ static bool event_next(nvmlEventSet_t set, nvmlEventData_t *data)
         nl = strchr(line, '\n');
         if (!nl) {
             if ((size_t)n == sizeof(buf) - 1)
-                set->offset += n; /* an over-long line: skip it */
+                *offset += n; /* an over-long line: skip it */
             break;
         }
         for (; nl && !found; line = nl + 1, nl = strchr(line, '\n')) {
             *nl = '\0';
-            set->offset += nl - line + 1;
-            if (nl - line < EVENT_LINE_MAX)
-                found = event_match(set, line, data);
+            *offset += nl - line + 1;
+            found = fn(ctx, line);
         }
     }
     close(fd);
     return found;
+}
+
+struct event_want {
+    nvmlEventSet_t set;
+    nvmlEventData_t *data;
+};
+
+static bool event_line(void *ctx, const char *line)
+{
+    struct event_want *w = ctx;
+    return strlen(line) < EVENT_LINE_MAX && event_match(w->set, line, w->data);
+}
+
+/* Consumes complete lines after set->offset until one is delivered. */
+static bool event_next(nvmlEventSet_t set, nvmlEventData_t *data)
+{
+    struct event_want w = {set, data};
+    return fake_lines_next(set->path, &set->offset, event_line, &w);
 }
 
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)

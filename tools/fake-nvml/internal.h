@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/base.h"
 #include "gpu/nvml.h"
@@ -120,8 +121,14 @@ struct fake_machine {
     size_t n_gpus;
     uint64_t signature; /* hash of the machine file: ties a state file to it */
     /* FAKE_NVML_EVENTS bytes applied by fake_live_refresh */
-    long long live_offset;
+    off_t live_offset;
 };
+
+/* events.c: consumes the complete lines of path after *offset, calling fn on each until it
+ * returns true (then returns true); a file shorter than *offset is read again from its start
+ * (truncated, as tail -f); an over-long line is skipped. */
+bool fake_lines_next(const char *path, off_t *offset, bool (*fn)(void *ctx, const char *line),
+                     void *ctx);
 
 /* telemetry_live.c: applies the `telemetry` and `proc` lines appended to FAKE_NVML_EVENTS
  * since the last call (the caller holds the library lock). */

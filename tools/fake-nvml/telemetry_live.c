@@ -6,12 +6,9 @@
  *   proc <gpu index|GPU UUID|MIG UUID> <pid> exit                      end
  * Each library instance applies the file in order from its start on its next call, so all
  * processes using the machine agree. Malformed lines and out-of-range values are skipped. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -126,35 +123,13 @@ static void apply_line(struct fake_machine *m, const char *line)
         apply_proc(g, ci, a, b, c);
 }
 
+static bool live_line(void *ctx, const char *line)
+{
+    apply_line(ctx, line);
+    return false; /* every line */
+}
+
 void fake_live_refresh(struct fake_machine *m)
 {
-    const char *path = getenv("FAKE_NVML_EVENTS");
-    char buf[4096];
-    struct stat st;
-    int fd;
-
-    if (!path || !*path || stat(path, &st) < 0 || st.st_size <= m->live_offset)
-        return;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    for (;;) {
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, m->live_offset);
-        char *line = buf, *nl;
-        if (n <= 0)
-            break;
-        buf[n] = '\0';
-        nl = strchr(line, '\n');
-        if (!nl) {
-            if ((size_t)n == sizeof(buf) - 1)
-                m->live_offset += n; /* an over-long line: skip it */
-            break;
-        }
-        for (; nl; line = nl + 1, nl = strchr(line, '\n')) {
-            *nl = '\0';
-            m->live_offset += nl - line + 1;
-            apply_line(m, line);
-        }
-    }
-    close(fd);
+    (void)fake_lines_next(getenv("FAKE_NVML_EVENTS"), &m->live_offset, live_line, m);
 }

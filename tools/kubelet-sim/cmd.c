@@ -2,6 +2,7 @@
 /* kubelet-sim control language: one command per stdin line, parsed into struct sim_cmd.
  * Pure: no I/O. Errors say what was wrong and show the usage of that command. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,7 @@ static const struct cmd_def cmd_defs[] = {
     {"capacity", SIM_CMD_CAPACITY, 0, 0, "capacity"},
     {"devices", SIM_CMD_DEVICES, 1, 1, "devices <resource>"},
     {"admit", SIM_CMD_ADMIT, 2, 1 + SIM_MAX_REQUESTS,
-     "admit <pod> <resource>=<n> [<resource>=<n>...]"},
+     "admit <pod> <resource>=<n>[@<container>] [...]"},
     {"delete", SIM_CMD_DELETE, 1, 1, "delete <pod>"},
     {"pods", SIM_CMD_PODS, 0, 0, "pods"},
     {"pod", SIM_CMD_POD, 1, 1, "pod <pod>"},
@@ -37,7 +38,7 @@ const char *sim_cmd_help(void)
            "  wait-resources <n> [timeout_ms]     wait until n resources listed devices\n"
            "  capacity                            Capacity/Allocatable per resource\n"
            "  devices <resource>                  the devices, health, holder\n"
-           "  admit <pod> <resource>=<n>...       admit a pod (one container)\n"
+           "  admit <pod> <resource>=<n>[@<c>]... admit a pod (containers: @name, default main)\n"
            "  delete <pod>                        delete a pod, freeing its devices\n"
            "  pods                                every pod and its outcome\n"
            "  pod <pod>                           one pod with its Allocate responses\n"
@@ -51,8 +52,10 @@ void sim_cmd_release(struct sim_cmd *c)
     if (!c)
         return;
     free(c->name);
-    for (size_t i = 0; i < c->n_requests; i++)
+    for (size_t i = 0; i < c->n_requests; i++) {
         free(c->requests[i].resource);
+        free(c->requests[i].container);
+    }
     memset(c, 0, sizeof(*c));
 }
 
@@ -131,18 +134,26 @@ static int parse_timeout(const char *s, int *ret, struct error *err)
     return 0;
 }
 
+/* <resource>=<count>[@<container>] */
 static int parse_request(const char *s, struct sim_request *ret, struct error *err)
 {
-    const char *eq = strrchr(s, '=');
+    const char *eq = strrchr(s, '='), *at = eq ? strchr(eq, '@') : NULL;
+    char count[16];
     unsigned n;
 
     if (!eq || eq == s)
-        return error_set(err, -EINVAL, "invalid request \"%s\": want <resource>=<count>", s);
-    if (parse_uint(eq + 1, &n) < 0 || n == 0 || n > SIM_MAX_DEVICES)
+        return error_set(err, -EINVAL,
+                         "invalid request \"%s\": want <resource>=<count>[@<container>]", s);
+    snprintf(count, sizeof(count), "%.*s", at ? (int)(at - eq - 1) : 15, eq + 1);
+    if (parse_uint(count, &n) < 0 || n == 0 || n > SIM_MAX_DEVICES)
         return error_set(err, -EINVAL, "invalid request \"%s\": count must be 1..%d", s,
                          SIM_MAX_DEVICES);
+    if (at && !str_dns_subdomain_valid(at + 1, strlen(at + 1)))
+        return error_set(err, -EINVAL,
+                         "invalid request \"%s\": a container name is a DNS name (a-z, 0-9, -)", s);
     ret->resource = strndup(s, (size_t)(eq - s));
-    if (!ret->resource)
+    ret->container = at ? str_dup(at + 1) : NULL;
+    if (!ret->resource || (at && !ret->container))
         return error_set(err, -ENOMEM, "out of memory");
     ret->count = n;
     return 0;
@@ -180,15 +191,17 @@ static int parse_args(const struct cmd_def *d, char **argv, size_t argc, struct 
         return argc > 0 ? parse_timeout(argv[0], &c->timeout_ms, err) : 0;
     case SIM_CMD_ADMIT:
         for (size_t i = 0; i < argc; i++) {
-            for (size_t j = 0; j < c->n_requests; j++)
-                if (strncmp(c->requests[j].resource, argv[i], strlen(c->requests[j].resource)) ==
-                        0 &&
-                    argv[i][strlen(c->requests[j].resource)] == '=')
-                    return error_set(err, -EINVAL, "resource in \"%s\" requested twice", argv[i]);
-            r = parse_request(argv[i], &c->requests[c->n_requests], err);
+            struct sim_request *rq = &c->requests[c->n_requests];
+            r = parse_request(argv[i], rq, err);
+            c->n_requests++; /* released with the command either way */
             if (r < 0)
                 return r;
-            c->n_requests++;
+            for (size_t j = 0; j + 1 < c->n_requests; j++)
+                if (strcmp(c->requests[j].resource, rq->resource) == 0 &&
+                    strcmp(sim_request_container(&c->requests[j]), sim_request_container(rq)) == 0)
+                    return error_set(err, -EINVAL,
+                                     "resource in \"%s\" requested twice by one container",
+                                     argv[i]);
         }
         return 0;
     default:

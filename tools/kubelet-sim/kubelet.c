@@ -280,14 +280,15 @@ static int on_pod_list(void *ctx, const uint8_t *req, size_t req_len, struct str
     V1__ContainerResources *ctrs = NULL, **ctr_ptrs = NULL;
     V1__ContainerDevices *cdevs = NULL, **cdev_ptrs = NULL;
     uint8_t *buf = NULL;
-    size_t n = 0, n_dev = 0, len;
+    size_t n = 0, n_ctr = 0, n_dev = 0, len;
     int r = 0;
 
     pthread_mutex_lock(&sim->lock);
     pods = calloc(sim->state.n_pods + 1, sizeof(*pods));
     pod_ptrs = calloc(sim->state.n_pods + 1, sizeof(*pod_ptrs));
-    ctrs = calloc(sim->state.n_pods + 1, sizeof(*ctrs));
-    ctr_ptrs = calloc(sim->state.n_pods + 1, sizeof(*ctr_ptrs));
+    /* at most one container per request */
+    ctrs = calloc(sim->state.n_pods * SIM_MAX_REQUESTS + 1, sizeof(*ctrs));
+    ctr_ptrs = calloc(sim->state.n_pods * SIM_MAX_REQUESTS + 1, sizeof(*ctr_ptrs));
     cdevs = calloc(sim->state.n_pods * SIM_MAX_REQUESTS + 1, sizeof(*cdevs));
     cdev_ptrs = calloc(sim->state.n_pods * SIM_MAX_REQUESTS + 1, sizeof(*cdev_ptrs));
     if (!pods || !pod_ptrs || !ctrs || !ctr_ptrs || !cdevs || !cdev_ptrs) {
@@ -299,23 +300,36 @@ static int on_pod_list(void *ctx, const uint8_t *req, size_t req_len, struct str
         if (p->phase != SIM_POD_RUNNING)
             continue;
         v1__pod_resources__init(&pods[n]);
-        v1__container_resources__init(&ctrs[n]);
         pods[n].name = p->name;
         pods[n].namespace_ = "default";
-        ctrs[n].name = "main";
-        ctrs[n].devices = &cdev_ptrs[n_dev];
-        for (size_t j = 0; j < p->n_allocs; j++) {
-            v1__container_devices__init(&cdevs[n_dev]);
-            cdevs[n_dev].resource_name = p->allocs[j].resource;
-            cdevs[n_dev].device_ids = p->allocs[j].device_ids;
-            cdevs[n_dev].n_device_ids = strv_length(p->allocs[j].device_ids);
-            cdev_ptrs[n_dev] = &cdevs[n_dev];
-            n_dev++;
-            ctrs[n].n_devices++;
+        pods[n].containers = &ctr_ptrs[n_ctr];
+        /* one entry per container, in the order the requests name them; allocs[j] answers
+         * requests[j] */
+        for (size_t c = 0; c < p->n_requests; c++) {
+            const char *name = sim_request_container(&p->requests[c]);
+            bool seen = false;
+            for (size_t k = 0; k < c && !seen; k++)
+                seen = strcmp(sim_request_container(&p->requests[k]), name) == 0;
+            if (seen)
+                continue;
+            V1__ContainerResources *ct = &ctrs[n_ctr];
+            v1__container_resources__init(ct);
+            ct->name = (char *)name;
+            ct->devices = &cdev_ptrs[n_dev];
+            for (size_t j = 0; j < p->n_allocs && j < p->n_requests; j++) {
+                if (strcmp(sim_request_container(&p->requests[j]), name) != 0)
+                    continue;
+                v1__container_devices__init(&cdevs[n_dev]);
+                cdevs[n_dev].resource_name = p->allocs[j].resource;
+                cdevs[n_dev].device_ids = p->allocs[j].device_ids;
+                cdevs[n_dev].n_device_ids = strv_length(p->allocs[j].device_ids);
+                cdev_ptrs[n_dev] = &cdevs[n_dev];
+                n_dev++;
+                ct->n_devices++;
+            }
+            ctr_ptrs[n_ctr++] = ct;
+            pods[n].n_containers++;
         }
-        ctr_ptrs[n] = &ctrs[n];
-        pods[n].containers = &ctr_ptrs[n];
-        pods[n].n_containers = 1;
         pod_ptrs[n] = &pods[n];
         n++;
     }

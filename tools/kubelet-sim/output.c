@@ -116,19 +116,32 @@ void sim_out_devices_text(const struct sim_state *s, const struct sim_resource *
     json_decref(a);
 }
 
+/* A request's key in a pod's JSON: "<resource>", "<resource>@<container>" when it named a
+ * container (the admit syntax). */
+static const char *request_key(const struct sim_request *rq, char *buf, size_t size)
+{
+    if (!rq->container)
+        return rq->resource;
+    snprintf(buf, size, "%s@%s", rq->resource, rq->container);
+    return buf;
+}
+
 json_t *sim_out_pod_json(const struct sim_pod *p, bool details)
 {
+    char key[512];
     json_t *o = json_pack("{s:s, s:s, s:s?, s:s?}", "name", p->name, "phase",
                           sim_pod_phase_name(p->phase), "reason", p->reason, "message", p->message);
     json_t *reqs = json_object();
 
     for (size_t i = 0; i < p->n_requests; i++)
-        json_object_set_new(reqs, p->requests[i].resource, json_integer(p->requests[i].count));
+        json_object_set_new(reqs, request_key(&p->requests[i], key, sizeof(key)),
+                            json_integer(p->requests[i].count));
     json_object_set_new(o, "requests", reqs);
     if (p->phase == SIM_POD_RUNNING) {
         json_t *devs = json_object();
-        for (size_t i = 0; i < p->n_allocs; i++)
-            json_object_set_new(devs, p->allocs[i].resource, strv_json(p->allocs[i].device_ids));
+        for (size_t i = 0; i < p->n_allocs && i < p->n_requests; i++)
+            json_object_set_new(devs, request_key(&p->requests[i], key, sizeof(key)),
+                                strv_json(p->allocs[i].device_ids));
         json_object_set_new(o, "devices", devs);
     }
     if (details && p->phase == SIM_POD_RUNNING) {

@@ -244,10 +244,34 @@ static const char *admit_snapshot(struct sim *sim, const struct sim_pod *p,
         }
         it->ep = sim__endpoint_ref(ep);
         (*ret_n)++;
-        if (strv_length(it->available) < rq->count)
+        /* containers of one pod asking for the same resource need room for all of them */
+        size_t need = 0;
+        for (size_t j = 0; j <= i; j++)
+            if (strcmp(p->requests[j].resource, rq->resource) == 0)
+                need += p->requests[j].count;
+        if (strv_length(it->available) < need)
             return rq->resource;
     }
     return NULL;
+}
+
+/* Devices given to one container are not available to the next (the kubelet allocates a
+ * pod's containers in turn): drops ids from later items of the same resource. */
+static void take_from_later(struct admit_item *items, size_t from, size_t n, const char *resource,
+                            char *const *ids)
+{
+    for (size_t k = from; k < n; k++) {
+        if (strcmp(items[k].resource, resource) != 0)
+            continue;
+        size_t w = 0;
+        for (size_t r = 0; items[k].available[r]; r++) {
+            if (strv_contains(ids, items[k].available[r]))
+                free(items[k].available[r]);
+            else
+                items[k].available[w++] = items[k].available[r];
+        }
+        items[k].available[w] = NULL;
+    }
 }
 
 /* Admits (or retries) one pod already in the state. */
@@ -276,6 +300,8 @@ static int admit(struct sim *sim, const char *pod_name)
     for (size_t i = 0; i < n && r >= 0; i++) {
         r = allocate_one(sim, &items[i], &allocs[i], &why);
         n_allocs = i + 1;
+        if (r >= 0)
+            take_from_later(items, i + 1, n, items[i].resource, allocs[i].device_ids);
     }
     strbuf_reset(&msg);
     if (r < 0)

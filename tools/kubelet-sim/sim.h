@@ -44,6 +44,7 @@ struct sim_resource {
 struct sim_request {
     char *resource;
     unsigned count;
+    char *container; /* the container asking; NULL: the pod's one container, "main" */
 };
 
 /* What Allocate answered for one resource of a pod (container_responses[0]), flattened. */
@@ -114,6 +115,11 @@ int sim_state_add_pod(struct sim_state *s, struct sim_pod **pod, struct error *e
 struct sim_pod *sim_state_find_pod(struct sim_state *s, const char *name);
 /* Removes and frees the pod: its devices become available. -ENOENT when absent. */
 int sim_state_delete_pod(struct sim_state *s, const char *name);
+/* The request's container name: "main" unless the request named one. */
+static inline const char *sim_request_container(const struct sim_request *rq)
+{
+    return rq->container ? rq->container : "main";
+}
 struct sim_pod *sim_pod_new(const char *name, const struct sim_request *reqs, size_t n,
                             struct error *err);
 void sim_pod_free(struct sim_pod *p);

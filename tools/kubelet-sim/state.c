@@ -219,8 +219,10 @@ void sim_pod_free(struct sim_pod *p)
     free(p->name);
     free(p->reason);
     free(p->message);
-    for (size_t i = 0; i < p->n_requests; i++)
+    for (size_t i = 0; i < p->n_requests; i++) {
         free(p->requests[i].resource);
+        free(p->requests[i].container);
+    }
     for (size_t i = 0; i < p->n_allocs; i++)
         sim_alloc_release(&p->allocs[i]);
     free(p);
@@ -249,6 +251,9 @@ struct sim_pod *sim_pod_new(const char *name, const struct sim_request *reqs, si
             goto oom;
         p->requests[i].count = reqs[i].count;
         p->n_requests++;
+        p->requests[i].container = reqs[i].container ? str_dup(reqs[i].container) : NULL;
+        if (reqs[i].container && !p->requests[i].container)
+            goto oom;
     }
     return p;
 oom:

@@ -77,6 +77,16 @@ static void test_sim_cmd_parse_requests(void **state)
     assert_int_equal(c.requests[0].count, 2);
     assert_string_equal(c.requests[1].resource, "example.com/fpga");
     assert_int_equal(c.requests[1].count, 1);
+    assert_null(c.requests[0].container);
+    assert_string_equal(sim_request_container(&c.requests[0]), "main");
+    sim_cmd_release(&c);
+    /* two containers of one pod, the same resource */
+    assert_int_equal(
+        sim_cmd_parse("admit web-2 nvidia.com/gpu=1@app nvidia.com/gpu=2@sidecar", &c, NULL), 0);
+    assert_int_equal(c.n_requests, 2);
+    assert_string_equal(c.requests[0].container, "app");
+    assert_int_equal(c.requests[1].count, 2);
+    assert_string_equal(sim_request_container(&c.requests[1]), "sidecar");
     sim_cmd_release(&c);
 }
 
@@ -108,6 +118,11 @@ static void test_sim_cmd_parse_invalid(void **state)
         {"admit p1 nvidia.com/gpu=x", "count must be"},
         {"admit p1 =1", "want <resource>=<count>"},
         {"admit p1 a/b=1 a/b=2", "requested twice"},
+        {"admit p1 a/b=1@x a/b=2@x", "requested twice by one container"},
+        {"admit p1 a/b=1@main a/b=2", "requested twice by one container"},
+        {"admit p1 a/b=1@Not_A_Name", "a container name is a DNS name"},
+        {"admit p1 a/b=1@", "a container name is a DNS name"},
+        {"admit p1 a/b=@x", "count must be"},
         {"capacity now", "usage: capacity"},
         {"restart -5", "invalid timeout"},
         {"admit p\xc3\xa9 a.com/b=1", "not printable ASCII at byte 1"},
@@ -244,7 +259,7 @@ static struct sim_resource *add_resource(struct sim_state *s, const char *name, 
 static struct sim_pod *running_pod(struct sim_state *s, const char *name, const char *resource,
                                    const char *dev)
 {
-    struct sim_request req = {(char *)resource, 1};
+    struct sim_request req = {(char *)resource, 1, NULL};
     struct sim_pod *p = sim_pod_new(name, &req, 1, NULL), *kept;
 
     assert_non_null(p);
@@ -290,7 +305,7 @@ static void test_sim_state_delete_pod_frees_devices(void **state)
     struct sim_state s = {0};
     struct sim_resource *r = add_resource(&s, "nvidia.com/gpu", 2, 0);
     struct sim_pod *dup;
-    struct sim_request req = {"nvidia.com/gpu", 1};
+    struct sim_request req = {"nvidia.com/gpu", 1, NULL};
     struct error err = {0};
 
     running_pod(&s, "p1", "nvidia.com/gpu", "dev-0");
