@@ -23,7 +23,7 @@ enum { OPT_BINARY = 0x1d00, OPT_PROBE };
 
 struct mpsd_args {
     const char *binary;
-    unsigned probe_ms;
+    int64_t probe_ms;
 };
 
 static void usage(FILE *f)
@@ -41,6 +41,8 @@ static void usage(FILE *f)
             "      --mig-strategy S          (env MIG_STRATEGY)\n"
             "      --mps-root DIR            (env MPS_ROOT; flags.mpsRoot)\n"
             "      --mps-control-binary P    nvidia-cuda-mps-control (env GPUSLICE_MPS_CONTROL)\n"
+            "      --mps-probe-interval D    wedge probe period, 0 off (env\n"
+            "                                GPUSLICE_MPS_PROBE_INTERVAL; default 10s)\n"
             "      --nvml-library PATH       (env GPUSLICE_NVML_LIBRARY)\n"
             "  -h, --help\n"
             "Every device plugin flag and env var is accepted. docs/mps.md.\n");
@@ -52,8 +54,10 @@ static int on_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
     (void)a;
     if (c == OPT_BINARY)
         x->binary = arg;
-    else if (c == OPT_PROBE && parse_uint(arg, &x->probe_ms) < 0)
-        return cli_usage_error("mps-control-daemon", "--mps-probe-interval-ms takes a number");
+    else if (c == OPT_PROBE && (cfg_duration_parse_ms(arg, &x->probe_ms, NULL) < 0 ||
+                                x->probe_ms < 0 || x->probe_ms > UINT32_MAX))
+        return cli_usage_error("mps-control-daemon",
+                               "--mps-probe-interval takes a duration like 10s or 500ms");
     return -1;
 }
 
@@ -61,11 +65,12 @@ int cmd_mps_control_daemon(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"mps-control-binary", required_argument, NULL, OPT_BINARY},
-        {"mps-probe-interval-ms", required_argument, NULL, OPT_PROBE},
+        {"mps-probe-interval", required_argument, NULL, OPT_PROBE},
         {NULL, 0, NULL, 0},
     };
     struct mpsd_args x = {.binary = getenv("GPUSLICE_MPS_CONTROL"), .probe_ms = 10000};
-    struct mps_daemon_spec *specs = calloc(32, sizeof(*specs));
+    struct mps_daemon_spec *specs = calloc(MPS_MAX_DAEMONS, sizeof(*specs));
+    const char *probe_env = getenv("GPUSLICE_MPS_PROBE_INTERVAL");
     struct mps_supervisor *sup = NULL;
     struct gpu_nvml *nvml = NULL;
     struct cli_node_args a;
@@ -77,6 +82,13 @@ int cmd_mps_control_daemon(int argc, char **argv)
 
     if (!specs)
         return CLI_EXIT_FAILURE;
+    if (probe_env && *probe_env &&
+        (cfg_duration_parse_ms(probe_env, &x.probe_ms, NULL) < 0 || x.probe_ms < 0 ||
+         x.probe_ms > UINT32_MAX)) {
+        free(specs);
+        return cli_usage_error("mps-control-daemon",
+                               "GPUSLICE_MPS_PROBE_INTERVAL takes a duration like 10s or 500ms");
+    }
     if (argc >= 2 && strcmp(argv[1], "mount-shm") == 0) {
         shm = true;
         argc--;
@@ -119,15 +131,20 @@ int cmd_mps_control_daemon(int argc, char **argv)
                             .binary = x.binary,
                             .nvml = nvml,
                             .timeout_ms = MPS_DEFAULT_TIMEOUT_MS,
-                            .probe_interval_ms = x.probe_ms};
+                            .probe_interval_ms = (unsigned)x.probe_ms,
+                            .report = daemon_mps_report};
     if (mps_supervisor_new(&o, &sup, &err) < 0) {
         fprintf(stderr, "gpuslice mps-control-daemon: %s\n", err.msg);
         goto out;
     }
-    size_t n = daemon_mps_specs(node.model, specs, 32);
+    int n = daemon_mps_specs(node.model, specs, &err);
+    if (n < 0) {
+        fprintf(stderr, "gpuslice mps-control-daemon: %s\n", err.msg);
+        goto out;
+    }
     if (n == 0)
         log_warn("mps-control-daemon: the config shares no resource with MPS: nothing to run");
-    if (mps_supervisor_set(sup, specs, n, &err) < 0)
+    if (mps_supervisor_set(sup, specs, (size_t)n, &err) < 0)
         log_error("mps-control-daemon: %s (retrying)", err.msg);
     for (;;) {
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
@@ -147,8 +164,10 @@ int cmd_mps_control_daemon(int argc, char **argv)
             /* config-manager switched the config: start/stop daemons to match */
             struct cli_node fresh = {0};
             if (cli_node_load(&a, false, true, &fresh) == 0) {
-                n = daemon_mps_specs(fresh.model, specs, 32);
-                if (mps_supervisor_set(sup, specs, n, &err) < 0)
+                n = daemon_mps_specs(fresh.model, specs, &err);
+                if (n < 0)
+                    log_error("mps-control-daemon: %s; keeping the running daemons", err.msg);
+                else if (mps_supervisor_set(sup, specs, (size_t)n, &err) < 0)
                     log_error("mps-control-daemon: %s (retrying)", err.msg);
                 cli_node_release_node(&fresh);
             }

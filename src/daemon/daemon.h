@@ -122,9 +122,13 @@ bool daemon_xid_is_critical(const struct daemon_xid_policy *p, unsigned long lon
 int daemon_run(const struct daemon_options *o, struct error *err);
 
 /* The MPS control daemons a model needs: one per MPS resource, with its GPUs (device index
- * order) and NVIDIA's limits. Shared with `gpuslice mps-control-daemon`. */
+ * order) and NVIDIA's limits, into specs[MPS_MAX_DAEMONS]. Returns how many, or -E2BIG when
+ * the config has more MPS resources than that (err says so). Shared with
+ * `gpuslice mps-control-daemon`. */
 struct mps_daemon_spec;
 struct model;
-size_t daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, size_t max);
+int daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, struct error *err);
+/* mps_options.report for the supervisor's events: one log line, "MPS: <msg>". */
+void daemon_mps_report(void *ctx, enum log_level level, const char *msg);
 
 #endif

@@ -22,14 +22,25 @@ struct daemon__mps {
     struct gpu_nvml *nvml;
 };
 
-size_t daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, size_t max)
+void daemon_mps_report(void *ctx, enum log_level level, const char *msg)
+{
+    (void)ctx;
+    GS_LOG(level, "MPS: %s", msg);
+}
+
+int daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, struct error *err)
 {
     size_t n = 0;
-    for (size_t i = 0; m && i < m->n_resources && n < max; i++) {
+    for (size_t i = 0; m && i < m->n_resources; i++) {
         const struct model_resource *res = &m->resources[i];
         struct mps_daemon_spec *sp = &specs[n];
         if (res->sharing != CFG_SHARING_MPS || !res->n_mps_limits)
             continue;
+        if (n == MPS_MAX_DAEMONS)
+            return error_set(err, -E2BIG,
+                             "the config shares more than %d resources with MPS (one control "
+                             "daemon each); merge some MPS resources",
+                             MPS_MAX_DAEMONS);
         memset(sp, 0, sizeof(*sp));
         str_copy(sp->resource, res->name, sizeof(sp->resource));
         for (size_t k = 0; k < res->n_mps_limits && sp->n < MPS_MAX_DEVICES; k++) {
@@ -40,7 +51,7 @@ size_t daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, si
         sp->thread_pct = res->mps_limits[0].active_thread_percentage;
         n++;
     }
-    return n;
+    return (int)n;
 }
 
 /* The MPS root as this process sees it (the settings hold the host's, for Allocate). */
@@ -58,10 +69,15 @@ int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct 
 
     if (d->o->mps_control != DAEMON_MPS_INTERNAL)
         return 0;
-    specs = calloc(32, sizeof(*specs));
+    specs = calloc(MPS_MAX_DAEMONS, sizeof(*specs));
     if (!specs)
         return error_set(err, -ENOMEM, "out of memory");
-    n = daemon_mps_specs(m, specs, 32);
+    r = daemon_mps_specs(m, specs, err);
+    if (r < 0) {
+        free(specs);
+        return r;
+    }
+    n = (size_t)r;
     if (n > 0 && !mps_root(m)) {
         free(specs);
         return error_set(err, -EINVAL,
@@ -72,7 +88,8 @@ int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct 
         struct mps_options o = {.root = mps_root(m),
                                 .binary = d->o->mps_control_binary,
                                 .timeout_ms = MPS_DEFAULT_TIMEOUT_MS,
-                                .probe_interval_ms = (unsigned)d->o->mps_probe_interval_ms};
+                                .probe_interval_ms = (unsigned)d->o->mps_probe_interval_ms,
+                                .report = daemon_mps_report};
         d->mps = calloc(1, sizeof(*d->mps));
         r = d->mps ? 0 : error_set(err, -ENOMEM, "out of memory");
         if (r == 0 && gpu_nvml_open(&d->o->nvml, &d->mps->nvml, err) < 0) {
@@ -135,12 +152,14 @@ void daemon__mps_stop(struct daemon *d)
 int daemon__mps_wait_external(struct daemon *d, int sfd, struct error *err)
 {
     const struct model *m = dp_snapshot_model(d->snap);
-    struct mps_daemon_spec spec;
     struct strbuf ready = STRBUF_INIT;
     int ifd = -1, r = 0;
     uint64_t next_log = 0;
+    bool any = false;
 
-    if (d->o->mps_control != DAEMON_MPS_EXTERNAL || daemon_mps_specs(m, &spec, 1) == 0)
+    for (size_t i = 0; m && i < m->n_resources && !any; i++)
+        any = m->resources[i].sharing == CFG_SHARING_MPS && m->resources[i].n_mps_limits;
+    if (d->o->mps_control != DAEMON_MPS_EXTERNAL || !any)
         return 0;
     if (!mps_root(m))
         return error_set(err, -EINVAL, "MPS needs --mps-root (flags.mpsRoot)");

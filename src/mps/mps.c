@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,6 @@
 #include "gpu/gpu.h"
 #include "mps/mps.h"
 
-#define MPS_MAX_DAEMONS 32
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
 #define TAG_TIMER UINT64_MAX
@@ -48,6 +48,21 @@ struct mps_supervisor {
     unsigned restarts;
 };
 
+static void report(const struct mps_supervisor *s, enum log_level level, const char *fmt, ...)
+    GS_PRINTF(3, 4);
+static void report(const struct mps_supervisor *s, enum log_level level, const char *fmt, ...)
+{
+    char msg[ERROR_MSG_MAX];
+    va_list ap;
+
+    if (!s->o.report)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    s->o.report(s->o.report_ctx, level, msg);
+}
+
 int mps_path(const char *root, const char *resource, const char *leaf, struct strbuf *out)
 {
     strbuf_reset(out);
@@ -60,14 +75,24 @@ static int pidfd_of(pid_t pid)
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-/* Waits for pid to exit within ms (pidfd poll); true when it did (and was reaped). */
-static bool wait_exit(pid_t pid, int pidfd, int ms)
+/* Waits for pid to exit within ms (pidfd poll); true when it did (and was reaped), with its
+ * wait status in *ret_status when not NULL. */
+static bool wait_exit_status(pid_t pid, int pidfd, int ms, int *ret_status)
 {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
-    int st;
+    int st = 0;
     if (pidfd >= 0 && poll(&p, 1, ms) <= 0)
         return false;
-    return waitpid(pid, &st, pidfd >= 0 ? 0 : WNOHANG) == pid;
+    if (waitpid(pid, &st, pidfd >= 0 ? 0 : WNOHANG) != pid)
+        return false;
+    if (ret_status)
+        *ret_status = st;
+    return true;
+}
+
+static bool wait_exit(pid_t pid, int pidfd, int ms)
+{
+    return wait_exit_status(pid, pidfd, ms, NULL);
 }
 
 static void kill_wait(pid_t pid, int pidfd)
@@ -99,6 +124,7 @@ int mps_control_command(const struct mps_options *o, const char *resource, const
     int in[2] = {-1, -1}, out[2] = {-1, -1}, pidfd = -1, r = 0;
     struct strbuf got = STRBUF_INIT, pipe_dir = STRBUF_INIT;
     uint64_t deadline = time_now_ms() + o->timeout_ms;
+    int status = 0;
     pid_t pid;
 
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
@@ -143,19 +169,32 @@ int mps_control_command(const struct mps_options *o, const char *resource, const
         (void)strbuf_append(&got, buf, (size_t)n);
     }
     if (r == -ETIMEDOUT ||
-        !wait_exit(pid, pidfd, (int)(deadline > time_now_ms() ? deadline - time_now_ms() : 0))) {
+        !wait_exit_status(
+            pid, pidfd, (int)(deadline > time_now_ms() ? deadline - time_now_ms() : 0), &status)) {
         kill_wait(pid, pidfd);
         r = error_set(err, -ETIMEDOUT,
                       "%s: the MPS control daemon did not answer within %u ms (wedged)", resource,
                       o->timeout_ms);
         goto out;
     }
+    /* refused: a known error word in its answer, or an exit other than 0 (a client that
+     * could not reach its daemon exits 1) */
     if (strstr(strbuf_str(&got), "Invalid") || strstr(strbuf_str(&got), "Unrecognized") ||
-        strstr(strbuf_str(&got), "Cannot find") || strstr(strbuf_str(&got), "rror")) {
+        strstr(strbuf_str(&got), "Cannot find") || strstr(strbuf_str(&got), "rror") ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char first[256];
         str_copy(first, strbuf_str(&got), sizeof(first));
         first[strcspn(first, "\n")] = '\0';
-        r = error_set(err, -EIO, "%s: nvidia-cuda-mps-control refused: %s", resource, first);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            r = error_set(err, -ENOENT, "%s: cannot run %s (not found or not executable)", resource,
+                          o->binary);
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            r = error_set(err, -EIO, "%s: nvidia-cuda-mps-control %s %d%s%s", resource,
+                          WIFEXITED(status) ? "exited with status" : "killed by signal",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                          first[0] ? ": " : "", first);
+        else
+            r = error_set(err, -EIO, "%s: nvidia-cuda-mps-control refused: %s", resource, first);
     }
     if (r == 0 && ret_out)
         *ret_out = strbuf_take(&got);
@@ -298,8 +337,8 @@ static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *e
         (void)epoll_ctl(s->epfd, EPOLL_CTL_ADD, d->pidfd, &ev);
         d->state = D_UP;
         d->restart_at_ms = 0;
-        log_info("MPS: control daemon for %s up (pid %d, %zu GPU%s, %u%% threads)", sp->resource,
-                 (int)d->pid, sp->n, sp->n == 1 ? "" : "s", sp->thread_pct);
+        report(s, LOG_LEVEL_INFO, "control daemon for %s up (pid %d, %zu GPU%s, %u%% threads)",
+               sp->resource, (int)d->pid, sp->n, sp->n == 1 ? "" : "s", sp->thread_pct);
     }
 out:
     strbuf_release(&path);
@@ -331,8 +370,9 @@ static void went_down(struct mps_supervisor *s, struct daemon *d, const char *wh
     (void)unlink(strbuf_str(&p));
     strbuf_release(&p);
     write_ready(s);
-    log_warn("MPS: control daemon for %s %s; its devices are Unhealthy until it is back",
-             d->spec.resource, why);
+    report(s, LOG_LEVEL_WARN,
+           "control daemon for %s %s; its devices are Unhealthy until it is back", d->spec.resource,
+           why);
     schedule_restart(s, d);
 }
 
@@ -355,7 +395,8 @@ static void stop_one(struct mps_supervisor *s, struct daemon *d)
         struct error err = {0};
         if (!d->was_exclusive[i] &&
             gpu_compute_mode_set(s->o.nvml, d->spec.uuids[i], false, NULL, &err) < 0)
-            log_warn("MPS: restoring the compute mode of %s: %s", d->spec.uuids[i], err.msg);
+            report(s, LOG_LEVEL_WARN, "restoring the compute mode of %s: %s", d->spec.uuids[i],
+                   err.msg);
     }
     /* .started, then the pipe and log folders with whatever the daemon left there (the real
      * one leaves control_lock, its pid file, control.log and server.log): we created both,
@@ -432,7 +473,7 @@ int mps_supervisor_set(struct mps_supervisor *s, const struct mps_daemon_spec *s
         for (size_t k = 0; d->in_use && k < n; k++)
             keep |= spec_equal(&d->spec, &specs[k]);
         if (d->in_use && !keep) {
-            log_info("MPS: stopping the control daemon for %s", d->spec.resource);
+            report(s, LOG_LEVEL_INFO, "stopping the control daemon for %s", d->spec.resource);
             stop_one(s, d);
         }
     }
@@ -458,7 +499,7 @@ int mps_supervisor_set(struct mps_supervisor *s, const struct mps_daemon_spec *s
         d->pidfd = -1;
         struct error e = {0};
         if (start_one(s, d, &e) < 0) {
-            log_error("MPS: %s; retrying", e.msg);
+            report(s, LOG_LEVEL_ERROR, "%s; retrying", e.msg);
             if (!first_err) {
                 first_err = e.code ? e.code : -EIO;
                 if (err)
@@ -521,7 +562,7 @@ void mps_supervisor_dispatch(struct mps_supervisor *s, bool *ret_changed)
             d->backoff_ms = 0;
             *ret_changed = true;
         } else {
-            log_error("MPS: restarting: %s", err.msg);
+            report(s, LOG_LEVEL_ERROR, "restarting: %s", err.msg);
             schedule_restart(s, d);
         }
     }
@@ -535,7 +576,7 @@ void mps_supervisor_dispatch(struct mps_supervisor *s, bool *ret_changed)
                 continue;
             if (mps_control_command(&s->o, d->spec.resource,
                                     "get_default_active_thread_percentage\n", NULL, &err) < 0) {
-                log_warn("MPS: %s", err.msg);
+                report(s, LOG_LEVEL_WARN, "%s", err.msg);
                 went_down(s, d, "is wedged (killed)");
                 *ret_changed = true;
             }

@@ -18,6 +18,7 @@
 #include "gpu/inventory.h"
 
 #define MPS_MAX_DEVICES 64
+#define MPS_MAX_DAEMONS 32 /* MPS resources (control daemons) on one node */
 #define MPS_DEFAULT_BINARY "nvidia-cuda-mps-control"
 #define MPS_DEFAULT_TIMEOUT_MS 2000
 
@@ -29,6 +30,10 @@ struct mps_options {
     struct gpu_nvml *nvml;      /* for the compute mode; NULL: left as it is (logged) */
     unsigned timeout_ms;        /* a control command slower than this: the daemon is dead */
     unsigned probe_interval_ms; /* health probe of running daemons; 0: only pidfd */
+    /* What happens to the daemons (up, died, restart failed...), for the caller to log: the
+     * library itself does not log above debug (STYLE.md). NULL: not reported. */
+    void (*report)(void *ctx, enum log_level level, const char *msg);
+    void *report_ctx;
 };
 
 /* One daemon: a resource and its GPUs, in CUDA_VISIBLE_DEVICES (= device index) order. */

@@ -89,7 +89,7 @@ class MpsControlDaemon(unittest.TestCase):
             return f.read()
 
     def start(self):
-        self.proc = subprocess.Popen([self.argv0, "--mps-probe-interval-ms", "100"],
+        self.proc = subprocess.Popen([self.argv0, "--mps-probe-interval", "100ms"],
                                      env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         self.assertTrue(wait_for(lambda: os.path.exists(os.path.join(self.mps, ".ready"))),
                         self.daemon_log())

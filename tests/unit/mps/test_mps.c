@@ -299,6 +299,37 @@ static void test_missing_binary_named(void **state)
     free(nv);
 }
 
+/* A client's answer counts only when it exits 0: one that fails without a known error word
+ * (a crash, a daemon that went away) is an error naming its exit, not a success. */
+static void test_control_command_exit_status(void **state)
+{
+    struct fixture *f = *state;
+    struct mps_options o = f->o;
+    struct error err = {0};
+    char bin[400], *out = NULL;
+
+    signal(SIGPIPE, SIG_IGN); /* as both callers do: a client may die before it reads */
+    snprintf(bin, sizeof(bin), "%s/client.sh", f->dir);
+    o.binary = bin;
+    assert_int_equal(
+        file_write_atomic(bin, "#!/bin/sh\ncat >/dev/null\necho 4242\nexit 0\n", 42, 0755, &err),
+        0);
+    assert_int_equal(mps_control_command(&o, "nvidia.com/gpu", "get_server_list\n", &out, &err), 0);
+    assert_string_equal(out, "4242\n");
+    free(out);
+    out = NULL;
+    assert_int_equal(
+        file_write_atomic(bin, "#!/bin/sh\ncat >/dev/null\necho half\nexit 3\n", 42, 0755, &err),
+        0);
+    assert_int_equal(mps_control_command(&o, "nvidia.com/gpu", "get_server_list\n", &out, &err),
+                     -EIO);
+    assert_null(out);
+    assert_non_null(strstr(err.msg, "exited with status 3: half"));
+    assert_int_equal(file_write_atomic(bin, "#!/bin/sh\nkill -9 $$\n", 21, 0755, &err), 0);
+    assert_int_equal(mps_control_command(&o, "nvidia.com/gpu", "quit\n", NULL, &err), -EIO);
+    assert_non_null(strstr(err.msg, "killed by signal 9"));
+}
+
 static void test_paths(void **state)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -315,6 +346,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_daemon_restarted_with_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_changes_only_what_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_binary_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_control_command_exit_status, setup, teardown),
         cmocka_unit_test(test_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
