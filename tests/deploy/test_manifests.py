@@ -24,9 +24,9 @@ import cel_subset  # noqa: E402
 
 SRC, BUILD = (os.path.abspath(a) for a in sys.argv[1:3])
 KUST = os.path.join(SRC, "deployments/kustomize")
-OVERLAYS = ["time-slicing", "per-node", "mps", "mps-internal", "mig-mixed"]
-SHARED = {"time-slicing", "per-node", "mps", "mps-internal"}  # shared resources: admission
-MPS_INTERNAL = {"mps-internal"}  # the plugin runs the MPS daemons: privileged, as NVIDIA's
+OVERLAYS = ["time-slicing", "per-node", "mps", "mps-split", "mig-mixed"]
+SHARED = {"time-slicing", "per-node", "mps", "mps-split"}  # shared resources: admission
+MPS_INTERNAL = {"mps"}  # our default: the plugin runs the MPS daemons: privileged, as NVIDIA's
 NODE_LABELS = {"per-node"}  # overlays with the node-labels component
 RSS_MIB = 16.5  # measured with the label watch on (docs/deploy.md, Resources)
 NVIDIA_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
