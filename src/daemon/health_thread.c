@@ -44,7 +44,41 @@ struct daemon__health {
     bool all_devices; /* the event wait failed */
     char all_text[200];
     unsigned long long ignored, coalesced;
+    /* the last XID of each GPU, critical or not (dcgm's DCGM_FI_DEV_XID_ERRORS), under lock */
+    struct {
+        char uuid[INV_UUID_MAX];
+        unsigned long long xid;
+    } * last;
+    size_t n_last, max_last;
 };
+
+static void note_last(struct daemon__health *h, const struct gpu_event *ev)
+{
+    size_t i = 0;
+
+    pthread_mutex_lock(&h->lock);
+    while (i < h->n_last && strcmp(h->last[i].uuid, ev->uuid) != 0)
+        i++;
+    if (i == h->n_last && h->n_last < h->max_last)
+        str_copy(h->last[h->n_last++].uuid, ev->uuid, sizeof(h->last[0].uuid));
+    if (i < h->n_last)
+        h->last[i].xid = ev->xid;
+    pthread_mutex_unlock(&h->lock);
+}
+
+unsigned long long daemon__health_last_xid(struct daemon__health *h, const char *gpu_uuid)
+{
+    unsigned long long xid = 0;
+
+    if (!h)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->n_last; i++)
+        if (strcmp(h->last[i].uuid, gpu_uuid) == 0)
+            xid = h->last[i].xid;
+    pthread_mutex_unlock(&h->lock);
+    return xid;
+}
 
 static void wake(struct daemon__health *h)
 {
@@ -119,6 +153,7 @@ static void *health_main(void *arg)
         }
         if (!ev.is_xid)
             continue; /* NVIDIA's checker skips non-XID events too */
+        note_last(h, &ev);
         if (!daemon_xid_is_critical(&h->policy, ev.xid)) {
             h->ignored++; /* only this thread touches it */
             log_debug("health: ignoring xid=%llu gpu=%s (not critical by policy)", ev.xid, ev.uuid);
@@ -146,6 +181,7 @@ static void health_free(struct daemon__health *h)
     pthread_mutex_destroy(&h->lock);
     free(h->pending);
     free(h->used);
+    free(h->last);
     free(h);
 }
 
@@ -175,8 +211,10 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
     h->n_slots = inv->n_gpus * 9 + 8;
     h->pending = calloc(h->n_slots, sizeof(*h->pending));
     h->used = calloc(h->n_slots, sizeof(*h->used));
+    h->max_last = inv->n_gpus;
+    h->last = calloc(h->max_last, sizeof(*h->last));
     h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!h->pending || !h->used || h->efd < 0) {
+    if (!h->pending || !h->used || !h->last || h->efd < 0) {
         error_set(&err, h->efd < 0 ? -errno : -ENOMEM, "health table: %s",
                   h->efd < 0 ? strerror(errno) : "out of memory");
         goto fail;

@@ -257,6 +257,8 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
                                             struct dp_snapshot *snap);
 /* Stops and joins the thread; accepts NULL. */
 void daemon__health_stop(struct daemon__health *h);
+/* The last XID (critical or not) the health thread saw on the GPU, 0 for none (or h NULL). */
+unsigned long long daemon__health_last_xid(struct daemon__health *h, const char *gpu_uuid);
 /* The eventfd for poll(2): readable when entries wait; -1 for NULL (poll ignores it). */
 int daemon__health_fd(const struct daemon__health *h);
 /* Takes one pending entry without blocking: 1, or 0 when none is waiting. */

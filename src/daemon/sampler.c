@@ -514,6 +514,16 @@ int daemon__sampler_render(struct daemon *d, struct strbuf *sb)
     pthread_mutex_lock(&s->lock);
     if (s->text)
         r = strbuf_puts(sb, s->text);
+    /* the last XID per GPU (dcgm-exporter's field), from the health thread, when it runs */
+    if (r == 0 && s->text && s->inv && d->health) {
+        head(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
+        for (size_t g = 0; g < s->inv->n_gpus; g++) {
+            (void)strbuf_puts(sb, "DCGM_FI_DEV_XID_ERRORS{");
+            dcgm_labels(sb, s, &s->inv->gpus[g], NULL, NULL, NULL);
+            (void)strbuf_printf(sb, "} %llu\n",
+                                daemon__health_last_xid(d->health, s->inv->gpus[g].uuid));
+        }
+    }
     if (r == 0)
         r = strbuf_printf(sb,
                           "# HELP gpuslice_metrics_samples_total NVML samples taken\n"

@@ -725,7 +725,7 @@ class DaemonTest(unittest.TestCase):
         XID 79 (fallen off the bus: needs a reset) never recovers."""
         d = self.start("h100-nvswitch-8.yaml", args=["--health-recovery-after", "600ms",
                                                      "--metrics-address", "127.0.0.1:0",
-                                                     "--metrics-sample-interval", "0"])
+                                                     "--metrics-sample-interval", "1h"])
         self.registered(d, 1)
         w = Watch(d.sock("nvidia-gpu.sock"))
         ids = [x.ID for x in w.next().devices]
@@ -759,6 +759,10 @@ class DaemonTest(unittest.TestCase):
         for reason in ("xid-62", "xid-79", "recovered"):
             self.assertIn('gpuslice_health_changes_total{reason="%s"} 1\n' % reason, text)
         self.assertNotIn('reason="xid-31"', text)
+        # dcgm-exporter's last XID per GPU, ignored ones included
+        last = {int(m.group(1)): int(m.group(2)) for m in re.finditer(
+            r'DCGM_FI_DEV_XID_ERRORS\{gpu="(\d+)",[^}]*\} (\d+)', text)}
+        self.assertEqual(last, {0: 0, 1: 31, 2: 62, 3: 79, 4: 0, 5: 0, 6: 0, 7: 0})
         self.assertStoppedClean(d)
 
     def test_xid_mig_attribution_and_enable(self):
