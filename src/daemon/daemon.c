@@ -397,13 +397,18 @@ static void daemon_on_inotify(struct daemon *d)
     }
 }
 
-/* An XID event from the health thread. */
+/* An XID event from the health thread, or a lost GPU back after a reset. */
 static void daemon_on_health(struct daemon *d)
 {
     struct daemon__health_msg msg;
+    bool reset = false;
     int changed;
 
     while (daemon__health_read(d->health, &msg) > 0) {
+        if (msg.back) {
+            reset |= daemon__recovery_gpu_back(d, msg.uuid);
+            continue;
+        }
         if (msg.all_devices) {
             daemon__remember_unhealthy(d, &msg);
             changed = dp_snapshot_set_all_health(d->snap, false);
@@ -432,6 +437,14 @@ static void daemon_on_health(struct daemon *d)
             for (size_t i = 0; i < d->n_slots; i++)
                 if (d->slots[i].p)
                     dp_plugin_push(d->slots[i].p);
+    }
+    if (reset) {
+        /* a reset GPU is read again (its MIG layout, memory, ...), and its XID events are
+         * registered again with a fresh health thread */
+        daemon__apply(d, DAEMON_RELOAD_INVENTORY, "GPU back after a reset");
+        daemon__health_stop(d->health);
+        d->health = daemon__health_start(d->o, &d->xid, d->snap);
+        daemon__recovery_watch(d);
     }
 }
 
@@ -589,6 +602,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     if (r < 0)
         goto out;
     d.health = daemon__health_start(o, &d.xid, d.snap);
+    daemon__recovery_watch(&d);
     daemon__labels_start(&d);
     daemon__labels_update(&d);
     daemon__metrics_start(&d);

@@ -50,7 +50,97 @@ struct daemon__health {
         unsigned long long xid;
     } * last;
     size_t n_last, max_last;
+    /* GPUs whose XID needs a reset, probed until they come back (under lock) */
+    struct {
+        char uuid[INV_UUID_MAX];
+        bool seen_lost;
+    } * watch;
+    size_t n_watch;
 };
+
+#define HEALTH_PROBE_MS 500 /* the event wait while a GPU is watched for its reset */
+
+static void wake(struct daemon__health *h);
+
+void daemon__health_watch_reset(struct daemon__health *h, const char *gpu_uuid)
+{
+    size_t i = 0;
+
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    while (i < h->n_watch && strcmp(h->watch[i].uuid, gpu_uuid) != 0)
+        i++;
+    if (i == h->n_watch && h->n_watch < h->max_last) {
+        str_copy(h->watch[i].uuid, gpu_uuid, sizeof(h->watch[i].uuid));
+        h->watch[i].seen_lost = false;
+        h->n_watch++;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* A `back` message for the loop (never coalesced with XID entries). */
+static void post_back(struct daemon__health *h, const char *uuid)
+{
+    bool posted = false;
+
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->n_slots && !posted; i++) {
+        if (h->used[i])
+            continue;
+        memset(&h->pending[i], 0, sizeof(h->pending[i]));
+        str_copy(h->pending[i].uuid, uuid, sizeof(h->pending[i].uuid));
+        h->pending[i].back = true;
+        h->pending[i].gi_id = h->pending[i].ci_id = INV_ID_NONE;
+        h->used[i] = true;
+        posted = true;
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (posted)
+        wake(h);
+}
+
+/* Probes the watched GPUs: lost -> remembered; answering after lost -> `back`. Off the loop:
+ * a lost GPU's NVML calls may be slow. */
+static void probe_watched(struct daemon__health *h)
+{
+    for (size_t i = 0;; i++) {
+        char uuid[INV_UUID_MAX];
+        struct error err = {0};
+        bool back = false;
+        int a;
+
+        pthread_mutex_lock(&h->lock);
+        if (i >= h->n_watch) {
+            pthread_mutex_unlock(&h->lock);
+            return;
+        }
+        str_copy(uuid, h->watch[i].uuid, sizeof(uuid));
+        pthread_mutex_unlock(&h->lock);
+        a = gpu_device_answers(h->nvml, uuid, &err);
+        bool lost_now = false;
+        pthread_mutex_lock(&h->lock);
+        if (i < h->n_watch && strcmp(h->watch[i].uuid, uuid) == 0) {
+            if (a == 0) {
+                lost_now = !h->watch[i].seen_lost;
+                h->watch[i].seen_lost = true;
+            } else if (a > 0 && h->watch[i].seen_lost) {
+                h->watch[i] = h->watch[--h->n_watch];
+                back = true;
+            }
+        }
+        pthread_mutex_unlock(&h->lock);
+        if (lost_now)
+            log_warn("health: gpu=%s is lost (NVML: GPU is lost); its devices stay Unhealthy "
+                     "until it is reset (nvidia-smi -r) and answers again",
+                     uuid);
+        if (back) {
+            log_debug("health: gpu=%s answers again after it was lost", uuid);
+            post_back(h, uuid);
+            i--; /* the slot now holds another GPU (i wraps and comes back by one) */
+        }
+    }
+}
 
 static void note_last(struct daemon__health *h, const struct gpu_event *ev)
 {
@@ -140,7 +230,12 @@ static void *health_main(void *arg)
     int r;
 
     while (!atomic_load(&h->stop)) {
-        r = gpu_events_wait(h->events, HEALTH_WAIT_MS, &ev, &err);
+        pthread_mutex_lock(&h->lock);
+        int wait_ms = h->n_watch ? HEALTH_PROBE_MS : HEALTH_WAIT_MS;
+        pthread_mutex_unlock(&h->lock);
+        r = gpu_events_wait(h->events, wait_ms, &ev, &err);
+        if (wait_ms == HEALTH_PROBE_MS && !atomic_load(&h->stop))
+            probe_watched(h);
         if (r == 0 || atomic_load(&h->stop))
             continue;
         if (r < 0) {
@@ -182,6 +277,7 @@ static void health_free(struct daemon__health *h)
     free(h->pending);
     free(h->used);
     free(h->last);
+    free(h->watch);
     free(h);
 }
 
@@ -213,8 +309,9 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
     h->used = calloc(h->n_slots, sizeof(*h->used));
     h->max_last = inv->n_gpus;
     h->last = calloc(h->max_last, sizeof(*h->last));
+    h->watch = calloc(h->max_last, sizeof(*h->watch));
     h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!h->pending || !h->used || !h->last || h->efd < 0) {
+    if (!h->pending || !h->used || !h->last || !h->watch || h->efd < 0) {
         error_set(&err, h->efd < 0 ? -errno : -ENOMEM, "health table: %s",
                   h->efd < 0 ? strerror(errno) : "out of memory");
         goto fail;

@@ -20,6 +20,7 @@ struct daemon__health_msg {
     unsigned long long xid;
     unsigned gi_id, ci_id;
     bool all_devices; /* the event wait failed: everything is unhealthy */
+    bool back;        /* the GPU answers again after it was lost (a reset): uuid says which */
     char text[200];   /* why, for all_devices */
 };
 
@@ -232,6 +233,12 @@ int daemon__recovery_setup(struct daemon *d, struct error *err);
 void daemon__recovery_release(struct daemon *d);
 /* (Re)arms the timer for the earliest recoverable mark. */
 void daemon__recovery_arm(struct daemon *d);
+/* Has the health thread watch every GPU whose XID mark needs a reset (after it (re)starts). */
+void daemon__recovery_watch(struct daemon *d);
+/* The GPU answers again after it was lost (health thread's `back`): its marks go, its
+ * devices are Healthy, the change is logged, counted (reason=reset) and posted as an Event.
+ * True when the GPU had marks. */
+bool daemon__recovery_gpu_back(struct daemon *d, const char *gpu_uuid);
 void daemon__on_recovery_timer(struct daemon *d);
 /* True for XIDs that mean the GPU is gone or must be reset: never recovered by time. */
 bool daemon_xid_needs_reset(unsigned long long xid);
@@ -257,6 +264,10 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
                                             struct dp_snapshot *snap);
 /* Stops and joins the thread; accepts NULL. */
 void daemon__health_stop(struct daemon__health *h);
+/* Asks the health thread to watch a GPU whose XID needs a reset: it probes the GPU through
+ * NVML (every 500 ms while any is watched) and, once the GPU was seen lost and answers
+ * again, posts a `back` message. */
+void daemon__health_watch_reset(struct daemon__health *h, const char *gpu_uuid);
 /* The last XID (critical or not) the health thread saw on the GPU, 0 for none (or h NULL). */
 unsigned long long daemon__health_last_xid(struct daemon__health *h, const char *gpu_uuid);
 /* The eventfd for poll(2): readable when entries wait; -1 for NULL (poll ignores it). */

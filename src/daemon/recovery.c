@@ -2,7 +2,9 @@
 /* recovery.c: health that recovers. NVIDIA's plugin keeps a device Unhealthy after a critical
  * XID until it restarts (NVIDIA #1014). Here a device comes back Healthy after
  * --health-recovery-after (default 5 m) without a new XID, unless its XID means the GPU is
- * gone or must be reset. One timerfd in the loop, armed for the earliest device due. */
+ * gone or must be reset: those GPUs are probed by the health thread, and one that answers
+ * again after NVML reported it lost (it was reset) is re-read and Healthy again. One timerfd
+ * in the loop, armed for the earliest device due. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,4 +90,47 @@ void daemon__on_recovery_timer(struct daemon *d)
             if (d->slots[i].p)
                 dp_plugin_push(d->slots[i].p);
     daemon__recovery_arm(d);
+}
+
+void daemon__recovery_watch(struct daemon *d)
+{
+    for (size_t i = 0; i < d->n_xid_marks; i++)
+        if (daemon_xid_needs_reset(d->xid_marks[i].xid))
+            daemon__health_watch_reset(d->health, d->xid_marks[i].uuid);
+}
+
+bool daemon__recovery_gpu_back(struct daemon *d, const char *gpu_uuid)
+{
+    unsigned long long xid = 0;
+    bool any = false;
+    char msg[512];
+    int n;
+
+    for (size_t i = 0; i < d->n_xid_marks;) {
+        if (strcmp(d->xid_marks[i].uuid, gpu_uuid) != 0) {
+            i++;
+            continue;
+        }
+        if (daemon_xid_needs_reset(d->xid_marks[i].xid) || !xid)
+            xid = d->xid_marks[i].xid;
+        d->xid_marks[i] = d->xid_marks[--d->n_xid_marks];
+        any = true;
+    }
+    if (!any)
+        return false;
+    n = dp_snapshot_set_health(d->snap, gpu_uuid, INV_ID_NONE, INV_ID_NONE, true);
+    d->health_recoveries++;
+    daemon__count_health(d, "reset");
+    snprintf(msg, sizeof(msg),
+             "GPU %s answers again after it was lost (xid=%llu): it was reset; re-reading it "
+             "and marking its devices Healthy",
+             gpu_uuid, xid);
+    log_info("health: %s (devices=%d, reason=reset)", msg, n < 0 ? 0 : n);
+    daemon__kube_event(d, "GPURecovered", msg);
+    if (n > 0)
+        for (size_t i = 0; i < d->n_slots; i++)
+            if (d->slots[i].p)
+                dp_plugin_push(d->slots[i].p);
+    daemon__recovery_arm(d);
+    return true;
 }

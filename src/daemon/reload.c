@@ -358,6 +358,8 @@ void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_ms
             x->xid = msg->xid; /* a new XID: recovery counts from now */
             x->at_ms = time_now_ms();
             daemon__recovery_arm(d);
+            if (daemon_xid_needs_reset(x->xid))
+                daemon__health_watch_reset(d->health, x->uuid);
             return;
         }
     }
@@ -370,6 +372,8 @@ void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_ms
     x->xid = msg->xid;
     x->at_ms = time_now_ms();
     daemon__recovery_arm(d);
+    if (daemon_xid_needs_reset(x->xid))
+        daemon__health_watch_reset(d->health, x->uuid);
 }
 
 static void apply_health_marks(const struct daemon *d, struct model *m)
@@ -660,8 +664,10 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     if (daemon__mps_update(d, snap, &err) < 0) /* MPS daemons for the new resources */
         log_error("%s: %s", why, err.msg);
     swap_snapshot(d, snap, what, why);
-    if (inv_changed)
+    if (inv_changed) {
         d->health = daemon__health_start(d->o, &d->xid, d->snap);
+        daemon__recovery_watch(d);
+    }
     if (cfg) {
         cfg_free(d->cfg);
         d->cfg = cfg;

@@ -93,6 +93,21 @@ out:
     return r < 0 ? r : 0;
 }
 
+int gpu_device_answers(struct gpu_nvml *n, const char *uuid, struct error *err)
+{
+    nvmlDevice_t dev;
+    nvmlMemory_t mem;
+    nvmlReturn_t rc = n->nvmlDeviceGetHandleByUUID(uuid, &dev);
+
+    if (rc == NVML_SUCCESS)
+        rc = n->nvmlDeviceGetMemoryInfo(dev, &mem);
+    if (rc == NVML_SUCCESS)
+        return 1;
+    if (rc == NVML_ERROR_GPU_IS_LOST || rc == NVML_ERROR_NOT_FOUND)
+        return 0;
+    return gpu__nvml_fail(n, err, rc, "nvmlDeviceGetMemoryInfo", uuid);
+}
+
 int gpu_events_wait(struct gpu_events *ev, int timeout_ms, struct gpu_event *ret, struct error *err)
 {
     struct gpu_nvml *nvml = ev->nvml;

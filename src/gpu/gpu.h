@@ -138,6 +138,9 @@ int gpu_events_wait(struct gpu_events *ev, int timeout_ms, struct gpu_event *ret
                     struct error *err);
 /* Accepts NULL. */
 void gpu_events_close(struct gpu_events *ev);
+/* Does NVML answer for the GPU? 1 yes, 0 when it reports the GPU lost (fallen off the bus)
+ * or gone, a negative errno for any other failure. */
+int gpu_device_answers(struct gpu_nvml *nvml, const char *uuid, struct error *err);
 
 /* ---- telemetry for the metrics sampler (samples.c) ----------------------------------------- */
 

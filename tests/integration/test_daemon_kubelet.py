@@ -765,6 +765,52 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(last, {0: 0, 1: 31, 2: 62, 3: 79, 4: 0, 5: 0, 6: 0, 7: 0})
         self.assertStoppedClean(d)
 
+    def test_gpu_back_after_reset(self):
+        """XID 79 (fallen off the bus) never recovers by time; once NVML reports the GPU lost
+        and it answers again (it was reset), it is re-read and its devices are Healthy, with
+        a log line, an Event's text and reason="reset" in the metrics. A GPU with XID 79
+        that was never seen lost stays Unhealthy."""
+        d = self.start("h100-nvswitch-8.yaml", args=["--health-recovery-after", "300ms",
+                                                     "--metrics-address", "127.0.0.1:0"])
+        self.registered(d, 1)
+        w = Watch(d.sock("nvidia-gpu.sock"))
+        ids = [x.ID for x in w.next().devices]
+        wait_until(lambda: "health: watching XID events" in d.logtext(), what="health thread")
+
+        def unhealthy(m):
+            return sorted(x.ID for x in m.devices if x.health == "Unhealthy")
+        with open(d.events, "a") as f:
+            f.write("xid 3 79\nxid 4 79\n")
+        m = w.next()
+        while len(unhealthy(m)) < 2:
+            m = w.next()
+        self.assertEqual(unhealthy(m), sorted([ids[3], ids[4]]))
+        with open(d.events, "a") as f:
+            f.write("gpu 3 lost\n")
+        self.waitLog(d, "gpu=%s is lost" % ids[3])
+        with self.assertRaises(queue.Empty):
+            w.next(timeout=1)  # lost: nothing recovers by itself
+        with open(d.events, "a") as f:
+            f.write("gpu 3 back\n")
+        t0 = time.monotonic()
+        m = w.next(timeout=5)
+        took = time.monotonic() - t0
+        self.assertEqual(unhealthy(m), [ids[4]])  # 3 is back; 4 was never seen lost
+        print("GPU back after reset -> Healthy in %.0f ms" % (took * 1e3), file=sys.stderr)
+        self.waitLog(d, "GPU %s answers again after it was lost (xid=79)" % ids[3])
+        self.waitLog(d, "GPU back after a reset")  # the inventory is read again
+        import re
+        import urllib.request
+        port = int(re.search(r"\(port (\d+)\)", d.logtext()).group(1))
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            text = r.read().decode()
+        self.assertIn('gpuslice_health_changes_total{reason="reset"} 1\n', text)
+        self.assertIn('gpuslice_health_changes_total{reason="xid-79"} 2\n', text)
+        with self.assertRaises(queue.Empty):
+            w.next(timeout=1)  # and 4 stays Unhealthy
+        w.close()
+        self.assertStoppedClean(d)
+
     def test_xid_mig_attribution_and_enable(self):
         d = self.start("a100-80gb-all-balanced.yaml", args=["--mig-strategy=mixed"],
                        env={"DP_ENABLE_HEALTHCHECKS": "43"})

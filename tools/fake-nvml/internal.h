@@ -100,6 +100,7 @@ struct fake_gpu {
     unsigned pci_domain, pci_bus;
     struct fake_process procs[FAKE_MAX_PROCS];
     size_t n_procs;
+    bool lost; /* fallen off the bus (`gpu <n> lost` event line): queries fail GPU_IS_LOST */
     unsigned mig_current, mig_pending;
     struct fake_gi gis[FAKE_MAX_GI];
     unsigned links[NVML_NVLINK_MAX_LINKS]; /* peer GPU index, FAKE_LINK_SWITCH or _NONE */

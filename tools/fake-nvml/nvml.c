@@ -239,6 +239,8 @@ nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fa
     fake_live_refresh(ctx.m); /* telemetry_live.c: run-time telemetry and processes */
     if (ret_g) /* the caller needs a device: a NULL or foreign handle is INVALID_ARGUMENT */
         rc = resolve(dev, &g, &ci);
+    if (rc == NVML_SUCCESS && g && g->lost)
+        rc = NVML_ERROR_GPU_IS_LOST; /* as a GPU that fell off the bus, until it is back */
     if (rc == NVML_SUCCESS)
         (void)fake_fault(fn, g ? (int)g->index : -1, &rc); /* sets rc only on a match */
     if (rc != NVML_SUCCESS)

@@ -4,6 +4,8 @@
  *   telemetry <gpu index|GPU UUID> <key> <value>   keys as in the machine file's telemetry:
  *   proc <gpu index|GPU UUID|MIG UUID> <pid> <used_mib> [<sm_util>]   start or change
  *   proc <gpu index|GPU UUID|MIG UUID> <pid> exit                      end
+ *   gpu <gpu index|GPU UUID> lost|back    fallen off the bus (every query of it fails
+ *                                         NVML_ERROR_GPU_IS_LOST) / back after a reset
  * Each library instance applies the file in order from its start on its next call, so all
  * processes using the machine agree. Malformed lines and out-of-range values are skipped. */
 #include <stdio.h>
@@ -112,6 +114,12 @@ static void apply_line(struct fake_machine *m, const char *line)
     struct fake_gpu *g;
     int n = sscanf(line, "%15s %511s %63s %63s %63s %1s", verb, who, a, b, c, extra);
 
+    if (n == 3 && strcmp(verb, "gpu") == 0) {
+        g = find_gpu(m, who, &ci);
+        if (g && !ci && (strcmp(a, "lost") == 0 || strcmp(a, "back") == 0))
+            g->lost = strcmp(a, "lost") == 0;
+        return;
+    }
     if (n < 4 || n > 5)
         return;
     g = find_gpu(m, who, &ci);

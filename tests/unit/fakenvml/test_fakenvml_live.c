@@ -105,6 +105,30 @@ static void test_telemetry_changes(void **state)
     nvmlShutdown();
 }
 
+/* `gpu <n> lost|back`: a GPU that fell off the bus fails its queries with GPU_IS_LOST (the
+ * handle is still found), the others answer; after `back` it answers again. */
+static void test_gpu_lost_and_back(void **state)
+{
+    nvmlMemory_t mem;
+    nvmlDevice_t d1 = NULL;
+    char uuid[96];
+    (void)state;
+
+    use_machine("gpus:\n  - model: NVIDIA L20\n    count: 2\n");
+    OK(nvmlInit_v2());
+    d1 = dev(1);
+    OK(nvmlDeviceGetUUID(d1, uuid, sizeof(uuid)));
+    write_file(events, "gpu 1 lost\ngpu 7 lost\ngpu 0 sideways\n", "a");
+    assert_int_equal(nvmlDeviceGetMemoryInfo(d1, &mem), NVML_ERROR_GPU_IS_LOST);
+    OK(nvmlDeviceGetMemoryInfo(dev(0), &mem)); /* the others answer */
+    nvmlDevice_t again = NULL;
+    OK(nvmlDeviceGetHandleByUUID(uuid, &again));
+    assert_ptr_equal(again, d1);
+    write_file(events, "gpu 1 back\n", "a");
+    OK(nvmlDeviceGetMemoryInfo(d1, &mem));
+    OK(nvmlShutdown());
+}
+
 static void test_processes_change(void **state)
 {
     nvmlProcessInfo_t p[8];
@@ -165,6 +189,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_telemetry_changes),
+        cmocka_unit_test(test_gpu_lost_and_back),
         cmocka_unit_test(test_processes_change),
         cmocka_unit_test(test_process_in_mig_device),
     };
