@@ -195,6 +195,9 @@ void daemon__mig_on_timer(struct daemon *d);
 void daemon__mig_on_done(struct daemon *d);
 /* Marks the devices of GPUs waiting for a new MIG layout Unhealthy in m. */
 void daemon__mig_health_marks(const struct daemon *d, struct model *m);
+/* The nvidia.com/mig.config.state last set ("" before any), NULL when the daemon does not
+ * partition (no --mig-config-file). */
+const char *daemon__mig_state(const struct daemon *d);
 
 /* ---- mps.c ------------------------------------------------------------------------------- */
 
@@ -203,6 +206,10 @@ void daemon__mig_health_marks(const struct daemon *d, struct model *m);
 int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err);
 void daemon__mps_health_marks(const struct daemon *d, struct model *m);
 int daemon__mps_fd(const struct daemon *d);
+/* Internal MPS: 1 when resource's control daemon is up, 0 when not, -1 when this daemon does
+ * not run them (external, or no MPS). */
+int daemon__mps_up(const struct daemon *d, const char *resource);
+unsigned daemon__mps_restarts(const struct daemon *d);
 void daemon__mps_on_event(struct daemon *d);
 void daemon__mps_stop(struct daemon *d);
 /* --mps-control=external: waits (inotify, signals on sfd end it) for <mps root>/.ready when

@@ -149,16 +149,46 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_xid_marked_devices %zu\n", d->n_xid_marks);
     if (r == 0)
-        r = family(sb, "gpuslice_health_recoveries_total", "counter",
-                   "Devices Healthy again after --health-recovery-after without a new XID.");
+        r = family(
+            sb, "gpuslice_health_recoveries_total", "counter",
+            "Devices Healthy again: no XID for --health-recovery-after, or a lost GPU reset.");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_health_recoveries_total %llu\n", d->health_recoveries);
     if (r == 0)
-        r = family(sb, "gpuslice_health_changes_total", "counter",
-                   "Device health changes by reason: xid-<n>, event-wait-failed, recovered.");
+        r = family(
+            sb, "gpuslice_health_changes_total", "counter",
+            "Device health changes by reason: xid-<n>, event-wait-failed, recovered, reset.");
     for (size_t i = 0; r == 0 && i < d->n_health_reasons; i++)
         r = strbuf_printf(sb, "gpuslice_health_changes_total{reason=\"%s\"} %llu\n",
                           d->health_reasons[i].reason, d->health_reasons[i].n);
+    /* MIG partitioning and MPS control daemons, when this daemon runs them */
+    const char *mig = daemon__mig_state(d);
+    if (r == 0 && mig) {
+        static const char *const states[] = {"pending", "success", "failed", "rebooting"};
+        r = family(sb, "gpuslice_mig_config_state", "gauge",
+                   "1 for the nvidia.com/mig.config.state this node is in.");
+        for (size_t i = 0; r == 0 && i < GS_ARRAY_SIZE(states); i++)
+            r = strbuf_printf(sb, "gpuslice_mig_config_state{state=\"%s\"} %d\n", states[i],
+                              strcmp(mig, states[i]) == 0);
+    }
+    bool mps_header = false;
+    for (size_t i = 0; m && r == 0 && i < m->n_resources; i++) {
+        int up = daemon__mps_up(d, m->resources[i].name);
+        if (up < 0 || m->resources[i].sharing != CFG_SHARING_MPS)
+            continue;
+        if (!mps_header)
+            r = family(sb, "gpuslice_mps_daemon_up", "gauge",
+                       "1 when the resource's MPS control daemon runs and answers.");
+        mps_header = true;
+        if (r == 0)
+            r = with_resource(sb, "gpuslice_mps_daemon_up", m->resources[i].name, NULL,
+                              (unsigned long long)up);
+    }
+    if (r == 0 && mps_header)
+        r = family(sb, "gpuslice_mps_daemon_restarts_total", "counter",
+                   "MPS control daemons restarted after they died or hung.");
+    if (r == 0 && mps_header)
+        r = strbuf_printf(sb, "gpuslice_mps_daemon_restarts_total %u\n", daemon__mps_restarts(d));
     if (r == 0) /* NVML telemetry and per-pod attribution, from the sampler thread */
         r = daemon__sampler_render(d, sb);
     *ret_ready = served > 0 && (registered == served || !d->kubelet_socket);

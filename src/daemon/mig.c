@@ -45,10 +45,17 @@ struct daemon__mig {
     int worker_result;
     struct error worker_err;
     struct gpu_nvml *nvml;
+    const char *state; /* the last state set (a literal), "" before any */
 };
+
+const char *daemon__mig_state(const struct daemon *d)
+{
+    return d->mig ? (d->mig->state ? d->mig->state : "") : NULL;
+}
 
 static void set_state(struct daemon *d, const char *state)
 {
+    d->mig->state = state;
     log_info("MIG: %s=%s", MIG_STATE_LABEL, state);
     daemon__kube_set_label(d, MIG_STATE_LABEL, state);
 }

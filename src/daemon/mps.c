@@ -22,6 +22,18 @@ struct daemon__mps {
     struct gpu_nvml *nvml;
 };
 
+int daemon__mps_up(const struct daemon *d, const char *resource)
+{
+    if (!d->mps || !d->mps->sup)
+        return -1;
+    return mps_supervisor_up(d->mps->sup, resource) ? 1 : 0;
+}
+
+unsigned daemon__mps_restarts(const struct daemon *d)
+{
+    return d->mps && d->mps->sup ? mps_supervisor_restarts(d->mps->sup) : 0;
+}
+
 void daemon_mps_report(void *ctx, enum log_level level, const char *msg)
 {
     (void)ctx;

@@ -57,7 +57,7 @@ class MigDaemon(ReloadCase):
         wait_for(lambda: self.labels().get(STATE) == want, timeout, "%s=%s" % (STATE, want))
 
     def test_label_repartitions_live(self):
-        n = self.start()
+        n = self.start(["--metrics-address", "127.0.0.1:0"])
         self.wait_capacity(n, 2, 10)
         pid = n.daemon.pid
         t0 = time.monotonic()
@@ -66,6 +66,8 @@ class MigDaemon(ReloadCase):
         took = time.monotonic() - t0
         self.wait_state("success")
         self.assertEqual(n.daemon.pid, pid)
+        self.assertEqual(self.metric(n, 'gpuslice_mig_config_state{state="success"}'), 1)
+        self.assertEqual(self.metric(n, 'gpuslice_mig_config_state{state="pending"}'), 0)
         # whole GPUs are gone: the kubelet keeps the stopped resource's capacity for its
         # grace period, with nothing allocatable
         self.assertEqual(self.caps(n).get(GPU, {}).get("allocatable", 0), 0)

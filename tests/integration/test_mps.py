@@ -78,7 +78,7 @@ class Mps(ReloadCase):
         return self.caps(n).get(res, {}).get("allocatable")
 
     def test_daemons_limits_health_and_cleanup(self):
-        n = self.start(mps_config(self.mps_root))
+        n = self.start(mps_config(self.mps_root), ["--metrics-address", "127.0.0.1:0"])
         self.wait_capacity(n, 4, 10)
         self.wait_capacity(n, 2, 10, LARGE)
         self.assertTrue(os.path.exists(os.path.join(self.mps_root, ".ready")))
@@ -112,6 +112,10 @@ class Mps(ReloadCase):
         self.assertNotEqual(int(again["pid"]), pid)
         self.assertEqual(again["active_thread_percentage"], "25")
         self.assertEqual(again["pinned_mem_limit.0"], "11517M")
+        up = 'gpuslice_mps_daemon_up{resource="%s"}' % GPU
+        wait_for(lambda: self.metric(n, up) == 1, 5, "the daemon up in /metrics")
+        self.assertEqual(self.metric(n, "gpuslice_mps_daemon_restarts_total"), 1)
+        self.assertEqual(self.metric(n, 'gpuslice_mps_daemon_up{resource="%s"}' % LARGE), 1)
         # issue 12: within 100 ms (sanitizer builds run several times slower)
         self.assertLess(down_ms, 500 if os.environ.get("GS_SANITIZE_BUILD") else 100)
         print("daemon killed -> Unhealthy at kubelet-sim in %.0f ms" % down_ms, file=sys.stderr)

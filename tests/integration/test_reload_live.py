@@ -127,6 +127,18 @@ class ReloadCase(unittest.TestCase):
         with open(n.log.name) as f:
             return f.read()
 
+    def metric(self, n, line_start):
+        """The value of the /metrics line starting with line_start (the daemon runs with
+        --metrics-address 127.0.0.1:0), or None."""
+        import re
+        import urllib.request
+        port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(line_start + " "):
+                    return float(line.split()[-1])
+        return None
+
 
 class LiveReload(ReloadCase):
     def test_config_file_edit_changes_replicas_same_pid(self):
