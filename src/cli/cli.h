@@ -112,10 +112,24 @@ int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
 int cli_labels_print(const struct labels_set *set, bool json, FILE *f);
 
 /* `plan --size` (sizing.c): replicas from measured memory, with the arithmetic and a config
- * fragment; exit code. cli_parse_mib reads "4621", "4621MiB", "5GiB". */
+ * fragment; exit code. metrics: a running daemon's /metrics text whose recorded per-GPU pod
+ * peaks are used, or NULL (NVML's processes now). cli_parse_mib reads "4621", "4621MiB",
+ * "5GiB". */
 int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigned headroom_pct,
-                  FILE *out);
+                  const char *metrics, FILE *out);
 int cli_parse_mib(const char *s, uint64_t *ret);
+
+/* A running daemon's /metrics (metrics_client.c). cli_metrics_fetch GETs it from HOST:PORT
+ * (owned text); cli_metrics_next reads the next sample with labels from text, returning where
+ * to go on (NULL at the end); cli_metrics_label copies one label's value ("" when absent). */
+struct cli_metric_sample {
+    char name[96];
+    char labels[1024]; /* "{a="x",b="y"}" */
+    double value;
+};
+int cli_metrics_fetch(const char *address, char **ret, struct error *err);
+const char *cli_metrics_next(const char *text, struct cli_metric_sample *ret);
+void cli_metrics_label(const char *labels, const char *k, char *out, size_t size);
 
 /* `plan -o json` (plan_json.c): resources with their devices, errors, warnings. */
 int cli_plan_json(const struct model *m, const struct inv_inventory *inv, struct strbuf *out);

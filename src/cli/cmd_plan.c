@@ -38,18 +38,21 @@ static void usage(FILE *f)
             "      --size                 replicas that fit the largest process seen on each GPU\n"
             "                             (NVML), with the arithmetic and a config fragment\n"
             "      --per-process-memory M size for processes of M (4621MiB) instead\n"
+            "      --from-metrics H:P     size from the most one pod used on each GPU since the\n"
+            "                             running daemon started (its /metrics at H:P)\n"
             "      --headroom P           memory kept free when sizing (default 10%%)\n"
             "  -h, --help                 show this help\n"
             "Every NVIDIA device plugin flag and env var is accepted (--mps-root,\n"
             "--device-id-strategy, ...), as the daemon takes them.\n");
 }
 
-enum { OPT_SIZE = 0x1900, OPT_PER_PROCESS, OPT_HEADROOM };
+enum { OPT_SIZE = 0x1900, OPT_PER_PROCESS, OPT_HEADROOM, OPT_FROM_METRICS };
 
 struct size_args {
     bool size;
     uint64_t per_process_mib;
     unsigned headroom_pct;
+    const char *from_metrics;
 };
 
 static int on_size_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
@@ -68,6 +71,10 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
                                    "--per-process-memory '%s': give MiB, e.g. 4621MiB "
                                    "or 5GiB",
                                    arg);
+        return -1;
+    case OPT_FROM_METRICS:
+        z->size = true;
+        z->from_metrics = arg;
         return -1;
     case OPT_HEADROOM: {
         char num[16];
@@ -92,6 +99,7 @@ int cmd_plan(int argc, char **argv)
         {"size", no_argument, NULL, OPT_SIZE},
         {"per-process-memory", required_argument, NULL, OPT_PER_PROCESS},
         {"headroom", required_argument, NULL, OPT_HEADROOM},
+        {"from-metrics", required_argument, NULL, OPT_FROM_METRICS},
         {NULL, 0, NULL, 0},
     };
     struct size_args z = {.headroom_pct = 10};
@@ -114,7 +122,13 @@ int cmd_plan(int argc, char **argv)
     if (cli_node_load(&a, true, false, &node) < 0)
         goto out;
     if (z.size) {
-        rc = cli_plan_size(&node, z.per_process_mib, z.headroom_pct, stdout);
+        char *metrics = NULL;
+        if (z.from_metrics && cli_metrics_fetch(z.from_metrics, &metrics, &err) < 0) {
+            fprintf(stderr, "gpuslice plan: --from-metrics: %s\n", err.msg);
+            goto out;
+        }
+        rc = cli_plan_size(&node, z.per_process_mib, z.headroom_pct, metrics, stdout);
+        free(metrics);
         goto out;
     }
     if (a.json) {

@@ -7,12 +7,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -30,6 +27,7 @@ struct top_gpu {
     bool seen;
     char uuid[INV_UUID_MAX], model[INV_NAME_MAX];
     double util, fb_used, fb_free, temp, power;
+    double pod_peak; /* the most one pod used here since the daemon started */
 };
 
 struct top_view {
@@ -45,7 +43,8 @@ static void usage(FILE *f)
                "This node's GPUs and the pods on them, from the running device plugin's\n"
                "/metrics (start it with --metrics-address; our manifests do, on :9400):\n"
                "utilization, memory, temperature, power per GPU; memory and SM share per pod;\n"
-               "the replicas that fit the largest pod's memory with 10%% headroom.\n\n"
+               "the replicas that fit the largest pod's memory (its peak since the daemon\n"
+               "started) with 10%% headroom.\n\n"
                "      --address HOST:PORT  the daemon's endpoint (env GPUSLICE_METRICS_ADDRESS;\n"
                "                           default 127.0.0.1:9400)\n"
                "  -o, --output FORMAT      text (default, refreshed every 2 s on a terminal)\n"
@@ -54,103 +53,30 @@ static void usage(FILE *f)
                "  -h, --help\n");
 }
 
-/* GET /metrics over plain HTTP/1.0. */
-static int fetch(const char *address, char **ret, struct error *err)
-{
-    char host[256], *port;
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    struct strbuf body = STRBUF_INIT;
-    int fd = -1, r = 0;
-
-    str_copy(host, address, sizeof(host));
-    port = strrchr(host, ':');
-    if (!port)
-        return error_set(err, -EINVAL, "--address %s: give HOST:PORT", address);
-    *port++ = '\0';
-    if (getaddrinfo(*host ? host : "127.0.0.1", port, &hints, &ai) != 0 || !ai)
-        return error_set(err, -EINVAL, "--address %s: cannot resolve", address);
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-        r = error_set(err, -errno,
-                      "no gpuslice metrics endpoint at %s: %s (is the device plugin running "
-                      "with --metrics-address?)",
-                      address, strerror(errno));
-        goto out;
-    }
-    static const char req[] = "GET /metrics HTTP/1.0\r\nHost: gpuslice\r\n\r\n";
-    if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
-        r = error_set(err, -EIO, "%s: cannot send the request", address);
-        goto out;
-    }
-    for (;;) {
-        char buf[8192];
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 5000) <= 0) {
-            r = error_set(err, -ETIMEDOUT, "%s: no answer within 5 s", address);
-            goto out;
-        }
-        ssize_t n = read(fd, buf, sizeof(buf));
-        if (n <= 0)
-            break;
-        r = strbuf_append(&body, buf, (size_t)n);
-        if (r < 0)
-            goto out;
-    }
-    const char *start = strstr(strbuf_str(&body), "\r\n\r\n");
-    if (!start || !strstr(strbuf_str(&body), " 200 ")) {
-        r = error_set(err, -EIO, "%s: not a metrics answer", address);
-        goto out;
-    }
-    *ret = str_dup(start + 4);
-    r = *ret ? 0 : error_set(err, -ENOMEM, "out of memory");
-out:
-    if (fd >= 0)
-        close(fd);
-    freeaddrinfo(ai);
-    strbuf_release(&body);
-    return r;
-}
-
-/* The value of label k in a "{a="x",b="y"}" block (no escapes in our label values). */
-static void label(const char *labels, const char *k, char *out, size_t size)
-{
-    char key[64];
-    snprintf(key, sizeof(key), "%s=\"", k);
-    out[0] = '\0';
-    for (const char *p = labels; (p = strstr(p, key));) {
-        if (p == labels || p[-1] == '{' || p[-1] == ',') {
-            p += strlen(key);
-            size_t n = strcspn(p, "\"");
-            snprintf(out, size, "%.*s", (int)n, p);
-            return;
-        }
-        p += strlen(key);
-    }
-}
-
 static void parse(const char *text, struct top_view *v)
 {
+    struct cli_metric_sample smp;
+
     memset(v, 0, sizeof(*v));
-    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        if (*l == '#' || *l == '\n')
-            continue;
-        const char *brace = strchr(l, '{'), *end = strchr(l, '\n');
-        const char *close = brace ? strchr(brace, '}') : NULL;
-        if (!brace || !close || (end && close > end))
-            continue;
-        char name[96], labels[1024], s[64];
-        snprintf(name, sizeof(name), "%.*s", (int)(brace - l), l);
-        snprintf(labels, sizeof(labels), "%.*s", (int)(close - brace + 1), brace);
-        double val = strtod(close + 1, NULL);
+    for (const char *l = cli_metrics_next(text, &smp); l; l = cli_metrics_next(l, &smp)) {
+        const char *name = smp.name, *labels = smp.labels;
+        double val = smp.value;
+        char s[64];
         unsigned g;
-        label(labels, "gpu", s, sizeof(s));
+        cli_metrics_label(labels, "gpu", s, sizeof(s));
         if (parse_uint(s, &g) < 0 || g >= TOP_MAX_GPUS)
             continue;
         struct top_gpu *gpu = &v->gpus[g];
-        if (str_startswith(name, "DCGM_FI_DEV_")) {
+        if (strcmp(name, "gpuslice_gpu_pod_memory_peak_bytes") == 0) {
+            v->gpus[g].pod_peak = val;
+        } else if (str_startswith(name, "DCGM_FI_DEV_")) {
+            char gi[16];
+            cli_metrics_label(labels, "GPU_I_ID", gi, sizeof(gi));
+            if (*gi)
+                continue; /* a GPU instance's own series: the GPU's are what top shows */
             gpu->seen = true;
-            label(labels, "UUID", gpu->uuid, sizeof(gpu->uuid));
-            label(labels, "modelName", gpu->model, sizeof(gpu->model));
+            cli_metrics_label(labels, "UUID", gpu->uuid, sizeof(gpu->uuid));
+            cli_metrics_label(labels, "modelName", gpu->model, sizeof(gpu->model));
             if (strcmp(name, "DCGM_FI_DEV_GPU_UTIL") == 0)
                 gpu->util = val;
             else if (strcmp(name, "DCGM_FI_DEV_FB_USED") == 0)
@@ -165,9 +91,9 @@ static void parse(const char *text, struct top_view *v)
             v->host_bytes[g] += val;
         } else if (str_startswith(name, "gpuslice_pod_gpu_")) {
             char ns[128], pod[128], uid[64];
-            label(labels, "namespace", ns, sizeof(ns));
-            label(labels, "pod", pod, sizeof(pod));
-            label(labels, "pod_uid", uid, sizeof(uid));
+            cli_metrics_label(labels, "namespace", ns, sizeof(ns));
+            cli_metrics_label(labels, "pod", pod, sizeof(pod));
+            cli_metrics_label(labels, "pod_uid", uid, sizeof(uid));
             if (!*pod)
                 snprintf(pod, sizeof(pod), "uid:%.60s", uid);
             size_t k = 0;
@@ -180,25 +106,28 @@ static void parse(const char *text, struct top_view *v)
                 memset(&v->pods[k], 0, sizeof(v->pods[k]));
                 str_copy(v->pods[k].ns, ns, sizeof(v->pods[k].ns));
                 str_copy(v->pods[k].name, pod, sizeof(v->pods[k].name));
-                label(labels, "resource", v->pods[k].resource, sizeof(v->pods[k].resource));
+                cli_metrics_label(labels, "resource", v->pods[k].resource,
+                                  sizeof(v->pods[k].resource));
                 v->pods[k].gpu = g;
                 v->pods[k].sm = -1;
                 v->n_pods++;
             }
+            /* a pod's containers have series of their own: summed */
             if (strcmp(name, "gpuslice_pod_gpu_memory_used_bytes") == 0)
-                v->pods[k].bytes = val;
+                v->pods[k].bytes += val;
             else if (strcmp(name, "gpuslice_pod_gpu_sm_utilization_ratio") == 0)
-                v->pods[k].sm = val;
+                v->pods[k].sm = (v->pods[k].sm < 0 ? 0 : v->pods[k].sm) + val;
             else if (strcmp(name, "gpuslice_pod_gpu_replicas") == 0)
-                v->pods[k].replicas = val;
+                v->pods[k].replicas += val;
         }
     }
 }
 
-/* Replicas that fit the largest pod on GPU g (plan --size's arithmetic, 10 % headroom). */
+/* Replicas that fit the largest pod on GPU g, now or at its recorded peak (plan --size's
+ * arithmetic, 10 % headroom). */
 static unsigned fit(const struct top_view *v, unsigned g, uint64_t *ret_peak_mib)
 {
-    double peak = 0;
+    double peak = v->gpus[g].pod_peak;
     struct model_sizing z;
     for (size_t k = 0; k < v->n_pods; k++)
         if (v->pods[k].gpu == g && v->pods[k].bytes > peak)
@@ -325,7 +254,7 @@ int cmd_top(int argc, char **argv)
         char *text = NULL;
         struct error err = {0};
         struct top_view *v = calloc(1, sizeof(*v));
-        if (!v || fetch(address, &text, &err) < 0) {
+        if (!v || cli_metrics_fetch(address, &text, &err) < 0) {
             fprintf(stderr, "gpuslice top: %s\n", v ? err.msg : "out of memory");
             free(v);
             return CLI_EXIT_FAILURE;

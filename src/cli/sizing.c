@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sizing.c: `gpuslice plan --size` — replicas per GPU model from the largest process seen
- * on its GPUs through NVML (or --per-process-memory), with --headroom kept free, the
+ * on its GPUs through NVML, the most one pod used there as the running daemon recorded it
+ * (--from-metrics), or --per-process-memory, with --headroom kept free, the
  * arithmetic shown, and a config fragment to paste into the ConfigMap. The arithmetic is
  * model_size_replicas(); this file reads the node and prints. */
 #include <errno.h>
@@ -46,8 +47,30 @@ static uint64_t largest_process(const struct inv_gpu *g, unsigned *ret_pid)
     return best;
 }
 
+/* The daemon's recorded peak for the GPU (MiB, the pod in *ret_pod), 0 when none. */
+static uint64_t recorded_peak(const char *metrics, const char *uuid, char *ret_pod, size_t size)
+{
+    struct cli_metric_sample smp;
+    char u[INV_UUID_MAX], ns[128], pod[128];
+
+    for (const char *l = cli_metrics_next(metrics, &smp); l; l = cli_metrics_next(l, &smp)) {
+        if (strcmp(smp.name, "gpuslice_gpu_pod_memory_peak_bytes") != 0)
+            continue;
+        cli_metrics_label(smp.labels, "UUID", u, sizeof(u));
+        if (strcmp(u, uuid) != 0 || smp.value < (1 << 20))
+            continue;
+        cli_metrics_label(smp.labels, "namespace", ns, sizeof(ns));
+        cli_metrics_label(smp.labels, "pod", pod, sizeof(pod));
+        if (!*pod)
+            cli_metrics_label(smp.labels, "pod_uid", pod, sizeof(pod));
+        snprintf(ret_pod, size, "%s%s%s", ns, *ns ? "/" : "", pod);
+        return (uint64_t)(smp.value / (1 << 20));
+    }
+    return 0;
+}
+
 int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigned headroom_pct,
-                  FILE *out)
+                  const char *metrics, FILE *out)
 {
     const struct inv_inventory *inv = node->inv;
     char **models = strv_new();
@@ -67,7 +90,10 @@ int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigne
         const struct inv_gpu *g = &inv->gpus[i];
         struct model_sizing s;
         unsigned pid = 0;
-        uint64_t per = per_process_mib ? per_process_mib : largest_process(g, &pid);
+        char pod[300] = "";
+        uint64_t per = per_process_mib ? per_process_mib
+                       : metrics       ? recorded_peak(metrics, g->uuid, pod, sizeof(pod))
+                                       : largest_process(g, &pid);
         size_t k;
 
         if (g->mig_enabled) {
@@ -77,9 +103,10 @@ int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigne
         }
         if (!per) {
             fprintf(out,
-                    "  GPU %u %s: no process running; pass --per-process-memory (the "
+                    "  GPU %u %s: %s; pass --per-process-memory (the "
                     "peak of one workload, e.g. 4621MiB from nvidia-smi)\n",
-                    g->index, g->name);
+                    g->index, g->name,
+                    metrics ? "the daemon recorded no pod's memory on it" : "no process running");
             rc = CLI_EXIT_FAILURE;
             continue;
         }
@@ -90,7 +117,9 @@ int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigne
                 "process",
                 g->index, g->name, (unsigned long long)s.total_mib, headroom_pct,
                 (unsigned long long)s.usable_mib, (unsigned long long)s.per_process_mib);
-        if (!per_process_mib)
+        if (!per_process_mib && metrics)
+            fprintf(out, " (most one pod used since the daemon started: %s)", pod);
+        else if (!per_process_mib)
             fprintf(out, " (largest seen: pid %u)", pid);
         fprintf(out, " = %llu.%02llu -> %u replica%s\n", (unsigned long long)(s.ratio_x100 / 100),
                 (unsigned long long)(s.ratio_x100 % 100), s.replicas, s.replicas == 1 ? "" : "s");

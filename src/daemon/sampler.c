@@ -24,6 +24,14 @@ struct sampler_dev {
     unsigned gi_id; /* MIG: the GPU instance; INV_ID_NONE for a whole GPU */
 };
 
+/* The most one pod used on a GPU since the daemon started (plan --size and top size from it). */
+struct gpu_peak {
+    char uuid[INV_UUID_MAX];
+    uint64_t bytes;
+    char ns_name[256]; /* the pod that used it ("" with pod_uid when unnamed) */
+    char uid[64];
+};
+
 struct daemon__sampler {
     const struct daemon_options *o;
     pthread_t thread;
@@ -33,7 +41,9 @@ struct daemon__sampler {
     struct inv_inventory *inv; /* latest, owned */
     struct sampler_dev *devs;  /* latest, owned */
     size_t n_devs;
-    char *text; /* latest rendering, owned */
+    char *text;             /* latest rendering, owned */
+    struct gpu_peak *peaks; /* by GPU UUID, kept across inventory changes; sampler thread only */
+    size_t n_peaks;
     unsigned long long samples;
     uint64_t last_cost_ns;
     char hostname[128];
@@ -149,6 +159,42 @@ static void dcgm_labels(struct strbuf *sb, const struct daemon__sampler *s, cons
         label(sb, "namespace", ns, false);
         label(sb, "pod", slash ? slash + 1 : pod, false);
         label(sb, "container", container, false);
+    }
+}
+
+/* Raises each GPU's recorded peak to the largest pod seen on it in this sample. A pod split
+ * over several entries (containers) counts once, summed. */
+static void record_peaks(struct daemon__sampler *s, const struct inv_inventory *inv,
+                         const struct pod_uses *use)
+{
+    for (size_t k = 0; k < use->n; k++) {
+        const struct pod_use *u = &use->v[k];
+        uint64_t bytes = 0;
+        if (!u->bytes || u->gpu >= inv->n_gpus)
+            continue;
+        for (size_t j = 0; j < use->n; j++) /* the pod's total on this GPU */
+            if (use->v[j].gpu == u->gpu && strcmp(use->v[j].uid, u->uid) == 0 &&
+                strcmp(use->v[j].ns_name, u->ns_name) == 0)
+                bytes += use->v[j].bytes;
+        const char *uuid = inv->gpus[u->gpu].uuid;
+        struct gpu_peak *pk = NULL;
+        for (size_t j = 0; j < s->n_peaks && !pk; j++)
+            if (strcmp(s->peaks[j].uuid, uuid) == 0)
+                pk = &s->peaks[j];
+        if (!pk) {
+            struct gpu_peak *v = reallocarray(s->peaks, s->n_peaks + 1, sizeof(*v));
+            if (!v)
+                continue;
+            s->peaks = v;
+            pk = &s->peaks[s->n_peaks++];
+            memset(pk, 0, sizeof(*pk));
+            str_copy(pk->uuid, uuid, sizeof(pk->uuid));
+        }
+        if (bytes > pk->bytes) {
+            pk->bytes = bytes;
+            str_copy(pk->ns_name, u->ns_name, sizeof(pk->ns_name));
+            str_copy(pk->uid, u->uid, sizeof(pk->uid));
+        }
     }
 }
 
@@ -360,6 +406,30 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
                 (void)strbuf_printf(sb, "} %u\n", u->replicas);
         }
     }
+    record_peaks(s, inv, &use);
+    head(sb, "gpuslice_gpu_pod_memory_peak_bytes", "gauge",
+         "The most GPU memory one pod used on this GPU since the daemon started (size replicas "
+         "from it: gpuslice plan --size --from-metrics).");
+    for (size_t g = 0; g < inv->n_gpus; g++) {
+        const struct gpu_peak *pk = NULL;
+        for (size_t k = 0; k < s->n_peaks && !pk; k++)
+            if (strcmp(s->peaks[k].uuid, inv->gpus[g].uuid) == 0)
+                pk = &s->peaks[k];
+        if (!pk)
+            continue;
+        const char *slash = strchr(pk->ns_name, '/');
+        char ns[128] = "", gpu[24];
+        if (slash)
+            snprintf(ns, sizeof(ns), "%.*s", (int)(slash - pk->ns_name), pk->ns_name);
+        snprintf(gpu, sizeof(gpu), "%zu", g);
+        (void)strbuf_puts(sb, "gpuslice_gpu_pod_memory_peak_bytes{");
+        label(sb, "gpu", gpu, true);
+        label(sb, "UUID", pk->uuid, false);
+        label(sb, "namespace", ns, false);
+        label(sb, "pod", slash ? slash + 1 : "", false);
+        label(sb, "pod_uid", pk->uid, false);
+        (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pk->bytes);
+    }
     free(use.v);
 }
 
@@ -554,6 +624,7 @@ void daemon__sampler_stop(struct daemon *d)
     inv_free(s->inv);
     free(s->devs);
     free(s->text);
+    free(s->peaks);
     free(s);
     d->sampler = NULL;
 }

@@ -11,11 +11,12 @@
 import json
 import os
 import re
+import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_reload_live import GPU, ReloadCase, wait_for, write_file  # noqa: E402
+from test_reload_live import BUILD, GPU, ReloadCase, wait_for, write_file  # noqa: E402
 
 UIDS = ["6a1f0c2e-1111-4000-8000-00000000000%d" % i for i in (1, 2, 3)]
 CID = "4f6c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f"
@@ -206,6 +207,36 @@ class PodMetrics(ReloadCase):
         self.assertEqual(v.get("gpuslice_host_gpu_memory_used_bytes", []), [])
         self.assertEqual(v["gpuslice_gpu_processes_unattributed"][0].value, 1)
         self.assertEqual(v["DCGM_FI_DEV_FB_USED"][0].value, 6010)
+        # the pod shrinks: its peak stays recorded, and sizing uses it (46068 MiB x 90 % /
+        # 6000 MiB = 6.91 -> 6), from plan --size --from-metrics and from top
+        with open(events, "a") as f:
+            f.write("proc 0 4001 3000 45\n")
+        wait_for(lambda: pod_value(values(), "gpuslice_pod_gpu_memory_used_bytes") == 3000 * MIB,
+                 10, "pod p0's smaller memory")
+        peak, = values()["gpuslice_gpu_pod_memory_peak_bytes"]
+        self.assertEqual((peak.value, peak.labels["pod"], peak.labels["namespace"]),
+                         (6000 * MIB, "p0", "default"))
+        env = dict(os.environ, FAKE_NVML_MACHINE=machine + ".yaml",
+                   FAKE_NVML_STATE=os.path.join(n.dir, "nvml.state"))
+        env.pop("FAKE_NVML_EVENTS", None)
+        lib = os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1")
+        gs = os.path.join(BUILD, "gpuslice")
+        r = subprocess.run([gs, "plan", "--nvml-library", lib, "--size", "--from-metrics",
+                            "127.0.0.1:%d" % port], env=env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("/ 6000 MiB per process (most one pod used since the daemon started: "
+                      "default/p0) = 6.91 -> 6 replicas", r.stdout)
+        self.assertIn("replicas: 6", r.stdout)
+        r = subprocess.run([gs, "top", "--address", "127.0.0.1:%d" % port, "-o", "json"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sizing = json.loads(r.stdout)[0]["sizing"]
+        self.assertEqual(sizing, {"largest_pod_mib": 6000, "replicas_that_fit": 6})
+        r = subprocess.run([gs, "plan", "--nvml-library", lib, "--size", "--from-metrics",
+                            "127.0.0.1:1"], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no gpuslice metrics endpoint at 127.0.0.1:1", r.stderr)
 
     def start(self, machine, cfg_text, proc, events):
         cfg = os.path.join(self.root, "config.yaml")
