@@ -5,6 +5,7 @@
  * like the other benches. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "mig/mig.h"
@@ -21,7 +22,8 @@ static int cmp_u64(const void *a, const void *b)
 static void run(const char *name, const char *model, const char *const *wants, bool closest)
 {
     const struct mig_gpu_model *m = mig_model_find(model);
-    unsigned counts[N_GPUS][32];
+    unsigned counts[N_GPUS][MIG_MAX_PROFILES];
+    struct mig_want w;
     uint64_t *ns = calloc(ITERS, sizeof(*ns));
     size_t fits = 0;
 
@@ -31,10 +33,11 @@ static void run(const char *name, const char *model, const char *const *wants, b
     }
     for (int g = 0; g < N_GPUS; g++) {
         struct error err = {0};
-        if (mig_parse_want(m, wants[g], counts[g], &err) < 0) {
+        if (mig_parse_want(m, wants[g], &w, &err) < 0) {
             fprintf(stderr, "bench_mig: %s\n", err.msg);
             exit(1);
         }
+        memcpy(counts[g], w.counts, sizeof(counts[g]));
     }
     for (int i = 0; i < ITERS; i++) {
         uint64_t t0 = time_now_ns();

@@ -394,7 +394,7 @@ struct spec_entry {
     uint64_t devices; /* bit per GPU index */
     bool enabled;
     const struct mig_gpu_model *m;
-    unsigned counts[32];
+    struct mig_want want;
 };
 
 static json_t *entry_json(const struct spec_entry *e, bool all, bool with_filter)
@@ -417,9 +417,17 @@ static json_t *entry_json(const struct spec_entry *e, bool all, bool with_filter
     json_object_set_new(o, "mig-enabled", json_boolean(e->enabled));
     if (e->enabled) {
         json_t *md = json_object();
-        for (size_t i = 0; e->m && i < e->m->n_profiles; i++)
-            if (e->counts[i])
-                json_object_set_new(md, e->m->profiles[i].name, json_integer(e->counts[i]));
+        for (size_t i = 0; e->m && i < e->m->n_profiles && i < MIG_MAX_PROFILES; i++) {
+            const struct mig_profile *p = &e->m->profiles[i];
+            if (e->want.counts[i])
+                json_object_set_new(md, p->name, json_integer(e->want.counts[i]));
+            for (unsigned c = MIG_MAX_CI - 1; c >= 1; c--) /* sub-profiles: 1c.3g.40gb */
+                if (e->want.ci[i][c]) {
+                    char name[48];
+                    mig_ci_name(p, c, name, sizeof(name));
+                    json_object_set_new(md, name, json_integer(e->want.ci[i][c]));
+                }
+        }
         json_object_set_new(o, "mig-devices", md);
     }
     return o;
@@ -534,15 +542,15 @@ static int do_export(const struct mig_args *a)
         if (!first_filter)
             first_filter = e.filter;
         one_type &= e.filter == first_filter;
-        for (size_t k = 0; e.m && k < s->n_gis; k++) {
-            const struct mig_profile *p = mig_profile_by_id(e.m, s->gis[k].profile_id);
-            if (p)
-                e.counts[p - e.m->profiles]++;
-        }
+        if (e.m && !mig_state_want(e.m, s, &e.want))
+            fprintf(stderr,
+                    "gpuslice mig export: GPU %zu has a GPU instance without compute "
+                    "instances; it is left out\n",
+                    i);
         /* merge with an equal entry (same mode, same devices) */
         size_t j = 0;
         while (j < n_specs && !(specs[j].enabled == e.enabled && specs[j].m == e.m &&
-                                memcmp(specs[j].counts, e.counts, sizeof(e.counts)) == 0))
+                                mig_want_equal(&specs[j].want, &e.want)))
             j++;
         if (j < n_specs)
             specs[j].devices |= e.devices;
@@ -614,16 +622,16 @@ static int do_generate(const struct mig_args *a)
         const struct mig_profile *p1 = plain_for(m, 1), *p2 = plain_for(m, 2),
                                  *p3 = plain_for(m, 3);
         if (p1)
-            e.counts[p1 - m->profiles] = 2;
+            e.want.counts[p1 - m->profiles] = 2;
         if (p2)
-            e.counts[p2 - m->profiles] = 1;
+            e.want.counts[p2 - m->profiles] = 1;
         if (p3 && m->compute_slices == 7)
-            e.counts[p3 - m->profiles] = 1;
+            e.want.counts[p3 - m->profiles] = 1;
         json_array_append_new(balanced, entry_json(&e, true, filter));
         for (size_t i = 0; i < m->n_profiles; i++) {
             char label[64], *c;
             struct spec_entry one = {.filter = m->pci_ids[0], .enabled = true, .m = m};
-            one.counts[i] = m->profiles[i].max_instances;
+            one.want.counts[i] = m->profiles[i].max_instances;
             snprintf(label, sizeof(label), "all-%s", m->profiles[i].name);
             while ((c = strchr(label, '+')))
                 *c = '.';
@@ -774,12 +782,23 @@ static int do_restore(const struct mig_args *a)
 static json_t *layout_json(const struct mig_gpu_model *m, const struct mig_layout *l)
 {
     json_t *items = json_array();
-    for (size_t k = 0; k < l->n; k++)
-        json_array_append_new(items,
-                              json_pack("{s:s,s:i,s:i,s:i,s:I}", "profile", l->items[k].p->name,
-                                        "profile_id", l->items[k].p->id, "start", l->items[k].start,
-                                        "slices", l->items[k].p->slices, "memory_mib",
-                                        (json_int_t)l->items[k].p->memory_mib));
+    for (size_t k = 0; k < l->n; k++) {
+        const struct mig_placement *it = &l->items[k];
+        json_t *o = json_pack("{s:s,s:i,s:i,s:i,s:I}", "profile", it->p->name, "profile_id",
+                              it->p->id, "start", it->start, "slices", it->p->slices, "memory_mib",
+                              (json_int_t)it->p->memory_mib);
+        if (it->n_ci) { /* compute instances smaller than the GPU instance */
+            json_t *cis = json_array();
+            for (size_t c = 0; c < it->n_ci; c++) {
+                char name[48];
+                mig_ci_name(it->p, it->ci_size[c], name, sizeof(name));
+                json_array_append_new(cis, json_pack("{s:s,s:i,s:i}", "profile", name, "start",
+                                                     it->ci_start[c], "slices", it->ci_size[c]));
+            }
+            json_object_set_new(o, "compute_instances", cis);
+        }
+        json_array_append_new(items, o);
+    }
     struct mig_stranded st;
     mig_layout_stranded(m, l, &st);
     return json_pack("{s:o,s:{s:i,s:i,s:I,s:i,s:i}}", "placements", items, "stranded",
@@ -795,10 +814,18 @@ static void layout_text(const struct mig_gpu_model *m, const struct mig_layout *
     (void)mig_layout_diagram(m, l, &d);
     fprintf(f, "  %s\n", strbuf_str(&d));
     strbuf_release(&d);
-    for (size_t k = 0; k < l->n; k++)
-        fprintf(f, "  %-12s id %-3u at memory slice %u (%u slice%s, %u MiB)\n", l->items[k].p->name,
-                l->items[k].p->id, l->items[k].start, l->items[k].p->slices,
-                l->items[k].p->slices == 1 ? "" : "s", l->items[k].p->memory_mib);
+    for (size_t k = 0; k < l->n; k++) {
+        const struct mig_placement *it = &l->items[k];
+        fprintf(f, "  %-12s id %-3u at memory slice %u (%u slice%s, %u MiB)", it->p->name,
+                it->p->id, it->start, it->p->slices, it->p->slices == 1 ? "" : "s",
+                it->p->memory_mib);
+        for (size_t c = 0; c < it->n_ci; c++) {
+            char name[48];
+            mig_ci_name(it->p, it->ci_size[c], name, sizeof(name));
+            fprintf(f, "%s%s at compute slice %u", c ? ", " : ": ", name, it->ci_start[c]);
+        }
+        fprintf(f, "\n");
+    }
     mig_layout_stranded(m, l, &st);
     fprintf(f,
             "  free: %u memory slice%s, %u compute slice%s; stranded (no profile can use "
@@ -810,12 +837,15 @@ static void layout_text(const struct mig_gpu_model *m, const struct mig_layout *
 }
 
 /* One model, one wanted multiset: the answer as JSON (and text on f when not json). */
-static json_t *plan_one(const struct mig_gpu_model *m, const unsigned *counts, bool json, FILE *f,
+static json_t *plan_one(const struct mig_gpu_model *m, const struct mig_want *w, bool json, FILE *f,
                         const char *who)
 {
     struct mig_layout l;
     struct strbuf why = STRBUF_INIT;
-    int r = mig_plan(m, counts, &l, &why);
+    unsigned counts[MIG_MAX_PROFILES] = {0};
+    int r = mig_plan_want(m, w, &l, &why);
+
+    mig_want_gi_counts(m, w, counts); /* the GPU instances, for the closest layouts */
     json_t *o = json_pack("{s:s,s:s,s:b}", "gpu", who, "model", m->name, "fits", r == 0);
 
     if (!json)
@@ -854,8 +884,16 @@ static json_t *current_one(const struct mig_gpu_plan *p, bool json, FILE *f)
     snprintf(who, sizeof(who), "GPU %u", p->index);
     for (size_t k = 0; k < p->cur.n_gis && l.n < MIG_MAX_INSTANCES; k++) {
         const struct mig_profile *pr = mig_profile_by_id(p->model, p->cur.gis[k].profile_id);
-        if (pr)
-            l.items[l.n++] = (struct mig_placement){pr, p->cur.gis[k].start};
+        if (!pr)
+            continue;
+        struct mig_placement *it = &l.items[l.n++];
+        const struct gpu_mig_gi *g = &p->cur.gis[k];
+        *it = (struct mig_placement){.p = pr, .start = g->start};
+        bool full = g->n_cis == 1 && g->cis[0].size == pr->compute_slices;
+        for (size_t c = 0; !full && c < g->n_cis && it->n_ci < MIG_MAX_CI; c++) {
+            it->ci_size[it->n_ci] = g->cis[c].size;
+            it->ci_start[it->n_ci++] = g->cis[c].start;
+        }
     }
     json_t *o = json_pack("{s:s,s:s,s:b}", "gpu", who, "model", p->model->name, "mig_enabled",
                           p->cur.enabled);
@@ -887,7 +925,7 @@ static int do_plan(const struct mig_args *a)
     if (r == 0 && a->gpu_model) {
         /* offline: the profile tables, no NVML */
         const struct mig_gpu_model *m = mig_model_find(a->gpu_model);
-        unsigned counts[32] = {0};
+        struct mig_want w = {0};
         if (!m) {
             struct strbuf known = STRBUF_INIT;
             for (size_t i = 0; mig_model_get(i); i++)
@@ -896,10 +934,10 @@ static int do_plan(const struct mig_args *a)
                           strbuf_str(&known));
             strbuf_release(&known);
         } else if (a->want) {
-            r = mig_parse_want(m, a->want, counts, &err);
+            r = mig_parse_want(m, a->want, &w, &err);
         } else if (set) {
             const struct mig_config_entry *e = mig_config_for_gpu(set, 0, m->pci_ids[0]);
-            r = e ? mig_config_counts(e, m, counts, &err)
+            r = e ? mig_config_want(e, m, &w, &err)
                   : error_set(&err, -EINVAL, "no entry of '%s' selects a %s", set->label, m->name);
         } else {
             r = error_set(&err, -EINVAL, "--gpu-model needs --want or -f/-c");
@@ -907,7 +945,7 @@ static int do_plan(const struct mig_args *a)
         for (unsigned g = 0; r == 0 && g < (a->gpus ? a->gpus : 1); g++) {
             char who[32];
             snprintf(who, sizeof(who), "GPU %u", g);
-            json_t *o = plan_one(m, counts, json, stdout, who);
+            json_t *o = plan_one(m, &w, json, stdout, who);
             all_fit &= json_is_true(json_object_get(o, "fits"));
             json_array_append_new(out, o);
         }
@@ -918,7 +956,7 @@ static int do_plan(const struct mig_args *a)
             r = mig_node_plan(n, NULL, false, node, &err);
         for (size_t i = 0; r == 0 && i < node->n; i++) {
             struct mig_gpu_plan *p = &node->gpus[i];
-            unsigned counts[32];
+            struct mig_want w;
             char who[32];
             if (!p->cur.capable)
                 continue;
@@ -927,7 +965,7 @@ static int do_plan(const struct mig_args *a)
                 continue;
             snprintf(who, sizeof(who), "GPU %u", p->index);
             if (a->want) {
-                r = mig_parse_want(p->model, a->want, counts, &err);
+                r = mig_parse_want(p->model, a->want, &w, &err);
             } else if (set) {
                 const struct mig_config_entry *e =
                     mig_config_for_gpu(set, p->index, p->cur.pci_device_id);
@@ -938,13 +976,13 @@ static int do_plan(const struct mig_args *a)
                         printf("%s: %s, MIG off\n", who, p->model->name);
                     continue;
                 }
-                r = mig_config_counts(e, p->model, counts, &err);
+                r = mig_config_want(e, p->model, &w, &err);
             } else {
                 json_array_append_new(out, current_one(p, json, stdout));
                 continue;
             }
             if (r == 0) {
-                json_t *o = plan_one(p->model, counts, json, stdout, who);
+                json_t *o = plan_one(p->model, &w, json, stdout, who);
                 all_fit &= json_is_true(json_object_get(o, "fits"));
                 json_array_append_new(out, o);
             }

@@ -229,11 +229,12 @@ int gpu_mig_set_mode(struct gpu_nvml *nvml, unsigned index, bool enable,
 /* Destroys every compute instance, then every GPU instance of cur. */
 int gpu_mig_clear(struct gpu_nvml *nvml, unsigned index, const struct gpu_mig_state *cur,
                   const struct gpu_mig_ops *ops, struct error *err);
-/* A GPU instance of profile id at start:size (memory slices) with one compute instance
- * spanning its compute_slices. A GPU instance whose compute instance fails is destroyed. */
-int gpu_mig_create(struct gpu_nvml *nvml, unsigned index, unsigned gi_profile_id, unsigned start,
-                   unsigned size, unsigned compute_slices, const struct gpu_mig_ops *ops,
-                   struct error *err);
+/* GPU instance g (profile_id at start:size memory slices) with its compute instances: each
+ * of cis[].size slices at cis[].start (the profile of that size), or, with size 0, of
+ * cis[].profile_id unplaced (a mig-parted checkpoint). When any fails, what was made of it
+ * is destroyed. */
+int gpu_mig_create(struct gpu_nvml *nvml, unsigned index, const struct gpu_mig_gi *g,
+                   const struct gpu_mig_ops *ops, struct error *err);
 /* Compute mode EXCLUSIVE_PROCESS (the MPS control daemon's) or DEFAULT on GPU uuid;
  * *ret_was_exclusive (may be NULL) says what it was. */
 int gpu_compute_mode_set(struct gpu_nvml *nvml, const char *uuid, bool exclusive_process,

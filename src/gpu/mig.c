@@ -244,8 +244,10 @@ int gpu_mig_clear(struct gpu_nvml *n, unsigned index, const struct gpu_mig_state
 
 /* The compute instance profile that spans the whole GPU instance: the first index whose
  * slice count is the GI's (go-nvlib/mig-parted pick the same for a plain profile). */
-static int full_ci_profile(struct gpu_nvml *n, nvmlGpuInstance_t gi, unsigned gi_slices,
-                           unsigned *ret, const char *where, struct error *err)
+/* The compute-instance profile of `slices` the GPU instance offers (the first, so a 1g.24gb
+ * GPU instance gets its REV1 1-slice profile). */
+static int ci_profile_for(struct gpu_nvml *n, nvmlGpuInstance_t gi, unsigned slices, unsigned *ret,
+                          const char *where, struct error *err)
 {
     for (unsigned p = 0; p < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; p++) {
         nvmlComputeInstanceProfileInfo_t info;
@@ -253,54 +255,76 @@ static int full_ci_profile(struct gpu_nvml *n, nvmlGpuInstance_t gi, unsigned gi
         if (n->nvmlGpuInstanceGetComputeInstanceProfileInfo(
                 gi, p, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &info) != NVML_SUCCESS)
             continue;
-        if (info.sliceCount == gi_slices) {
+        if (info.sliceCount == slices) {
             *ret = info.id;
             return 0;
         }
     }
-    return error_set(err, -ENOENT, "%s: no compute instance profile spans a %u-slice GPU instance",
-                     where, gi_slices);
+    return error_set(err, -ENOENT, "%s: the GPU instance has no %u-slice compute instance profile",
+                     where, slices);
 }
 
-int gpu_mig_create(struct gpu_nvml *n, unsigned index, unsigned gi_profile_id, unsigned start,
-                   unsigned size, unsigned compute_slices, const struct gpu_mig_ops *ops,
-                   struct error *err)
+int gpu_mig_create(struct gpu_nvml *n, unsigned index, const struct gpu_mig_gi *g,
+                   const struct gpu_mig_ops *ops, struct error *err)
 {
-    nvmlGpuInstancePlacement_t pl = {.start = start, .size = size};
+    nvmlGpuInstancePlacement_t pl = {.start = g->start, .size = g->size};
+    nvmlComputeInstance_t made[GPU_MIG_MAX_CI];
     nvmlGpuInstance_t gi;
-    nvmlComputeInstance_t ci;
-    nvmlGpuInstanceInfo_t info;
     nvmlDevice_t dev;
     nvmlReturn_t rc;
-    unsigned ci_profile = 0;
+    size_t n_made = 0;
     char where[64];
     int r;
 
     op(ops, "nvmlDeviceCreateGpuInstanceWithPlacement(GPU %u, profile %u, {start %u, size %u})",
-       index, gi_profile_id, start, size);
-    op(ops, "nvmlGpuInstanceCreateComputeInstance(GPU %u, new GI, full %u-slice profile)", index,
-       compute_slices);
+       index, g->profile_id, g->start, g->size);
+    for (size_t c = 0; c < g->n_cis; c++) {
+        if (g->cis[c].size)
+            op(ops,
+               "nvmlGpuInstanceCreateComputeInstanceWithPlacement(GPU %u, new GI, %u-slice "
+               "profile, {start %u, size %u})",
+               index, g->cis[c].size, g->cis[c].start, g->cis[c].size);
+        else
+            op(ops, "nvmlGpuInstanceCreateComputeInstance(GPU %u, new GI, profile %u)", index,
+               g->cis[c].profile_id);
+    }
     if (dry(ops))
         return 0;
-    snprintf(where, sizeof(where), "GPU %u profile %u at %u:%u", index, gi_profile_id, start, size);
+    snprintf(where, sizeof(where), "GPU %u profile %u at %u:%u", index, g->profile_id, g->start,
+             g->size);
     r = need(n, (const void *)n->nvmlDeviceCreateGpuInstanceWithPlacement,
              "nvmlDeviceCreateGpuInstanceWithPlacement", err);
     if (r == 0)
         r = handle(n, index, &dev, err);
     if (r < 0)
         return r;
-    rc = n->nvmlDeviceCreateGpuInstanceWithPlacement(dev, gi_profile_id, &pl, &gi);
+    rc = n->nvmlDeviceCreateGpuInstanceWithPlacement(dev, g->profile_id, &pl, &gi);
     if (rc != NVML_SUCCESS)
         return gpu__nvml_fail(n, err, rc, "nvmlDeviceCreateGpuInstanceWithPlacement", where);
-    memset(&info, 0, sizeof(info));
-    r = full_ci_profile(n, gi, compute_slices, &ci_profile, where, err);
-    if (r == 0) {
-        rc = n->nvmlGpuInstanceCreateComputeInstance(gi, ci_profile, &ci);
+    for (size_t c = 0; r == 0 && c < g->n_cis && c < GPU_MIG_MAX_CI; c++) {
+        const struct gpu_mig_ci *want = &g->cis[c];
+        nvmlComputeInstancePlacement_t cpl = {.start = want->start, .size = want->size};
+        unsigned profile = want->profile_id;
+        /* placed (sizes known): the profile of that size; a checkpoint without placements
+         * (mig-parted's) names its profile and is created unplaced */
+        if (want->size)
+            r = ci_profile_for(n, gi, want->size, &profile, where, err);
+        if (r < 0)
+            break;
+        rc = want->size && n->nvmlGpuInstanceCreateComputeInstanceWithPlacement
+                 ? n->nvmlGpuInstanceCreateComputeInstanceWithPlacement(gi, profile, &cpl,
+                                                                        &made[n_made])
+                 : n->nvmlGpuInstanceCreateComputeInstance(gi, profile, &made[n_made]);
         if (rc != NVML_SUCCESS)
             r = gpu__nvml_fail(n, err, rc, "nvmlGpuInstanceCreateComputeInstance", where);
+        else
+            n_made++;
     }
-    if (r < 0)
-        (void)n->nvmlGpuInstanceDestroy(gi); /* no half-made instance left behind */
+    if (r < 0) { /* no half-made instance left behind */
+        while (n_made > 0)
+            (void)n->nvmlComputeInstanceDestroy(made[--n_made]);
+        (void)n->nvmlGpuInstanceDestroy(gi);
+    }
     return r;
 }
 
@@ -322,45 +346,8 @@ int gpu_mig_restore(struct gpu_nvml *n, const struct gpu_mig_state *want,
                          "GPU %u: the MIG mode change needs a GPU reset before the layout can "
                          "be restored",
                          want->index);
-    for (size_t k = 0; r == 0 && want->enabled && k < want->n_gis; k++) {
-        const struct gpu_mig_gi *g = &want->gis[k];
-        nvmlGpuInstancePlacement_t pl = {.start = g->start, .size = g->size};
-        nvmlGpuInstance_t gi;
-        nvmlDevice_t dev;
-        char where[64];
-        snprintf(where, sizeof(where), "GPU %u profile %u at %u:%u", want->index, g->profile_id,
-                 g->start, g->size);
-        op(ops, "nvmlDeviceCreateGpuInstanceWithPlacement(GPU %u, profile %u, {start %u, size %u})",
-           want->index, g->profile_id, g->start, g->size);
-        for (size_t c = 0; c < g->n_cis; c++)
-            op(ops,
-               "nvmlGpuInstanceCreateComputeInstanceWithPlacement(GPU %u, profile %u, "
-               "{start %u, size %u})",
-               want->index, g->cis[c].profile_id, g->cis[c].start, g->cis[c].size);
-        if (dry(ops))
-            continue;
-        r = handle(n, want->index, &dev, err);
-        if (r < 0)
-            break;
-        nvmlReturn_t rc = n->nvmlDeviceCreateGpuInstanceWithPlacement(dev, g->profile_id, &pl, &gi);
-        if (rc != NVML_SUCCESS) {
-            r = gpu__nvml_fail(n, err, rc, "nvmlDeviceCreateGpuInstanceWithPlacement", where);
-            break;
-        }
-        for (size_t c = 0; c < g->n_cis; c++) {
-            nvmlComputeInstancePlacement_t cpl = {.start = g->cis[c].start, .size = g->cis[c].size};
-            nvmlComputeInstance_t ci;
-            /* a checkpoint without CI placements (mig-parted's) creates them unplaced */
-            rc = n->nvmlGpuInstanceCreateComputeInstanceWithPlacement && g->cis[c].size
-                     ? n->nvmlGpuInstanceCreateComputeInstanceWithPlacement(
-                           gi, g->cis[c].profile_id, &cpl, &ci)
-                     : n->nvmlGpuInstanceCreateComputeInstance(gi, g->cis[c].profile_id, &ci);
-            if (rc != NVML_SUCCESS) {
-                r = gpu__nvml_fail(n, err, rc, "nvmlGpuInstanceCreateComputeInstance", where);
-                break;
-            }
-        }
-    }
+    for (size_t k = 0; r == 0 && want->enabled && k < want->n_gis; k++)
+        r = gpu_mig_create(n, want->index, &want->gis[k], ops, err);
     return r;
 }
 

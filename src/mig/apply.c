@@ -11,17 +11,24 @@
 
 #include "mig/apply.h"
 
-/* Counts per m->profiles index of a GPU's current instances; false when the layout is not
- * one a config can describe (a GI without exactly one full compute instance). */
-static bool current_counts(const struct mig_gpu_model *m, const struct gpu_mig_state *s,
-                           unsigned *counts)
+bool mig_state_want(const struct mig_gpu_model *m, const struct gpu_mig_state *s,
+                    struct mig_want *ret)
 {
-    memset(counts, 0, m->n_profiles * sizeof(*counts));
+    memset(ret, 0, sizeof(*ret));
     for (size_t k = 0; k < s->n_gis; k++) {
         const struct mig_profile *p = mig_profile_by_id(m, s->gis[k].profile_id);
-        if (!p || s->gis[k].n_cis != 1 || s->gis[k].cis[0].size != p->compute_slices)
+        size_t i = p ? (size_t)(p - m->profiles) : MIG_MAX_PROFILES;
+        if (!p || i >= MIG_MAX_PROFILES || s->gis[k].n_cis == 0)
             return false;
-        counts[p - m->profiles]++;
+        for (size_t c = 0; c < s->gis[k].n_cis; c++) {
+            unsigned size = s->gis[k].cis[c].size;
+            if (size == p->compute_slices && s->gis[k].n_cis == 1)
+                ret->counts[i]++;
+            else if (size >= 1 && size < p->compute_slices && size < MIG_MAX_CI)
+                ret->ci[i][size]++;
+            else
+                return false;
+        }
     }
     return true;
 }
@@ -41,7 +48,7 @@ int mig_node_plan(struct gpu_nvml *n, const struct mig_config_set *set, bool mod
     for (unsigned i = 0; i < count; i++) {
         struct mig_gpu_plan *p = &node.gpus[i];
         const struct mig_config_entry *e;
-        unsigned cur[32];
+        struct mig_want cur;
         struct strbuf why = STRBUF_INIT;
 
         r = gpu_mig_state_read(n, i, &p->cur, err);
@@ -78,12 +85,12 @@ int mig_node_plan(struct gpu_nvml *n, const struct mig_config_set *set, bool mod
             p->change_layout = !p->enable && p->cur.n_gis > 0;
             continue;
         }
-        r = mig_config_counts(e, p->model, p->counts, err);
+        r = mig_config_want(e, p->model, &p->want, err);
         if (r < 0) {
             error_prefix(err, "GPU %u", i);
             return r;
         }
-        r = mig_plan(p->model, p->counts, &p->layout, &why);
+        r = mig_plan_want(p->model, &p->want, &p->layout, &why);
         if (r < 0) {
             error_set(err, r, "GPU %u (%s): the layout does not fit: %s", i, p->model->name,
                       strbuf_str(&why));
@@ -91,8 +98,8 @@ int mig_node_plan(struct gpu_nvml *n, const struct mig_config_set *set, bool mod
             return r;
         }
         strbuf_release(&why);
-        p->change_layout = !current_counts(p->model, &p->cur, cur) ||
-                           memcmp(cur, p->counts, p->model->n_profiles * sizeof(cur[0])) != 0;
+        p->change_layout =
+            !mig_state_want(p->model, &p->cur, &cur) || !mig_want_equal(&cur, &p->want);
         if (p->change_mode)
             p->change_layout = true;
     }
@@ -129,8 +136,13 @@ static int apply_steps(struct gpu_nvml *n, const struct mig_gpu_plan *p, bool mo
                          p->index);
     for (size_t k = 0; r == 0 && p->enable && !mode_only && k < p->layout.n; k++) {
         const struct mig_placement *it = &p->layout.items[k];
-        r = gpu_mig_create(n, p->index, it->p->id, it->start, it->p->slices, it->p->compute_slices,
-                           ops, err);
+        struct gpu_mig_gi gi = {.profile_id = it->p->id, .start = it->start, .size = it->p->slices};
+        for (size_t c = 0; c < it->n_ci && c < GPU_MIG_MAX_CI; c++)
+            gi.cis[gi.n_cis++] =
+                (struct gpu_mig_ci){.start = it->ci_start[c], .size = it->ci_size[c]};
+        if (!it->n_ci) /* one compute instance spanning it */
+            gi.cis[gi.n_cis++] = (struct gpu_mig_ci){.size = it->p->compute_slices};
+        r = gpu_mig_create(n, p->index, &gi, ops, err);
     }
     return r;
 }

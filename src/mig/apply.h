@@ -16,8 +16,8 @@ struct mig_gpu_plan {
     bool selected; /* an entry of the config decides this GPU (and it can do MIG) */
     const struct mig_gpu_model *model;
     bool enable;
-    unsigned counts[32];      /* wanted, per model->profiles index */
-    struct mig_layout layout; /* planned placements (enable) */
+    struct mig_want want;     /* what the config asks of this GPU */
+    struct mig_layout layout; /* planned placements, with compute instances (enable) */
     bool change_mode, change_layout;
     struct gpu_mig_state cur; /* read before anything changed: the checkpoint */
 };
@@ -27,6 +27,10 @@ struct mig_node {
     size_t n;
 };
 
+/* What a GPU's current instances amount to, as a config would ask for them; false when no
+ * config can describe it (a GPU instance without compute instances, an unknown profile). */
+bool mig_state_want(const struct mig_gpu_model *m, const struct gpu_mig_state *s,
+                    struct mig_want *ret);
 /* Reads every GPU and plans set on it. An invalid layout for any GPU is an error naming the
  * GPU and the planner's explanation; nothing is changed. set NULL: only read. */
 int mig_node_plan(struct gpu_nvml *nvml, const struct mig_config_set *set, bool mode_only,

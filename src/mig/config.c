@@ -498,24 +498,16 @@ const struct mig_config_entry *mig_config_for_gpu(const struct mig_config_set *s
     return found;
 }
 
-int mig_config_counts(const struct mig_config_entry *e, const struct mig_gpu_model *m,
-                      unsigned *counts, struct error *err)
+int mig_config_want(const struct mig_config_entry *e, const struct mig_gpu_model *m,
+                    struct mig_want *ret, struct error *err)
 {
-    memset(counts, 0, m->n_profiles * sizeof(*counts));
+    memset(ret, 0, sizeof(*ret));
     for (size_t i = 0; i < e->n_devices; i++) {
-        const struct mig_profile_spec *s = &e->devices[i].spec;
-        size_t k = 0;
-        if (s->c != s->g)
-            return error_set(err, -EOPNOTSUPP,
-                             "%s: compute-instance profiles (%s) are not supported yet; use "
-                             "%ug.%ugb",
-                             e->devices[i].name, e->devices[i].name, s->g, s->gb);
-        while (k < m->n_profiles && !mig_profile_matches(&m->profiles[k], s))
-            k++;
-        if (k == m->n_profiles)
-            return error_set(err, -EINVAL, "%s is not a MIG profile of %s", e->devices[i].name,
-                             m->name);
-        counts[k] += e->devices[i].count;
+        int r = mig_want_add(m, &e->devices[i].spec, e->devices[i].count, ret, err);
+        if (r < 0) {
+            error_prefix(err, "%s", e->devices[i].name);
+            return r;
+        }
     }
     return 0;
 }

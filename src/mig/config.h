@@ -53,9 +53,10 @@ bool mig_config_entry_selects(const struct mig_config_entry *e, unsigned index, 
  * them in order), NULL when none does. */
 const struct mig_config_entry *mig_config_for_gpu(const struct mig_config_set *s, unsigned index,
                                                   uint32_t pci_id);
-/* e's mig-devices as counts per m->profiles index; an unknown profile on m is -EINVAL. */
-int mig_config_counts(const struct mig_config_entry *e, const struct mig_gpu_model *m,
-                      unsigned *counts, struct error *err);
+/* e's mig-devices as what they ask of a GPU of model m (GPU instances per m->profiles index,
+ * and compute-instance sub-profiles); an unknown profile on m is -EINVAL. */
+int mig_config_want(const struct mig_config_entry *e, const struct mig_gpu_model *m,
+                    struct mig_want *ret, struct error *err);
 
 /* ---- hooks (facts B.5) ------------------------------------------------------------------ */
 

@@ -16,6 +16,8 @@
 
 #define MIG_MAX_SLICES 8    /* memory slices of the largest part */
 #define MIG_MAX_INSTANCES 8 /* GPU instances one GPU can hold (7 compute slices, 8 memory) */
+#define MIG_MAX_PROFILES 32 /* GPU-instance profiles of one model */
+#define MIG_MAX_CI 8        /* compute instances in one GPU instance (7 compute slices) */
 
 /* ---- catalog ------------------------------------------------------------------------------- */
 
@@ -68,6 +70,10 @@ bool mig_profile_matches(const struct mig_profile *p, const struct mig_profile_s
 struct mig_placement {
     const struct mig_profile *p;
     unsigned start; /* memory slice */
+    /* its compute instances: none listed = one spanning the GPU instance (the usual case);
+     * else n_ci of ci_size compute slices at ci_start (within the GPU instance) */
+    unsigned n_ci;
+    unsigned ci_size[MIG_MAX_CI], ci_start[MIG_MAX_CI];
 };
 
 struct mig_layout {
@@ -107,8 +113,40 @@ bool mig_layout_valid(const struct mig_gpu_model *m, const struct mig_layout *l,
 int mig_layout_diagram(const struct mig_gpu_model *m, const struct mig_layout *l,
                        struct strbuf *out);
 
-/* "3g.40gb=1,1g.10gb=3" -> counts per m->profiles index. -EINVAL with a message. */
-int mig_parse_want(const struct mig_gpu_model *m, const char *want, unsigned *counts,
+/* ---- compute-instance sub-profiles (1c.3g.40gb) ------------------------------------------
+ * What a mig-parted config asks of one GPU: GPU instances with one full compute instance,
+ * and compute instances smaller than their GPU instance (<C>c.<G>g.<GB>gb), which are
+ * packed into as few GPU instances of that profile as fit (mig-parted puts consecutive
+ * compute instances of one profile into the same GPU instance). */
+struct mig_want {
+    unsigned counts[MIG_MAX_PROFILES];         /* per m->profiles index */
+    unsigned ci[MIG_MAX_PROFILES][MIG_MAX_CI]; /* [profile index][c]: compute instances of c
+                                                * slices (c < the profile's) */
+};
+
+/* NVIDIA's rule for a compute instance of c slices in a GPU instance of g: c <= g, and when
+ * smaller 2c <= g + 1 (3g: 1c, 2c; 4g: 1c, 2c; 7g: 1c, 2c, 3c, 4c). */
+bool mig_ci_size_valid(unsigned c, unsigned g);
+/* Adds n of spec to w: a full compute instance counts its GPU instance, a smaller one goes
+ * to w->ci. -EINVAL naming the profile when m has no such GPU instance or the size is not
+ * allowed. */
+int mig_want_add(const struct mig_gpu_model *m, const struct mig_profile_spec *spec, unsigned n,
+                 struct mig_want *w, struct error *err);
+bool mig_want_equal(const struct mig_want *a, const struct mig_want *b);
+/* GPU instances w needs per profile index: counts plus the GPU instances its smaller compute
+ * instances are packed into. */
+void mig_want_gi_counts(const struct mig_gpu_model *m, const struct mig_want *w,
+                        unsigned *gi_counts);
+/* mig_plan for w, and each packed group of compute instances given to a GPU instance of its
+ * profile with their placements. */
+int mig_plan_want(const struct mig_gpu_model *m, const struct mig_want *w, struct mig_layout *ret,
+                  struct strbuf *why);
+/* "1c.3g.40gb" for c slices on GPU instance profile p; p's name when c is all of it. */
+void mig_ci_name(const struct mig_profile *p, unsigned c, char *buf, size_t size);
+
+/* "3g.40gb=1,1g.10gb=3,1c.3g.40gb=3" -> what it asks of a GPU of m. -EINVAL with a
+ * message. */
+int mig_parse_want(const struct mig_gpu_model *m, const char *want, struct mig_want *ret,
                    struct error *err);
 
 #endif

@@ -86,7 +86,7 @@ static int fits(const struct mig_gpu_model *m, const unsigned *counts, struct mi
     if (out) {
         out->n = s.n;
         for (size_t k = 0; k < s.n; k++)
-            out->items[k] = (struct mig_placement){s.items[k], s.starts[k]};
+            out->items[k] = (struct mig_placement){.p = s.items[k], .start = s.starts[k]};
         qsort(out->items, out->n, sizeof(out->items[0]), cmp_placement);
     }
     return 1;
@@ -350,12 +350,12 @@ int mig_layout_diagram(const struct mig_gpu_model *m, const struct mig_layout *l
     return r;
 }
 
-int mig_parse_want(const struct mig_gpu_model *m, const char *want, unsigned *counts,
+int mig_parse_want(const struct mig_gpu_model *m, const char *want, struct mig_want *ret,
                    struct error *err)
 {
     char buf[512];
 
-    memset(counts, 0, m->n_profiles * sizeof(*counts));
+    memset(ret, 0, sizeof(*ret));
     if (!want || !*want)
         return error_set(err, -EINVAL, "--want needs PROFILE=COUNT[,PROFILE=COUNT...]");
     if (strlen(want) >= sizeof(buf))
@@ -374,21 +374,10 @@ int mig_parse_want(const struct mig_gpu_model *m, const char *want, unsigned *co
         }
         struct mig_profile_spec spec;
         int r = mig_profile_parse(tok, &spec, err);
+        if (r == 0)
+            r = mig_want_add(m, &spec, n, ret, err);
         if (r < 0)
             return r;
-        size_t i = 0;
-        while (i < m->n_profiles && !mig_profile_matches(&m->profiles[i], &spec))
-            i++;
-        if (i == m->n_profiles) {
-            struct strbuf known = STRBUF_INIT;
-            for (size_t k = 0; k < m->n_profiles; k++)
-                (void)strbuf_printf(&known, "%s%s", k ? ", " : "", m->profiles[k].name);
-            error_set(err, -EINVAL, "%s has no MIG profile %s; it has %s", m->name, tok,
-                      strbuf_str(&known));
-            strbuf_release(&known);
-            return -EINVAL;
-        }
-        counts[i] += n;
     }
     return 0;
 }

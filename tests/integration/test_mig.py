@@ -108,6 +108,54 @@ class Mig(unittest.TestCase):
         j = json.loads(self.ok("export", "-o", "json", "-l", "mine").stdout)
         self.assertIn("mine", j["mig-configs"])
 
+    def test_compute_instance_sub_profiles(self):
+        """1c.3g.40gb x4 + 2c.3g.40gb x1 on A100-80GB: two 3g GPU instances holding those
+        compute instances at NVIDIA's CI placements; assert and export round-trip; the MIG
+        devices are served as nvidia.com/mig-1c.3g.40gb / mig-2c.3g.40gb with resources.mig
+        patterns (without one, NVIDIA's fatal "does not match any resource patterns"); a
+        sub-size NVIDIA does not allow is refused before anything changes."""
+        self.machine("NVIDIA A100-SXM4-80GB", count=1)
+        cfg = os.path.join(self.dir, "ci.yaml")
+        with open(cfg, "w") as f:
+            f.write("version: v1\nmig-configs:\n  ci:\n  - devices: all\n"
+                    "    mig-enabled: true\n"
+                    "    mig-devices: {1c.3g.40gb: 4, 2c.3g.40gb: 1}\n"
+                    "  bad:\n  - devices: all\n    mig-enabled: true\n"
+                    "    mig-devices: {3c.4g.40gb: 1}\n")
+        dry = self.ok("apply", "-f", cfg, "-c", "ci", "--dry-run").stdout
+        self.assertIn("nvmlGpuInstanceCreateComputeInstanceWithPlacement(GPU 0, new GI, "
+                      "2-slice profile, {start 0, size 2})", dry)
+        self.ok("apply", "-f", cfg, "-c", "ci")
+        self.ok("assert", "-f", cfg, "-c", "ci")
+        self.assertEqual(self.export()["mig-configs"]["current"][0]["mig-devices"],
+                         {"1c.3g.40gb": 4, "2c.3g.40gb": 1})
+        exp = os.path.join(self.dir, "export.yaml")
+        with open(exp, "w") as f:
+            f.write(self.ok("export").stdout)
+        self.ok("assert", "-f", exp, "-c", "current")
+        r = subprocess.run([GPUSLICE, "plan", "--mig-strategy", "mixed"],
+                           env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("MIG profile '1c.3g.40gb' does not match any resource patterns",
+                      r.stdout + r.stderr)
+        dp = os.path.join(self.dir, "dp.yaml")
+        with open(dp, "w") as f:
+            f.write("version: v1\nflags: {migStrategy: mixed}\nresources:\n  mig:\n"
+                    "  - {pattern: 1c.3g.40gb, name: mig-1c.3g.40gb}\n"
+                    "  - {pattern: 2c.3g.40gb, name: mig-2c.3g.40gb}\n")
+        r = subprocess.run([GPUSLICE, "plan", "--config-file", dp, "-o", "json"],
+                           env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        res = {x["name"]: len(x["devices"]) for x in json.loads(r.stdout)["resources"]}
+        self.assertEqual(res, {"nvidia.com/mig-1c.3g.40gb": 4, "nvidia.com/mig-2c.3g.40gb": 1})
+        plan = self.ok("plan").stdout  # this node's layout, compute instances shown
+        self.assertIn("1c.3g.40gb at compute slice 2", plan)
+        before = self.migs()
+        r = self.mig("apply", "-f", cfg, "-c", "bad")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("allowed: 1c.4g.40gb, 2c.4g.40gb, 4g.40gb", r.stderr)
+        self.assertEqual(self.migs(), before)
+
     def test_layout_that_does_not_fit_changes_nothing(self):
         self.machine("NVIDIA A100-SXM4-80GB")
         self.ok("apply", "-f", DEFAULT, "-c", "all-1g.10gb")

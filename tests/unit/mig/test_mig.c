@@ -142,11 +142,11 @@ static void test_exact_a30(void **state)
 
 static unsigned *want(const struct mig_gpu_model *m, const char *spec)
 {
-    static unsigned counts[16];
+    static struct mig_want w;
     struct error err = {0};
-    if (mig_parse_want(m, spec, counts, &err) < 0)
+    if (mig_parse_want(m, spec, &w, &err) < 0)
         fail_msg("%s: %s", spec, err.msg);
-    return counts;
+    return w.counts;
 }
 
 /* The order trap of the MIG guide (-cgi 19,19,14,9 fails, 9,19,14,19 works): any order in,
@@ -275,10 +275,10 @@ static void test_stranded(void **state)
      * at 1, 3 and 6, but nothing can use slice 7 (1g never starts at 7, 1g.20gb at 6 would
      * need 6-7: free! so 7 is usable) -> make 6 taken too */
     struct mig_layout l = {.n = 4};
-    l.items[0] = (struct mig_placement){mig_profile_by_name(m, "1g.10gb"), 0};
-    l.items[1] = (struct mig_placement){mig_profile_by_name(m, "1g.10gb"), 2};
-    l.items[2] = (struct mig_placement){mig_profile_by_name(m, "2g.20gb"), 4};
-    l.items[3] = (struct mig_placement){mig_profile_by_name(m, "1g.10gb"), 6};
+    l.items[0] = (struct mig_placement){.p = mig_profile_by_name(m, "1g.10gb"), .start = 0};
+    l.items[1] = (struct mig_placement){.p = mig_profile_by_name(m, "1g.10gb"), .start = 2};
+    l.items[2] = (struct mig_placement){.p = mig_profile_by_name(m, "2g.20gb"), .start = 4};
+    l.items[3] = (struct mig_placement){.p = mig_profile_by_name(m, "1g.10gb"), .start = 6};
     assert_true(mig_layout_valid(m, &l, NULL));
     mig_layout_stranded(m, &l, &st);
     assert_int_equal(st.free_slices, 3);     /* 1, 3, 7 */
@@ -290,14 +290,14 @@ static void test_stranded(void **state)
     /* the canonical all-1g layout strands slice 7 as well, and nothing else */
     l.n = 7;
     for (unsigned k = 0; k < 7; k++)
-        l.items[k] = (struct mig_placement){mig_profile_by_name(m, "1g.10gb"), k};
+        l.items[k] = (struct mig_placement){.p = mig_profile_by_name(m, "1g.10gb"), .start = k};
     mig_layout_stranded(m, &l, &st);
     assert_int_equal(st.stranded_slices, 1);
     assert_int_equal(st.free_compute, 0);
     /* 4g + 2g: slices 6, 7 free, 1 compute slice: 1g at 6 or 1g.20gb at 6 use them */
     l.n = 2;
-    l.items[0] = (struct mig_placement){mig_profile_by_name(m, "4g.40gb"), 0};
-    l.items[1] = (struct mig_placement){mig_profile_by_name(m, "2g.20gb"), 4};
+    l.items[0] = (struct mig_placement){.p = mig_profile_by_name(m, "4g.40gb"), .start = 0};
+    l.items[1] = (struct mig_placement){.p = mig_profile_by_name(m, "2g.20gb"), .start = 4};
     mig_layout_stranded(m, &l, &st);
     assert_int_equal(st.stranded_slices, 0);
 }
@@ -308,12 +308,12 @@ static void test_invalid_layouts(void **state)
     const struct mig_gpu_model *m = mig_model_find("NVIDIA A100-SXM4-80GB");
     struct mig_layout l = {.n = 2};
     struct strbuf why = STRBUF_INIT;
-    l.items[0] = (struct mig_placement){mig_profile_by_name(m, "3g.40gb"), 2};
+    l.items[0] = (struct mig_placement){.p = mig_profile_by_name(m, "3g.40gb"), .start = 2};
     assert_false(mig_layout_valid(m, &l, &why));
     assert_non_null(strstr(strbuf_str(&why), "3g.40gb cannot start at memory slice 2"));
     strbuf_reset(&why);
-    l.items[0] = (struct mig_placement){mig_profile_by_name(m, "3g.40gb"), 4};
-    l.items[1] = (struct mig_placement){mig_profile_by_name(m, "2g.20gb"), 4};
+    l.items[0] = (struct mig_placement){.p = mig_profile_by_name(m, "3g.40gb"), .start = 4};
+    l.items[1] = (struct mig_placement){.p = mig_profile_by_name(m, "2g.20gb"), .start = 4};
     assert_false(mig_layout_valid(m, &l, &why));
     assert_non_null(strstr(strbuf_str(&why), "overlaps"));
     strbuf_release(&why);
@@ -359,19 +359,20 @@ static void test_want_and_models(void **state)
 {
     (void)state;
     const struct mig_gpu_model *m = mig_model_find("0x20B210DE");
-    unsigned counts[16];
+    struct mig_want w;
     struct error err = {0};
     assert_non_null(m);
     assert_string_equal(m->name, "NVIDIA A100-SXM4-80GB");
     assert_ptr_equal(mig_model_find("nvidia a100-sxm4-80gb"), m);
     assert_ptr_equal(mig_model_find("H20"), mig_model_find("NVIDIA H20"));
     assert_null(mig_model_find("NVIDIA L20"));
-    assert_int_equal(mig_parse_want(m, "3g.40gb=1,1g.10gb=3", counts, &err), 0);
-    assert_int_equal(counts[mig_profile_by_name(m, "3g.40gb") - m->profiles], 1);
-    assert_int_equal(counts[mig_profile_by_name(m, "1g.10gb") - m->profiles], 3);
-    assert_int_equal(mig_parse_want(m, "3g.20gb=1", counts, &err), -EINVAL);
+    assert_int_equal(mig_parse_want(m, "3g.40gb=1,1g.10gb=3,1c.3g.40gb=2", &w, &err), 0);
+    assert_int_equal(w.counts[mig_profile_by_name(m, "3g.40gb") - m->profiles], 1);
+    assert_int_equal(w.counts[mig_profile_by_name(m, "1g.10gb") - m->profiles], 3);
+    assert_int_equal(w.ci[mig_profile_by_name(m, "3g.40gb") - m->profiles][1], 2);
+    assert_int_equal(mig_parse_want(m, "3g.20gb=1", &w, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "has no MIG profile 3g.20gb; it has 1g.10gb"));
-    assert_int_equal(mig_parse_want(m, "3g.40gb=x", counts, &err), -EINVAL);
+    assert_int_equal(mig_parse_want(m, "3g.40gb=x", &w, &err), -EINVAL);
 }
 
 static void test_diagram(void **state)
