@@ -27,7 +27,8 @@ struct top_gpu {
     bool seen;
     char uuid[INV_UUID_MAX], model[INV_NAME_MAX];
     double util, fb_used, fb_free, temp, power;
-    double pod_peak; /* the most one pod used here since the daemon started */
+    double pod_peak;  /* the most one pod used here since the daemon started */
+    double unhealthy; /* devices of it advertised Unhealthy */
 };
 
 struct top_view {
@@ -69,6 +70,8 @@ static void parse(const char *text, struct top_view *v)
         struct top_gpu *gpu = &v->gpus[g];
         if (strcmp(name, "gpuslice_gpu_pod_memory_peak_bytes") == 0) {
             v->gpus[g].pod_peak = val;
+        } else if (strcmp(name, "gpuslice_gpu_unhealthy_devices") == 0) {
+            v->gpus[g].unhealthy = val;
         } else if (str_startswith(name, "DCGM_FI_DEV_")) {
             char gi[16];
             cli_metrics_label(labels, "GPU_I_ID", gi, sizeof(gi));
@@ -159,13 +162,13 @@ static int print_json(const struct top_view *v)
                                                   p->sm, "replicas", (int)p->replicas));
         }
         json_array_append_new(
-            gpus,
-            json_pack("{s:i,s:s,s:s,s:f,s:I,s:I,s:f,s:f,s:I,s:o,s:{s:I,s:i}}", "gpu", g, "uuid",
-                      x->uuid, "model", x->model, "utilization", x->util, "memory_used_mib",
-                      (json_int_t)x->fb_used, "memory_total_mib",
-                      (json_int_t)(x->fb_used + x->fb_free), "temperature_c", x->temp, "power_w",
-                      x->power, "host_process_bytes", (json_int_t)v->host_bytes[g], "pods", pods,
-                      "sizing", "largest_pod_mib", (json_int_t)peak, "replicas_that_fit", fits));
+            gpus, json_pack("{s:i,s:s,s:s,s:f,s:I,s:I,s:f,s:f,s:I,s:i,s:o,s:{s:I,s:i}}", "gpu", g,
+                            "uuid", x->uuid, "model", x->model, "utilization", x->util,
+                            "memory_used_mib", (json_int_t)x->fb_used, "memory_total_mib",
+                            (json_int_t)(x->fb_used + x->fb_free), "temperature_c", x->temp,
+                            "power_w", x->power, "host_process_bytes", (json_int_t)v->host_bytes[g],
+                            "unhealthy_devices", (int)x->unhealthy, "pods", pods, "sizing",
+                            "largest_pod_mib", (json_int_t)peak, "replicas_that_fit", fits));
     }
     char *text = json_dumps(gpus, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", text ? text : "[]");
@@ -192,6 +195,9 @@ static void print_text(const struct top_view *v)
             printf("%u replicas of the largest pod (%llu MiB)\n", fits, (unsigned long long)peak);
         else
             printf("-\n");
+        if (x->unhealthy > 0)
+            printf("     UNHEALTHY: %.0f device%s (the daemon's log and node Events say why)\n",
+                   x->unhealthy, x->unhealthy == 1 ? "" : "s");
         for (size_t k = 0; k < v->n_pods; k++) {
             const struct top_pod *p = &v->pods[k];
             if (p->gpu != g)

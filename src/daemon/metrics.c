@@ -101,6 +101,22 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
             r = with_resource(sb, "gpuslice_devices", res->name, ",health=\"unhealthy\"",
                               res->n_devices - healthy);
     }
+    /* health per GPU, for top and alerts: its devices (whole, replicas, MIG) that are
+     * advertised Unhealthy */
+    const struct inv_inventory *inv = d->snap ? dp_snapshot_inventory(d->snap) : NULL;
+    if (r == 0 && inv && inv->n_gpus)
+        r = family(sb, "gpuslice_gpu_unhealthy_devices", "gauge",
+                   "Devices of the GPU (whole, replicas, MIG devices) advertised Unhealthy.");
+    for (size_t g = 0; r == 0 && inv && m && g < inv->n_gpus; g++) {
+        unsigned long long bad = 0;
+        for (size_t i = 0; i < m->n_resources; i++)
+            for (size_t j = 0; j < m->resources[i].n_devices; j++) {
+                const struct model_device *dev = &m->resources[i].devices[j];
+                bad += !dev->healthy && strcmp(dev->gpu_uuid, inv->gpus[g].uuid) == 0;
+            }
+        r = strbuf_printf(sb, "gpuslice_gpu_unhealthy_devices{gpu=\"%u\",UUID=\"%s\"} %llu\n",
+                          inv->gpus[g].index, inv->gpus[g].uuid, bad);
+    }
     if (r == 0)
         r = family(sb, "gpuslice_resource_registered", "gauge",
                    "1 when the resource is registered with the kubelet.");

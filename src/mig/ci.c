@@ -92,8 +92,8 @@ int mig_want_add(const struct mig_gpu_model *m, const struct mig_profile_spec *s
         struct strbuf known = STRBUF_INIT;
         for (size_t i = 0; i < m->n_profiles; i++)
             (void)strbuf_printf(&known, "%s%s", i ? ", " : "", m->profiles[i].name);
-        error_set(err, -EINVAL, "%s has no MIG profile %ug.%ugb%s; it has %s", m->name, gi.g,
-                  gi.gb, gi.attrs, strbuf_str(&known));
+        error_set(err, -EINVAL, "%s has no MIG profile %ug.%ugb%s; it has %s", m->name, gi.g, gi.gb,
+                  gi.attrs, strbuf_str(&known));
         strbuf_release(&known);
         return -EINVAL;
     }
@@ -129,8 +129,8 @@ void mig_want_gi_counts(const struct mig_gpu_model *m, const struct mig_want *w,
     struct mig_placement groups[MIG_MAX_INSTANCES];
 
     for (size_t k = 0; k < m->n_profiles && k < MIG_MAX_PROFILES; k++)
-        gi_counts[k] = w->counts[k] + (unsigned)pack(&m->profiles[k], w->ci[k], groups,
-                                                     MIG_MAX_INSTANCES);
+        gi_counts[k] =
+            w->counts[k] + (unsigned)pack(&m->profiles[k], w->ci[k], groups, MIG_MAX_INSTANCES);
 }
 
 int mig_plan_want(const struct mig_gpu_model *m, const struct mig_want *w, struct mig_layout *ret,

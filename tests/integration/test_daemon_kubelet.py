@@ -6,6 +6,7 @@
 # strategy, bad input, kubelet restart, XID -> Unhealthy, SIGTERM. Waits on conditions
 # with deadlines, never fixed sleeps.
 # Usage: test_daemon_kubelet.py <gpuslice> <libnvidia-ml.so.1> <source dir> [test names]
+import json
 import os
 import queue
 import shutil
@@ -763,6 +764,17 @@ class DaemonTest(unittest.TestCase):
         last = {int(m.group(1)): int(m.group(2)) for m in re.finditer(
             r'DCGM_FI_DEV_XID_ERRORS\{gpu="(\d+)",[^}]*\} (\d+)', text)}
         self.assertEqual(last, {0: 0, 1: 31, 2: 62, 3: 79, 4: 0, 5: 0, 6: 0, 7: 0})
+        # and gpuslice top shows which GPU is unhealthy (79 stays, 62 recovered)
+        r = subprocess.run([GPUSLICE, "top", "--address",
+                            "127.0.0.1:%d" % port, "-o", "json"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        bad = {x["gpu"]: x["unhealthy_devices"] for x in json.loads(r.stdout)}
+        self.assertEqual(bad, {0: 0, 1: 0, 2: 0, 3: 1, 4: 0, 5: 0, 6: 0, 7: 0})
+        r = subprocess.run([GPUSLICE, "top", "--address",
+                            "127.0.0.1:%d" % port, "--once"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertIn("UNHEALTHY: 1 device", r.stdout)
         self.assertStoppedClean(d)
 
     def test_gpu_back_after_reset(self):
