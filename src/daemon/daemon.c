@@ -397,6 +397,13 @@ static void daemon_on_inotify(struct daemon *d)
     }
 }
 
+void daemon__push_all(struct daemon *d)
+{
+    for (size_t i = 0; i < d->n_slots; i++)
+        if (d->slots[i].p)
+            dp_plugin_push(d->slots[i].p);
+}
+
 /* An XID event from the health thread, or a lost GPU back after a reset. */
 static void daemon_on_health(struct daemon *d)
 {
@@ -434,9 +441,7 @@ static void daemon_on_health(struct daemon *d)
                          changed);
         }
         if (changed > 0)
-            for (size_t i = 0; i < d->n_slots; i++)
-                if (d->slots[i].p)
-                    dp_plugin_push(d->slots[i].p);
+            daemon__push_all(d);
     }
     if (reset) {
         /* a reset GPU is read again (its MIG layout, memory, ...), and its XID events are

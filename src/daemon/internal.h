@@ -240,6 +240,8 @@ int daemon__recovery_setup(struct daemon *d, struct error *err);
 void daemon__recovery_release(struct daemon *d);
 /* (Re)arms the timer for the earliest recoverable mark. */
 void daemon__recovery_arm(struct daemon *d);
+/* Every served resource sends its devices (health changed) on ListAndWatch. */
+void daemon__push_all(struct daemon *d);
 /* Has the health thread watch every GPU whose XID mark needs a reset (after it (re)starts). */
 void daemon__recovery_watch(struct daemon *d);
 /* The GPU answers again after it was lost (health thread's `back`): its marks go, its

@@ -84,19 +84,25 @@ void daemon__mig_health_marks(const struct daemon *d, struct model *m)
             (void)model_set_health(m, g->plan->gpus[i].cur.uuid, INV_ID_NONE, INV_ID_NONE, false);
 }
 
+/* The value being worked on is now the one handled; the plan is dropped. */
+static void settle(struct daemon__mig *m)
+{
+    free(m->plan);
+    m->plan = NULL;
+    free(m->handled);
+    m->handled = m->wanted;
+    m->have_handled = true;
+    m->wanted = NULL;
+}
+
 static void finish(struct daemon *d)
 {
     struct daemon__mig *m = d->mig;
 
     daemon__timer_set(m->timer_fd, 0, false);
     memset(m->draining, 0, sizeof(m->draining));
-    free(m->plan);
-    m->plan = NULL;
     m->busy = false;
-    free(m->handled);
-    m->handled = m->wanted;
-    m->have_handled = true;
-    m->wanted = NULL;
+    settle(m);
     daemon__kube_pause_operands(d, false);
     if (m->any_failed) {
         fail_change(d, "MigConfigFailed", m->failure);
@@ -234,24 +240,14 @@ static void begin(struct daemon *d, const char *value)
     mig_config_free(cfg);
     if (!set || !m->plan || !m->nvml || r < 0) {
         /* nothing changed: the layout is refused before any GPU is touched */
-        free(m->plan);
-        m->plan = NULL;
-        free(m->handled);
-        m->handled = m->wanted;
-        m->have_handled = true;
-        m->wanted = NULL;
+        settle(m);
         log_error("MIG config %s=%s: %s", MIG_LABEL, value, err.msg);
         daemon__kube_event(d, "MigConfigInvalid", err.msg);
         set_state(d, "failed");
         return;
     }
     if (mig_node_applied(m->plan, false)) {
-        free(m->plan);
-        m->plan = NULL;
-        free(m->handled);
-        m->handled = m->wanted;
-        m->have_handled = true;
-        m->wanted = NULL;
+        settle(m);
         set_state(d, "success");
         return;
     }

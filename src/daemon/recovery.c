@@ -86,9 +86,7 @@ void daemon__on_recovery_timer(struct daemon *d)
         daemon__kube_event(d, "GPURecovered", msg);
     }
     if (changed)
-        for (size_t i = 0; i < d->n_slots; i++)
-            if (d->slots[i].p)
-                dp_plugin_push(d->slots[i].p);
+        daemon__push_all(d);
     daemon__recovery_arm(d);
 }
 
@@ -128,9 +126,7 @@ bool daemon__recovery_gpu_back(struct daemon *d, const char *gpu_uuid)
     log_info("health: %s (devices=%d, reason=reset)", msg, n < 0 ? 0 : n);
     daemon__kube_event(d, "GPURecovered", msg);
     if (n > 0)
-        for (size_t i = 0; i < d->n_slots; i++)
-            if (d->slots[i].p)
-                dp_plugin_push(d->slots[i].p);
+        daemon__push_all(d);
     daemon__recovery_arm(d);
     return true;
 }
