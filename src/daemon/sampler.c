@@ -246,11 +246,23 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
         {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors."},
         {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors."},
     };
-    for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+    /* each GPU's (and GPU instance's) labels, holder included, once for every field */
+    const size_t per_gpu = 1 + GPU_SAMPLE_MAX_GIS;
+    struct strbuf *lab = calloc(inv->n_gpus * per_gpu + 1, sizeof(*lab));
+    for (size_t g = 0; lab && g < inv->n_gpus; g++) {
+        const char *container, *pod;
+        pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, INV_ID_NONE, &container);
+        dcgm_labels(&lab[g * per_gpu], s, &inv->gpus[g], NULL, pod, container);
+        for (size_t k = 0; k < smp[g].n_gis; k++) {
+            const struct gpu_sample_gi *gi = &smp[g].gis[k];
+            pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, gi->gi_id, &container);
+            dcgm_labels(&lab[g * per_gpu + 1 + k], s, &inv->gpus[g], gi, pod, container);
+        }
+    }
+    for (size_t f = 0; lab && f < sizeof(fields) / sizeof(fields[0]); f++) {
         head(sb, fields[f].name, "gauge", fields[f].help);
         for (size_t g = 0; g < inv->n_gpus; g++) {
             const struct gpu_sample *x = &smp[g];
-            const char *pod, *container;
             double v;
             switch (f) {
             case 0:
@@ -283,22 +295,18 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
             }
             if (v < 0)
                 continue; /* NVML does not tell: no series, as dcgm-exporter */
-            pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, INV_ID_NONE, &container);
-            (void)strbuf_printf(sb, "%s{", fields[f].name);
-            dcgm_labels(sb, s, &inv->gpus[g], NULL, pod, container);
-            (void)strbuf_printf(sb, "} %g\n", v);
+            (void)strbuf_printf(sb, "%s{%s} %g\n", fields[f].name, strbuf_str(&lab[g * per_gpu]),
+                                v);
             /* framebuffer per GPU instance too, with dcgm's GPU_I_PROFILE and GPU_I_ID */
-            for (size_t k = 0; (f == 2 || f == 3) && k < x->n_gis; k++) {
-                const struct gpu_sample_gi *gi = &x->gis[k];
-                pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, gi->gi_id, &container);
-                (void)strbuf_printf(sb, "%s{", fields[f].name);
-                dcgm_labels(sb, s, &inv->gpus[g], gi, pod, container);
+            for (size_t k = 0; (f == 2 || f == 3) && k < x->n_gis; k++)
                 (void)strbuf_printf(
-                    sb, "} %llu\n",
-                    (unsigned long long)(f == 2 ? gi->fb_used_mib : gi->fb_free_mib));
-            }
+                    sb, "%s{%s} %llu\n", fields[f].name, strbuf_str(&lab[g * per_gpu + 1 + k]),
+                    (unsigned long long)(f == 2 ? x->gis[k].fb_used_mib : x->gis[k].fb_free_mib));
         }
     }
+    for (size_t i = 0; lab && i < inv->n_gpus * per_gpu; i++)
+        strbuf_release(&lab[i]);
+    free(lab);
 
     /* processes -> pods: the cgroup says which pod (UID); the checkpoint/pod-resources join
      * names it; processes in no pod are the host's */
