@@ -48,14 +48,19 @@ static void usage(FILE *f)
             "Every device plugin flag and env var is accepted. docs/mps.md.\n");
 }
 
+/* The probe period from the flag or the env var: a duration that fits the supervisor's. */
+static bool parse_probe(const char *v, int64_t *ret)
+{
+    return cfg_duration_parse_ms(v, ret, NULL) == 0 && *ret >= 0 && *ret <= UINT32_MAX;
+}
+
 static int on_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
 {
     struct mpsd_args *x = ctx;
     (void)a;
     if (c == OPT_BINARY)
         x->binary = arg;
-    else if (c == OPT_PROBE && (cfg_duration_parse_ms(arg, &x->probe_ms, NULL) < 0 ||
-                                x->probe_ms < 0 || x->probe_ms > UINT32_MAX))
+    else if (c == OPT_PROBE && !parse_probe(arg, &x->probe_ms))
         return cli_usage_error("mps-control-daemon",
                                "--mps-probe-interval takes a duration like 10s or 500ms");
     return -1;
@@ -82,9 +87,7 @@ int cmd_mps_control_daemon(int argc, char **argv)
 
     if (!specs)
         return CLI_EXIT_FAILURE;
-    if (probe_env && *probe_env &&
-        (cfg_duration_parse_ms(probe_env, &x.probe_ms, NULL) < 0 || x.probe_ms < 0 ||
-         x.probe_ms > UINT32_MAX)) {
+    if (probe_env && *probe_env && !parse_probe(probe_env, &x.probe_ms)) {
         free(specs);
         return cli_usage_error("mps-control-daemon",
                                "GPUSLICE_MPS_PROBE_INTERVAL takes a duration like 10s or 500ms");
