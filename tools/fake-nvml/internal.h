@@ -90,6 +90,17 @@ struct fake_mig_request {
     unsigned start; /* FAKE_NO_START: pick like CreateGpuInstance does */
 };
 
+/* What the NVML samplers read of a GPU. */
+struct fake_telemetry {
+    unsigned gpu_util, mem_util, temperature_c, power_mw, sm_clock_mhz;
+    unsigned long long ecc_corrected, ecc_uncorrected;
+};
+
+struct fake_telemetry_key {
+    const char *name; /* gpu_util, mem_util, temperature_c, power_w, sm_clock_mhz, ecc_... */
+    uint64_t max;
+};
+
 struct fake_gpu {
     unsigned kind; /* FAKE_KIND_GPU */
     unsigned index;
@@ -106,10 +117,10 @@ struct fake_gpu {
     unsigned links[NVML_NVLINK_MAX_LINKS]; /* peer GPU index, FAKE_LINK_SWITCH or _NONE */
     unsigned compute_mode;                 /* nvmlComputeMode_t, kept in the state file like MIG */
     bool mig_needs_reset; /* MIG mode changes stay pending until FAKE_NVML_REBOOT (a reboot) */
-    /* telemetry (machine file `telemetry:`); has_telemetry false: the fake's defaults */
+    /* telemetry (machine file `telemetry:`, `telemetry` event lines); has_telemetry false:
+     * derived from whether processes run (fake_telemetry_of) */
     bool has_telemetry;
-    unsigned gpu_util, mem_util, temperature_c, power_mw, sm_clock_mhz;
-    unsigned long long ecc_corrected, ecc_uncorrected;
+    struct fake_telemetry tele;
     bool fabric; /* attached to an NVLink fabric (machine file `fabric:`) */
     unsigned char fabric_cluster[16];
     unsigned fabric_clique;
@@ -131,8 +142,16 @@ struct fake_machine {
 bool fake_lines_next(const char *path, off_t *offset, bool (*fn)(void *ctx, const char *line),
                      void *ctx);
 
-/* telemetry_live.c: applies the `telemetry` and `proc` lines appended to FAKE_NVML_EVENTS
- * since the last call (the caller holds the library lock). */
+/* telemetry.c. The keys of `telemetry:` and of `telemetry` lines, with their limits
+ * (NULL-named at the end); the defaults of an explicit block; setting one key (-ENOENT
+ * unknown, -ERANGE past its limit); a GPU's telemetry, explicit or derived (busy when
+ * processes run). */
+extern const struct fake_telemetry_key fake_telemetry_keys[];
+extern const struct fake_telemetry fake_telemetry_defaults;
+int fake_telemetry_set(struct fake_telemetry *t, const char *key, uint64_t v);
+struct fake_telemetry fake_telemetry_of(const struct fake_gpu *g);
+/* Applies the `telemetry`, `proc` and `gpu` lines appended to FAKE_NVML_EVENTS since the last
+ * call (the caller holds the library lock). */
 void fake_live_refresh(struct fake_machine *m);
 
 /* machine.c: parses `path`; on failure *ret_m is untouched and err says file:line. */

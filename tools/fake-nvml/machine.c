@@ -423,37 +423,27 @@ static int parse_fabric(const struct parse *ps, struct fy_node *f, unsigned char
 
 /* telemetry: {gpu_util, mem_util, temperature_c, power_w, sm_clock_mhz, ecc_corrected,
  * ecc_uncorrected}: what the NVML samplers read on every GPU of the entry. */
-static int parse_telemetry(const struct parse *ps, struct fy_node *t, struct fake_gpu *tpl)
+static int parse_telemetry(const struct parse *ps, struct fy_node *t, struct fake_telemetry *ret)
 {
-    static const char *const keys[] = {
-        "gpu_util",     "mem_util",      "temperature_c",   "power_w",
-        "sm_clock_mhz", "ecc_corrected", "ecc_uncorrected", NULL};
-    unsigned watts = 60;
-    uint64_t c = 0, u = 0;
+    const char *keys[16];
+    size_t n = 0;
     int r = want(ps, t, FYNT_MAPPING, "telemetry");
 
+    for (; fake_telemetry_keys[n].name && n + 1 < GS_ARRAY_SIZE(keys); n++)
+        keys[n] = fake_telemetry_keys[n].name;
+    keys[n] = NULL;
     if (r == 0)
         r = check_keys(ps, t, keys, "telemetry");
-    tpl->temperature_c = 35;
-    tpl->sm_clock_mhz = 1410;
-    if (r == 0)
-        r = get_uint(ps, t, "gpu_util", 100, &tpl->gpu_util);
-    if (r == 0)
-        r = get_uint(ps, t, "mem_util", 100, &tpl->mem_util);
-    if (r == 0)
-        r = get_uint(ps, t, "temperature_c", 150, &tpl->temperature_c);
-    if (r == 0)
-        r = get_uint(ps, t, "power_w", 2000, &watts);
-    if (r == 0)
-        r = get_uint(ps, t, "sm_clock_mhz", 5000, &tpl->sm_clock_mhz);
-    if (r == 0)
-        r = get_u64(ps, t, "ecc_corrected", UINT32_MAX, &c);
-    if (r == 0)
-        r = get_u64(ps, t, "ecc_uncorrected", UINT32_MAX, &u);
-    tpl->power_mw = watts * 1000;
-    tpl->ecc_corrected = c;
-    tpl->ecc_uncorrected = u;
-    tpl->has_telemetry = r == 0;
+    *ret = fake_telemetry_defaults;
+    for (size_t k = 0; r == 0 && k < n; k++) {
+        uint64_t v;
+        struct fy_node *node = get(t, keys[k]);
+        if (!node)
+            continue;
+        r = node_u64(ps, node, keys[k], fake_telemetry_keys[k].max, &v);
+        if (r == 0)
+            (void)fake_telemetry_set(ret, keys[k], v); /* in range: node_u64 checked it */
+    }
     return r;
 }
 
@@ -483,7 +473,8 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
     unsigned count = 1, numa = 0, clique = 0;
     unsigned char cluster[16] = {0};
     bool fabric = false, needs_reset = false;
-    struct fake_gpu tele = {0};
+    struct fake_telemetry tele = {0};
+    bool has_tele = false;
     size_t n_reqs = 0;
     bool mig_enabled = false;
     int r = want(ps, e, FYNT_MAPPING, "a gpus entry");
@@ -520,8 +511,10 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         r = get_uint(ps, e, "numa_node", 1023, &numa);
     if (r == 0 && get(e, "mig"))
         r = parse_mig(ps, get(e, "mig"), &model, &mig_enabled, reqs, &n_reqs, req_nodes);
-    if (r == 0 && get(e, "telemetry"))
+    if (r == 0 && get(e, "telemetry")) {
         r = parse_telemetry(ps, get(e, "telemetry"), &tele);
+        has_tele = r == 0;
+    }
     if (r == 0 && get(e, "mig_needs_reset"))
         r = get_bool(ps, e, "mig_needs_reset", &needs_reset);
     if (r == 0 && get(e, "fabric")) {
@@ -555,14 +548,8 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         g->mig_current = g->mig_pending = mig_enabled;
         g->fabric = fabric;
         g->mig_needs_reset = needs_reset;
-        g->has_telemetry = tele.has_telemetry;
-        g->gpu_util = tele.gpu_util;
-        g->mem_util = tele.mem_util;
-        g->temperature_c = tele.temperature_c;
-        g->power_mw = tele.power_mw;
-        g->sm_clock_mhz = tele.sm_clock_mhz;
-        g->ecc_corrected = tele.ecc_corrected;
-        g->ecc_uncorrected = tele.ecc_uncorrected;
+        g->has_telemetry = has_tele;
+        g->tele = tele;
         memcpy(g->fabric_cluster, cluster, sizeof(cluster));
         g->fabric_clique = clique;
         ec->m->n_gpus++;

@@ -236,7 +236,7 @@ nvmlReturn_t fake_enter(const char *fn, nvmlDevice_t dev, bool mutate, struct fa
     if (mutate)
         ctx.lock_fd = state_lock();
     state_refresh();
-    fake_live_refresh(ctx.m); /* telemetry_live.c: run-time telemetry and processes */
+    fake_live_refresh(ctx.m); /* telemetry.c: run-time telemetry and processes */
     if (ret_g) /* the caller needs a device: a NULL or foreign handle is INVALID_ARGUMENT */
         rc = resolve(dev, &g, &ci);
     if (rc == NVML_SUCCESS && g && g->lost)
@@ -791,8 +791,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci || g->mig_current == NVML_DEVICE_MIG_ENABLE)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    utilization->gpu = g->has_telemetry ? g->gpu_util : g->n_procs ? 30 : 0;
-    utilization->memory = g->has_telemetry ? g->mem_util : g->n_procs ? 10 : 0;
+    utilization->gpu = fake_telemetry_of(g).gpu_util;
+    utilization->memory = fake_telemetry_of(g).mem_util;
     return fake_leave(NVML_SUCCESS);
 }
 
@@ -804,7 +804,7 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensor
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    *temp = g->has_telemetry ? g->temperature_c : 35 + (g->n_procs ? 10 : 0);
+    *temp = fake_telemetry_of(g).temperature_c;
     return fake_leave(NVML_SUCCESS);
 }
 
@@ -815,6 +815,6 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    *power = g->has_telemetry ? g->power_mw : 60000 + (g->n_procs ? 90000 : 0); /* mW */
+    *power = fake_telemetry_of(g).power_mw;
     return fake_leave(NVML_SUCCESS);
 }

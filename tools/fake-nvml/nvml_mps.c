@@ -46,7 +46,7 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, u
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    *clock = g->has_telemetry ? g->sm_clock_mhz : 1410;
+    *clock = fake_telemetry_of(g).sm_clock_mhz;
     return fake_leave(NVML_SUCCESS);
 }
 
@@ -63,7 +63,8 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorTyp
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    *count = type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? g->ecc_corrected : g->ecc_uncorrected;
+    *count = type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? fake_telemetry_of(g).ecc_corrected
+                                                      : fake_telemetry_of(g).ecc_uncorrected;
     return fake_leave(NVML_SUCCESS);
 }
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* telemetry_live.c: telemetry and processes that change while a program runs. Lines
+/* telemetry.c: a fake GPU's telemetry — its keys and limits (shared with the machine file's
+ * `telemetry:`), the values derived when none is given — and what changes while a program
+ * runs. Lines
  * appended to FAKE_NVML_EVENTS (the file XIDs come from; event sets skip these lines):
  *   telemetry <gpu index|GPU UUID> <key> <value>   keys as in the machine file's telemetry:
  *   proc <gpu index|GPU UUID|MIG UUID> <pid> <used_mib> [<sm_util>]   start or change
@@ -8,6 +10,7 @@
  *                                         NVML_ERROR_GPU_IS_LOST) / back after a reset
  * Each library instance applies the file in order from its start on its next call, so all
  * processes using the machine agree. Malformed lines and out-of-range values are skipped. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,53 +29,81 @@ static struct fake_gpu *find_gpu(struct fake_machine *m, const char *who, struct
     return fake_find_uuid(who, ret_ci);
 }
 
-/* A GPU's telemetry becomes explicit at its first change: the derived values are kept. */
-static void make_explicit(struct fake_gpu *g)
+const struct fake_telemetry_key fake_telemetry_keys[] = {
+    {"gpu_util", 100},
+    {"mem_util", 100},
+    {"temperature_c", 150},
+    {"power_w", 2000},
+    {"sm_clock_mhz", 5000},
+    {"ecc_corrected", UINT32_MAX},
+    {"ecc_uncorrected", UINT32_MAX},
+    {NULL, 0},
+};
+
+const struct fake_telemetry fake_telemetry_defaults = {
+    .temperature_c = 35, .power_mw = 60000, .sm_clock_mhz = 1410};
+
+int fake_telemetry_set(struct fake_telemetry *t, const char *key, uint64_t v)
 {
-    if (g->has_telemetry)
-        return;
-    g->has_telemetry = true;
-    g->gpu_util = g->n_procs ? 30 : 0;
-    g->mem_util = g->n_procs ? 10 : 0;
-    g->temperature_c = 35 + (g->n_procs ? 10 : 0);
-    g->power_mw = 60000 + (g->n_procs ? 90000 : 0);
-    g->sm_clock_mhz = 1410;
-    g->ecc_corrected = g->ecc_uncorrected = 0;
+    size_t k = 0;
+
+    while (fake_telemetry_keys[k].name && strcmp(fake_telemetry_keys[k].name, key) != 0)
+        k++;
+    if (!fake_telemetry_keys[k].name)
+        return -ENOENT;
+    if (v > fake_telemetry_keys[k].max)
+        return -ERANGE;
+    switch (k) {
+    case 0:
+        t->gpu_util = (unsigned)v;
+        break;
+    case 1:
+        t->mem_util = (unsigned)v;
+        break;
+    case 2:
+        t->temperature_c = (unsigned)v;
+        break;
+    case 3:
+        t->power_mw = (unsigned)v * 1000;
+        break;
+    case 4:
+        t->sm_clock_mhz = (unsigned)v;
+        break;
+    case 5:
+        t->ecc_corrected = v;
+        break;
+    default:
+        t->ecc_uncorrected = v;
+        break;
+    }
+    return 0;
 }
 
+struct fake_telemetry fake_telemetry_of(const struct fake_gpu *g)
+{
+    struct fake_telemetry t = fake_telemetry_defaults;
+
+    if (g->has_telemetry)
+        return g->tele;
+    if (g->n_procs) { /* busy */
+        t.gpu_util = 30;
+        t.mem_util = 10;
+        t.temperature_c += 10;
+        t.power_mw += 90000;
+    }
+    return t;
+}
+
+/* A GPU's telemetry becomes explicit at its first change: the derived values are kept. */
 static void apply_telemetry(struct fake_gpu *g, const char *key, const char *value)
 {
+    struct fake_telemetry t = fake_telemetry_of(g);
     uint64_t v;
 
-    if (parse_uint64(value, &v) < 0)
+    if (parse_uint64(value, &v) < 0 || fake_telemetry_set(&t, key, v) < 0)
         return;
-    if ((strcmp(key, "gpu_util") == 0 || strcmp(key, "mem_util") == 0) && v > 100)
-        return;
-    if ((strcmp(key, "temperature_c") == 0 && v > 150) ||
-        (strcmp(key, "power_w") == 0 && v > 2000) ||
-        (strcmp(key, "sm_clock_mhz") == 0 && v > 5000) ||
-        (str_startswith(key, "ecc_") && v > UINT32_MAX))
-        return;
-    if (strcmp(key, "gpu_util") != 0 && strcmp(key, "mem_util") != 0 &&
-        strcmp(key, "temperature_c") != 0 && strcmp(key, "power_w") != 0 &&
-        strcmp(key, "sm_clock_mhz") != 0 && strcmp(key, "ecc_corrected") != 0 &&
-        strcmp(key, "ecc_uncorrected") != 0)
-        return;
-    make_explicit(g);
-    if (strcmp(key, "gpu_util") == 0)
-        g->gpu_util = (unsigned)v;
-    else if (strcmp(key, "mem_util") == 0)
-        g->mem_util = (unsigned)v;
-    else if (strcmp(key, "temperature_c") == 0)
-        g->temperature_c = (unsigned)v;
-    else if (strcmp(key, "power_w") == 0)
-        g->power_mw = (unsigned)v * 1000;
-    else if (strcmp(key, "sm_clock_mhz") == 0)
-        g->sm_clock_mhz = (unsigned)v;
-    else if (strcmp(key, "ecc_corrected") == 0)
-        g->ecc_corrected = v;
-    else
-        g->ecc_uncorrected = v;
+    g->tele = t;
+    g->has_telemetry = true;
 }
 
 static void apply_proc(struct fake_gpu *g, const struct fake_ci *ci, const char *pid_s,
