@@ -9,6 +9,7 @@
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import stat
@@ -39,6 +40,11 @@ def _compile_proto():
 
 PB_DIR, pb = _compile_proto()
 DP = "/v1beta1.DevicePlugin/"
+
+
+def unhealthy(m):
+    """The IDs a ListAndWatch answer marks Unhealthy, sorted."""
+    return sorted(x.ID for x in m.devices if x.health == "Unhealthy")
 
 
 def wait_until(cond, timeout=10.0, what="condition"):
@@ -426,7 +432,6 @@ class DaemonTest(unittest.TestCase):
     def test_metrics_healthz_readyz(self):
         """--metrics-address: /healthz answers through the loop, /readyz once every resource
         is registered, /metrics parses with Prometheus' own parser and follows Allocate."""
-        import re
         import urllib.error
         import urllib.request
         from prometheus_client.parser import text_string_to_metric_families
@@ -720,20 +725,30 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(len(unhealthy), 8, d.logtext()[-3000:])
         self.assertStoppedClean(d)
 
-    def test_health_recovers_after_quiet_period(self):
-        """Health that recovers: XID 31 (ignored) changes nothing; XID 62 makes GPU 2
-        Unhealthy, Healthy again after the (shortened) recovery time without a new XID;
-        XID 79 (fallen off the bus: needs a reset) never recovers."""
-        d = self.start("h100-nvswitch-8.yaml", args=["--health-recovery-after", "600ms",
-                                                     "--metrics-address", "127.0.0.1:0",
-                                                     "--metrics-sample-interval", "1h"])
+    def start_health(self, args):
+        """An 8 x H100 node with the metrics endpoint, its device list watched once the
+        health thread runs: the daemon, the watch and the device IDs."""
+        d = self.start("h100-nvswitch-8.yaml",
+                       args=["--metrics-address", "127.0.0.1:0"] + list(args))
         self.registered(d, 1)
         w = Watch(d.sock("nvidia-gpu.sock"))
         ids = [x.ID for x in w.next().devices]
         wait_until(lambda: "health: watching XID events" in d.logtext(), what="health thread")
+        return d, w, ids
 
-        def unhealthy(m):
-            return sorted(x.ID for x in m.devices if x.health == "Unhealthy")
+    @staticmethod
+    def metrics_text(d):
+        import urllib.request
+        port = int(re.search(r"\(port (\d+)\)", d.logtext()).group(1))
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            return port, r.read().decode()
+
+    def test_health_recovers_after_quiet_period(self):
+        """Health that recovers: XID 31 (ignored) changes nothing; XID 62 makes GPU 2
+        Unhealthy, Healthy again after the (shortened) recovery time without a new XID;
+        XID 79 (fallen off the bus: needs a reset) never recovers."""
+        d, w, ids = self.start_health(["--health-recovery-after", "600ms",
+                                       "--metrics-sample-interval", "1h"])
         with open(d.events, "a") as f:
             f.write("xid 1 31\n")
             f.flush()
@@ -752,11 +767,7 @@ class DaemonTest(unittest.TestCase):
             w.next(timeout=1.5)  # and 79 does not come back
         w.close()
         # each change is a metric with its reason (31 is ignored: no change, no series)
-        import re
-        import urllib.request
-        port = int(re.search(r"\(port (\d+)\)", d.logtext()).group(1))
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
-            text = r.read().decode()
+        port, text = self.metrics_text(d)
         for reason in ("xid-62", "xid-79", "recovered"):
             self.assertIn('gpuslice_health_changes_total{reason="%s"} 1\n' % reason, text)
         self.assertNotIn('reason="xid-31"', text)
@@ -782,15 +793,7 @@ class DaemonTest(unittest.TestCase):
         and it answers again (it was reset), it is re-read and its devices are Healthy, with
         a log line, an Event's text and reason="reset" in the metrics. A GPU with XID 79
         that was never seen lost stays Unhealthy."""
-        d = self.start("h100-nvswitch-8.yaml", args=["--health-recovery-after", "300ms",
-                                                     "--metrics-address", "127.0.0.1:0"])
-        self.registered(d, 1)
-        w = Watch(d.sock("nvidia-gpu.sock"))
-        ids = [x.ID for x in w.next().devices]
-        wait_until(lambda: "health: watching XID events" in d.logtext(), what="health thread")
-
-        def unhealthy(m):
-            return sorted(x.ID for x in m.devices if x.health == "Unhealthy")
+        d, w, ids = self.start_health(["--health-recovery-after", "300ms"])
         with open(d.events, "a") as f:
             f.write("xid 3 79\nxid 4 79\n")
         m = w.next()
@@ -811,11 +814,7 @@ class DaemonTest(unittest.TestCase):
         print("GPU back after reset -> Healthy in %.0f ms" % (took * 1e3), file=sys.stderr)
         self.waitLog(d, "GPU %s answers again after it was lost (xid=79)" % ids[3])
         self.waitLog(d, "GPU back after a reset")  # the inventory is read again
-        import re
-        import urllib.request
-        port = int(re.search(r"\(port (\d+)\)", d.logtext()).group(1))
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
-            text = r.read().decode()
+        _, text = self.metrics_text(d)
         self.assertIn('gpuslice_health_changes_total{reason="reset"} 1\n', text)
         self.assertIn('gpuslice_health_changes_total{reason="xid-79"} 2\n', text)
         with self.assertRaises(queue.Empty):

@@ -145,7 +145,6 @@ class PodMetrics(ReloadCase):
         """Telemetry and processes changed while the daemon runs (fake NVML `telemetry` and
         `proc` lines): the next samples show the new utilization, the pod's new memory and
         SM share, and a host process that exited is gone."""
-        from prometheus_client.parser import text_string_to_metric_families
         machine = os.path.join(self.root, "l20")
         write_file(machine + ".yaml",
                    "gpus:\n  - model: NVIDIA L20\n    processes:\n"
@@ -177,13 +176,7 @@ class PodMetrics(ReloadCase):
         port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
 
         def values():
-            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
-                text = r.read().decode()
-            out = {}
-            for f in text_string_to_metric_families(text):
-                for s in f.samples:
-                    out.setdefault(s.name, []).append(s)
-            return out
+            return self.samples(port)
 
         def pod_value(v, name):
             got = [s.value for s in v.get(name, []) if s.labels.get("pod") == "p0"]
