@@ -3,6 +3,7 @@
 #   make test     build and run the whole test suite (CTest)
 #   make asan     the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz     build the libFuzzer targets and run each for FUZZ_SECONDS on its corpus
+#                 (every other build links them with fuzz/standalone.c; CTest replays seeds)
 #   make bench    run the benchmarks; JSON lines on stdout, also in build/bench.json
 #   make demo     replay the seed's production incident on fake nodes
 #   make check    clang-format, clang-tidy (.clang-tidy) and scripts/check-style
