@@ -606,6 +606,8 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     r = daemon_start_plugins(&d, err);
     if (r < 0)
         goto out;
+    if (daemon__mps_any_down(&d)) /* a control daemon did not start: its devices Unhealthy */
+        daemon__apply(&d, 0, "MPS control daemon");
     d.health = daemon__health_start(o, &d.xid, d.snap);
     daemon__recovery_watch(&d);
     daemon__labels_start(&d);

@@ -204,6 +204,8 @@ const char *daemon__mig_state(const struct daemon *d);
 /* --mps-control=internal: the control daemons snap's MPS resources need (started, stopped,
  * restarted as the model changes). */
 int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err);
+/* True when an MPS resource of the current snapshot has no serving control daemon. */
+bool daemon__mps_any_down(const struct daemon *d);
 void daemon__mps_health_marks(const struct daemon *d, struct model *m);
 int daemon__mps_fd(const struct daemon *d);
 /* Internal MPS: 1 when resource's control daemon is up, 0 when not, -1 when this daemon does

@@ -124,7 +124,23 @@ int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct 
     }
     r = d->mps ? mps_supervisor_set(d->mps->sup, specs, n, err) : 0;
     free(specs);
+    /* a daemon that did not start was reported (report callback) and is retried with
+     * backoff, its devices Unhealthy meanwhile: not a reason to stop serving the rest */
+    if (r < 0 && r != -E2BIG) {
+        *err = (struct error){0};
+        r = 0;
+    }
     return r;
+}
+
+bool daemon__mps_any_down(const struct daemon *d)
+{
+    const struct model *m = dp_snapshot_model(d->snap);
+    for (size_t i = 0; d->mps && m && i < m->n_resources; i++)
+        if (m->resources[i].sharing == CFG_SHARING_MPS &&
+            !mps_supervisor_up(d->mps->sup, m->resources[i].name))
+            return true;
+    return false;
 }
 
 void daemon__mps_health_marks(const struct daemon *d, struct model *m)

@@ -23,6 +23,13 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
+/* The backoff starts again from BACKOFF_MIN_MS only once a daemon has stayed up this long: a
+ * daemon that dies shortly after every start is restarted at growing intervals. */
+#define STABLE_UP_MS 30000
+/* A daemon restarted after a crash serves (its devices Healthy, .ready) only once it has
+ * stayed up this long, so a crash loop keeps its devices Unhealthy instead of flipping them. */
+#define PROBATION_MS 2000
+#define PID_FILE "nvidia-cuda-mps-control.pid"
 #define TAG_TIMER UINT64_MAX
 
 enum daemon_state { D_DOWN = 0, D_UP };
@@ -37,6 +44,8 @@ struct daemon {
     bool mode_set;
     unsigned backoff_ms;
     uint64_t restart_at_ms; /* 0: none */
+    uint64_t up_since_ms;   /* when it last came up */
+    bool on_probation;      /* restarted after a crash, not yet up for PROBATION_MS */
 };
 
 struct mps_supervisor {
@@ -50,6 +59,12 @@ struct mps_supervisor {
 
 static void report(const struct mps_supervisor *s, enum log_level level, const char *fmt, ...)
     GS_PRINTF(3, 4);
+
+/* Up and past its probation: its devices may be Healthy. */
+static bool serving(const struct daemon *d)
+{
+    return d->state == D_UP && !d->on_probation;
+}
 static void report(const struct mps_supervisor *s, enum log_level level, const char *fmt, ...)
 {
     char msg[ERROR_MSG_MAX];
@@ -216,9 +231,14 @@ static void arm(struct mps_supervisor *s)
 {
     uint64_t next = s->next_probe_ms;
     struct itimerspec its = {0};
-    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++)
-        if (s->d[i].in_use && s->d[i].restart_at_ms && (!next || s->d[i].restart_at_ms < next))
-            next = s->d[i].restart_at_ms;
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++) {
+        const struct daemon *d = &s->d[i];
+        uint64_t due = d->restart_at_ms;
+        if (d->in_use && d->state == D_UP && d->on_probation)
+            due = d->up_since_ms + PROBATION_MS;
+        if (d->in_use && due && (!next || due < next))
+            next = due;
+    }
     if (next) {
         uint64_t now = time_now_ms(), ms = next > now ? next - now : 1;
         its.it_value.tv_sec = (time_t)(ms / 1000);
@@ -235,7 +255,7 @@ static void write_ready(struct mps_supervisor *s)
         if (!s->d[i].in_use)
             continue;
         any = true;
-        all &= s->d[i].state == D_UP;
+        all &= serving(&s->d[i]);
     }
     (void)strbuf_printf(&p, "%s/.ready", s->root);
     if (any && all)
@@ -245,30 +265,147 @@ static void write_ready(struct mps_supervisor *s)
     strbuf_release(&p);
 }
 
+/* Opens <root>/<resource>/<leaf> as a directory without following a symbolic link below the
+ * root (the root itself is the operator's and may be one): a link there means something
+ * replaced our folder, and following it would remove files in, and serve from, another
+ * folder. Returns the fd or a negative errno with err filled. */
+static int open_dir_nofollow(const struct mps_supervisor *s, const char *resource, const char *leaf,
+                             struct error *err)
+{
+    struct strbuf rel = STRBUF_INIT;
+    char *comp, *end;
+    int fd, r;
+
+    fd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(err, -errno, "cannot open the MPS root %s: %s", s->root, strerror(errno));
+    r = strbuf_printf(&rel, "%s/%s", resource, leaf);
+    for (comp = r == 0 ? rel.buf : NULL; comp && *comp; comp = end ? end + 1 : NULL) {
+        end = strchr(comp, '/');
+        if (end)
+            *end = '\0';
+        if (!*comp)
+            continue;
+        int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            r = error_set(err, -errno,
+                          "refusing %s/%s/%s: %s is %s (remove it; gpuslice creates this "
+                          "folder itself)",
+                          s->root, resource, leaf, comp,
+                          errno == ELOOP || errno == ENOTDIR ? "a symbolic link or not a folder"
+                                                             : strerror(errno));
+            break;
+        }
+        close(fd);
+        fd = next;
+    }
+    strbuf_release(&rel);
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
+/* A control daemon an earlier gpuslice left running (killed with SIGKILL, so it never
+ * stopped its children) still serves in our pipe folder and holds the GPUs: find it by the
+ * pid file it writes there, check that the pid still is such a daemon, and stop it. Returns
+ * true when one was found. */
+static bool stop_orphan(struct mps_supervisor *s, const struct daemon *d, int pipe_fd)
+{
+    char buf[32] = {0}, comm[64] = {0}, path[64];
+    const char *base = strrchr(s->binary, '/');
+    int64_t pid = 0;
+    ssize_t n;
+    int fd, pidfd;
+
+    fd = openat(pipe_fd, PID_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[strcspn(buf, "\n")] = '\0';
+    if (parse_int64(buf, &pid) < 0 || pid <= 1 || pid > INT32_MAX || pid == (int64_t)getpid())
+        return false;
+    /* the pid may have been reused: its command name must be the binary's (15 chars) */
+    snprintf(path, sizeof(path), "/proc/%lld/comm", (long long)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+    base = base ? base + 1 : s->binary;
+    if (n <= 0 || strncmp(comm, base, strcspn(comm, "\n")) != 0)
+        return false;
+    report(s, LOG_LEVEL_WARN,
+           "control daemon for %s left running by an earlier gpuslice (pid %lld); stopping it",
+           d->spec.resource, (long long)pid);
+    pidfd = pidfd_of((pid_t)pid);
+    (void)kill((pid_t)pid, SIGTERM);
+    if (pidfd >= 0) {
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+        if (poll(&p, 1, (int)s->o.timeout_ms) <= 0)
+            (void)kill((pid_t)pid, SIGKILL);
+        close(pidfd);
+    }
+    return true;
+}
+
+/* Makes <root>/<resource>/{pipe,log} (refusing links below the root), stops a daemon left
+ * there by an earlier run and removes its stale control pipe. */
+static int prepare_dirs(struct mps_supervisor *s, struct daemon *d, bool *ret_orphan,
+                        struct error *err)
+{
+    static const char *const leaves[] = {"pipe", "log"};
+    struct strbuf path = STRBUF_INIT;
+    int r = 0, pipe_fd = -1;
+
+    for (size_t k = 0; r == 0 && k < 2; k++) {
+        r = mps_path(s->root, d->spec.resource, leaves[k], &path);
+        if (r == 0)
+            r = path_mkdir_p(strbuf_str(&path), 0755, err);
+        if (r == 0) {
+            int fd = open_dir_nofollow(s, d->spec.resource, leaves[k], err);
+            r = fd < 0 ? fd : 0;
+            if (k == 0)
+                pipe_fd = fd;
+            else if (fd >= 0)
+                close(fd);
+        }
+    }
+    if (r < 0)
+        goto out;
+    *ret_orphan = stop_orphan(s, d, pipe_fd);
+    /* a daemon that died leaves its control pipe: not a sign the new one listens */
+    if (unlinkat(pipe_fd, "control", 0) < 0 && errno != ENOENT)
+        r = error_set(err, -errno, "cannot remove the stale %s/%s/pipe/control: %s", s->root,
+                      d->spec.resource, strerror(errno));
+out:
+    if (pipe_fd >= 0)
+        close(pipe_fd);
+    strbuf_release(&path);
+    return r;
+}
+
 /* Starts the daemon of slot d: dirs, compute mode, process, limits, .started. */
 static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *err)
 {
     const struct mps_daemon_spec *sp = &d->spec;
     struct strbuf path = STRBUF_INIT, cmds = STRBUF_INIT;
-    int r = 0;
+    bool orphan = false;
+    int r;
 
-    const char *leaves[] = {"pipe", "log"};
-    for (size_t k = 0; r == 0 && k < 2; k++) {
-        r = mps_path(s->root, sp->resource, leaves[k], &path);
-        if (r == 0)
-            r = path_mkdir_p(strbuf_str(&path), 0755, err);
-    }
-    for (size_t i = 0; r == 0 && s->o.nvml && !d->mode_set && i < sp->n; i++)
+    r = prepare_dirs(s, d, &orphan, err);
+    for (size_t i = 0; r == 0 && s->o.nvml && !d->mode_set && i < sp->n; i++) {
         r = gpu_compute_mode_set(s->o.nvml, sp->uuids[i], true, &d->was_exclusive[i], err);
+        /* EXCLUSIVE_PROCESS was the orphan's doing, not the GPU's own mode */
+        if (orphan)
+            d->was_exclusive[i] = false;
+    }
     if (r == 0)
         d->mode_set = s->o.nvml != NULL;
-    if (r < 0)
-        goto out;
-    /* a daemon that died leaves its control pipe: not a sign the new one listens */
-    r = mps_path(s->root, sp->resource, "pipe/control", &path);
-    if (r == 0 && unlink(strbuf_str(&path)) < 0 && errno != ENOENT)
-        r = error_set(err, -errno, "cannot remove the stale %s: %s", strbuf_str(&path),
-                      strerror(errno));
     if (r < 0)
         goto out;
     pid_t pid = fork();
@@ -337,8 +474,11 @@ static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *e
         (void)epoll_ctl(s->epfd, EPOLL_CTL_ADD, d->pidfd, &ev);
         d->state = D_UP;
         d->restart_at_ms = 0;
-        report(s, LOG_LEVEL_INFO, "control daemon for %s up (pid %d, %zu GPU%s, %u%% threads)",
-               sp->resource, (int)d->pid, sp->n, sp->n == 1 ? "" : "s", sp->thread_pct);
+        d->up_since_ms = time_now_ms();
+        d->on_probation = d->backoff_ms > 0; /* restarted after a failure */
+        report(s, LOG_LEVEL_INFO, "control daemon for %s up (pid %d, %zu GPU%s, %u%% threads%s)",
+               sp->resource, (int)d->pid, sp->n, sp->n == 1 ? "" : "s", sp->thread_pct,
+               d->on_probation ? "; its devices stay Unhealthy until it has been up 2 s" : "");
     }
 out:
     strbuf_release(&path);
@@ -348,6 +488,8 @@ out:
 
 static void schedule_restart(struct mps_supervisor *s, struct daemon *d)
 {
+    if (d->up_since_ms && time_now_ms() - d->up_since_ms >= STABLE_UP_MS)
+        d->backoff_ms = 0; /* it had been up a good while: a fresh failure */
     d->backoff_ms = d->backoff_ms ? d->backoff_ms * 2 : BACKOFF_MIN_MS;
     if (d->backoff_ms > BACKOFF_MAX_MS)
         d->backoff_ms = BACKOFF_MAX_MS;
@@ -366,6 +508,7 @@ static void went_down(struct mps_supervisor *s, struct daemon *d, const char *wh
     d->pidfd = -1;
     d->pid = 0;
     d->state = D_DOWN;
+    d->on_probation = false;
     (void)mps_path(s->root, d->spec.resource, ".started", &p);
     (void)unlink(strbuf_str(&p));
     strbuf_release(&p);
@@ -522,7 +665,7 @@ bool mps_supervisor_up(const struct mps_supervisor *s, const char *resource)
 {
     for (size_t i = 0; s && i < MPS_MAX_DAEMONS; i++)
         if (s->d[i].in_use && strcmp(s->d[i].spec.resource, resource) == 0)
-            return s->d[i].state == D_UP;
+            return serving(&s->d[i]);
     return true; /* not ours to supervise */
 }
 
@@ -559,11 +702,21 @@ void mps_supervisor_dispatch(struct mps_supervisor *s, bool *ret_changed)
         d->restart_at_ms = 0;
         if (start_one(s, d, &err) == 0) {
             s->restarts++;
-            d->backoff_ms = 0;
             *ret_changed = true;
         } else {
             report(s, LOG_LEVEL_ERROR, "restarting: %s", err.msg);
             schedule_restart(s, d);
+        }
+    }
+    /* restarted daemons that stayed up long enough serve again */
+    for (size_t i = 0; i < MPS_MAX_DAEMONS; i++) {
+        struct daemon *d = &s->d[i];
+        if (d->in_use && d->state == D_UP && d->on_probation &&
+            now >= d->up_since_ms + PROBATION_MS) {
+            d->on_probation = false;
+            report(s, LOG_LEVEL_INFO, "control daemon for %s stayed up %d ms after its restart",
+                   d->spec.resource, PROBATION_MS);
+            *ret_changed = true;
         }
     }
     /* health probes: a daemon that does not answer is wedged, hence dead */

@@ -178,6 +178,76 @@ class Mps(ReloadCase):
         wait_for(lambda: not alive(pid), 5, "daemon gone")
         self.assertFalse(os.path.exists(os.path.join(self.mps_root, ".ready")))
 
+    def test_crash_loop_backs_off_and_stays_unhealthy(self):
+        """Issue 19: a daemon that dies 0.4 s after each start is restarted at growing
+        intervals (100 ms doubling to 10 s, not reset by a start that does not last), its
+        devices stay Unhealthy meanwhile, and serve again once a start lasts."""
+        crash_file = os.path.join(self.root, "crash")
+        write_file(crash_file, "")
+        write_file(self.cfg, mps_config(self.mps_root))
+        # the daemons inherit the plugin's environment, hence the fake's crash hook
+        n2 = self.node(self.machine, ["--config-file", self.cfg, "--mps-control", "internal",
+                                      "--mps-control-binary", FAKE_MPS,
+                                      "--mps-probe-interval", "300ms",
+                                      "--metrics-address", "127.0.0.1:0"],
+                       env={"FAKE_MPS_CRASH_AFTER_MS": "400", "FAKE_MPS_CRASH_FILE": crash_file})
+        log = os.path.join(self.mps_root, GPU, "log/control.log")
+        t0 = time.monotonic()
+        wait_for(lambda: os.path.exists(log), 10, "the first daemon started")
+        healthy_after_1s = []
+        while time.monotonic() - t0 < 20:
+            if time.monotonic() - t0 > 1.5 and self.allocatable(n2, GPU):
+                healthy_after_1s.append(round(time.monotonic() - t0, 2))
+            time.sleep(0.1)
+
+        def starts():
+            with open(log) as f:
+                return f.read().count("control daemon started")
+        n_20s = starts()
+        print("crash loop: %d starts in 20 s" % n_20s, file=sys.stderr)
+        self.assertGreaterEqual(n_20s, 5)  # it is restarted...
+        self.assertLessEqual(n_20s, 9)     # ...at growing intervals (was 40 in 20 s)
+        self.assertEqual(healthy_after_1s, [])
+        restarts = self.metric(n2, "gpuslice_mps_daemon_restarts_total")
+        self.assertGreaterEqual(restarts, 2 * (n_20s - 1) - 1)  # both resources crash-loop
+        # the crash stops: the next start lasts, and its devices serve again
+        os.unlink(crash_file)
+        self.wait_capacity(n2, 4, 20)
+        self.assertEqual(self.metric(n2, 'gpuslice_mps_daemon_up{resource="%s"}' % GPU), 1)
+
+    def test_daemon_left_by_a_killed_plugin_is_stopped(self):
+        """Issue 19: a plugin killed with SIGKILL leaves its control daemon running; the next
+        plugin finds it by its pid file, stops it and starts its own."""
+        n = self.start(mps_config(self.mps_root))
+        self.wait_capacity(n, 4, 10)
+        old = int(self.st(GPU)["pid"])
+        n.daemon.kill()
+        n.daemon.wait()
+        n.daemon = None
+        self.assertTrue(alive(old))  # the orphan
+        n2 = self.start(mps_config(self.mps_root))
+        self.wait_capacity(n2, 4, 10)
+        wait_for(lambda: not alive(old), 5, "the orphan stopped")
+        self.assertNotEqual(int(self.st(GPU)["pid"]), old)
+        self.assertIn("left running by an earlier gpuslice (pid %d)" % old, self.log_text(n2))
+
+    def test_symlinked_pipe_folder_is_refused(self):
+        """Issue 19: <mps-root>/<resource>/pipe replaced by a symbolic link to another folder:
+        nothing in the link's target is removed and no daemon serves there."""
+        elsewhere = os.path.join(self.root, "elsewhere")
+        os.makedirs(elsewhere)
+        write_file(os.path.join(elsewhere, "control"), "not ours")
+        os.makedirs(os.path.join(self.mps_root, GPU))
+        os.symlink(elsewhere, os.path.join(self.mps_root, GPU, "pipe"))
+        n = self.start(mps_config(self.mps_root))
+        self.wait_capacity(n, 2, 10, LARGE)  # the other resource is fine
+        wait_for(lambda: "refusing %s/%s/pipe" % (self.mps_root, GPU) in self.log_text(n), 5,
+                 "the link refused")
+        self.assertEqual(self.allocatable(n, GPU) or 0, 0)
+        with open(os.path.join(elsewhere, "control")) as f:
+            self.assertEqual(f.read(), "not ours")
+        self.assertEqual(os.listdir(elsewhere), ["control"])
+
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

@@ -6,7 +6,9 @@
  * The daemon keeps the limits it is given, refuses what the real one refuses, logs every
  * command to CUDA_MPS_LOG_DIRECTORY/control.log and writes what it holds to
  * <log dir>/fake-mps.state for tests. Test hooks: the command `fake_hang` makes it stop
- * answering, `fake_crash` makes it abort. docs/fake-nvml.md (fake MPS). */
+ * answering, `fake_crash` makes it abort; FAKE_MPS_CRASH_AFTER_MS=<n> makes every daemon die
+ * (SIGALRM) n ms after it starts, a crash loop (only while the file FAKE_MPS_CRASH_FILE
+ * exists, when that is set). docs/fake-nvml.md (fake MPS). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -189,6 +192,14 @@ static int serve(bool notify_parent, int ready_fd)
         close(ready_fd);
     }
     signal(SIGPIPE, SIG_IGN);
+    const char *crash = getenv("FAKE_MPS_CRASH_AFTER_MS");
+    const char *crash_file = getenv("FAKE_MPS_CRASH_FILE");
+    if (crash && *crash && (!crash_file || access(crash_file, F_OK) == 0)) {
+        long ms = strtol(crash, NULL, 10); /* test hook: no validation needed */
+        struct itimerval it = {.it_value = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000}};
+        signal(SIGALRM, SIG_DFL);
+        (void)setitimer(ITIMER_REAL, &it, NULL);
+    }
     for (;;) {
         int c = accept(lfd, NULL, NULL);
         if (c < 0)
