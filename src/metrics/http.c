@@ -5,6 +5,7 @@
  * loop stuck in a call fails the liveness probe. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -37,6 +38,8 @@ static struct {
     const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *, enum MHD_DaemonInfoType,
                                                    ...);
     const char *(*lookup_value)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *,
+                                                           enum MHD_ConnectionInfoType, ...);
 } mhd;
 static pthread_mutex_t mhd_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -74,6 +77,7 @@ static int mhd_load(struct error *err)
     MHD_SYM(destroy_response, "MHD_destroy_response");
     MHD_SYM(get_daemon_info, "MHD_get_daemon_info");
     MHD_SYM(lookup_value, "MHD_lookup_connection_value");
+    MHD_SYM(get_connection_info, "MHD_get_connection_info");
 #undef MHD_SYM
     mhd.loaded = true;
     h = NULL; /* stays loaded for the life of the process */
@@ -84,8 +88,25 @@ out:
     return r;
 }
 
+/* What keeps /healthz and /readyz answering while other clients misbehave (idle or
+ * slowloris connections, issue 19): one client address holds at most HTTP_PER_IP
+ * connections; clients from elsewhere than this host's own addresses (the kubelet probes from
+ * the node) share HTTP_REMOTE_MAX of the HTTP_CONNECTIONS slots, so the rest stay free for
+ * the probes; a connection idle for HTTP_IDLE_S is closed. Requests are served from one
+ * epoll thread and never block on a slow client. */
+#define HTTP_CONNECTIONS 256u
+#define HTTP_REMOTE_MAX 224u
+#define HTTP_PER_IP 8u
+#define HTTP_IDLE_S 5u
+#define HTTP_MAX_LOCAL_ADDRS 64
+
 struct metrics_server {
     struct MHD_Daemon *mhd;
+    /* this host's addresses at start, and connections from elsewhere now open (touched by
+     * the epoll thread only) */
+    struct sockaddr_storage local[HTTP_MAX_LOCAL_ADDRS];
+    size_t n_local;
+    unsigned n_remote;
     unsigned port;
     int ping_fd; /* eventfd: the loop reads it and calls metrics_server_pong() */
     pthread_mutex_t lock;
@@ -262,6 +283,67 @@ static int parse_address(const char *address, struct sockaddr_in *sa, struct err
     return 0;
 }
 
+static void local_addrs(struct metrics_server *s)
+{
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) < 0)
+        return;
+    for (struct ifaddrs *i = ifa; i && s->n_local < HTTP_MAX_LOCAL_ADDRS; i = i->ifa_next) {
+        if (!i->ifa_addr ||
+            (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+            continue;
+        memcpy(&s->local[s->n_local++], i->ifa_addr,
+               i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                 : sizeof(struct sockaddr_in6));
+    }
+    freeifaddrs(ifa);
+}
+
+static bool is_local(const struct metrics_server *s, const struct sockaddr *a)
+{
+    for (size_t i = 0; a && i < s->n_local; i++) {
+        const struct sockaddr *l = (const struct sockaddr *)&s->local[i];
+        if (l->sa_family != a->sa_family)
+            continue;
+        if (a->sa_family == AF_INET && ((const struct sockaddr_in *)l)->sin_addr.s_addr ==
+                                           ((const struct sockaddr_in *)a)->sin_addr.s_addr)
+            return true;
+        if (a->sa_family == AF_INET6 &&
+            memcmp(&((const struct sockaddr_in6 *)l)->sin6_addr,
+                   &((const struct sockaddr_in6 *)a)->sin6_addr, sizeof(struct in6_addr)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Accept policy: clients from elsewhere get at most HTTP_REMOTE_MAX slots in all. */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    const struct metrics_server *s = cls;
+    (void)len;
+    return is_local(s, addr) || s->n_remote < HTTP_REMOTE_MAX ? MHD_YES : MHD_NO;
+}
+
+/* Counts the open connections from elsewhere (the socket context marks them). */
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    static char remote_mark;
+    struct metrics_server *s = cls;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            mhd.get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!ci || !is_local(s, ci->client_addr)) {
+            *socket_context = &remote_mark;
+            s->n_remote++;
+        }
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context == &remote_mark) {
+        *socket_context = NULL;
+        s->n_remote--;
+    }
+}
+
 int metrics_server_start(const char *address, struct metrics_server **ret, struct error *err)
 {
     struct metrics_server *s;
@@ -289,10 +371,12 @@ int metrics_server_start(const char *address, struct metrics_server **ret, struc
         r = error_set(err, -errno, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    s->mhd =
-        mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, s,
-                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    local_addrs(s);
+    s->mhd = mhd.start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, accept_policy, s, handle, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_S,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
     if (!s->mhd) {
         r = error_set(err, -EADDRINUSE,
                       "--metrics-address '%s': cannot listen (address in "
