@@ -24,13 +24,25 @@
  * server delayed XID -> Unhealthy by 1.8 s when Events were posted inline). Bounded: when
  * full, the oldest is dropped and counted. */
 #define KUBE_EVENT_QUEUE 32
-
-enum kube_item_kind { ITEM_EVENT = 0, ITEM_LABEL, ITEM_PAUSE_OPERANDS, ITEM_RESUME_OPERANDS };
+/* Node state (the MIG state label, NVIDIA's operand labels) is desired state, not a message:
+ * the poster re-asserts what did not reach the Node, retrying from NODE_RETRY_MIN_MS doubling
+ * to NODE_RETRY_MAX_MS, so one failed PATCH (an API server restart) never leaves the node
+ * saying "pending" or the operands paused for ever. */
+#define KUBE_MAX_NODE_LABELS 8
+#define NODE_RETRY_MIN_MS 250u
+#define NODE_RETRY_MAX_MS 30000u
+/* A refused Event is logged as a warning, then at most once a minute with a count. */
+#define EVENT_WARN_INTERVAL_MS 60000u
 
 struct kube_event_item {
-    enum kube_item_kind kind; /* ITEM_LABEL: reason is the key, message the value */
     char reason[64];
     char message[1024];
+};
+
+struct node_label {
+    char key[128];
+    char value[128]; /* "" removes the label */
+    bool pending;    /* not yet on the Node */
 };
 
 struct daemon__kube {
@@ -46,7 +58,16 @@ struct daemon__kube {
     bool stop;
     unsigned long long dropped;
     char *node;
+    /* desired node state, under lock; `paused` belongs to the poster thread */
+    struct node_label labels[KUBE_MAX_NODE_LABELS];
+    size_t n_labels;
+    bool operands_paused, operands_pending;
+    unsigned retry_ms;
+    uint64_t retry_at_ms;
     char **paused; /* nvidia.com/gpu.deploy.* labels we set to paused-for-mig-change */
+    /* refused Events (poster thread) */
+    unsigned long long event_failures;
+    uint64_t next_event_warn_ms;
 };
 
 #define DEPLOY_PREFIX "nvidia.com/gpu.deploy."
@@ -69,48 +90,127 @@ static int patch_label(struct daemon__kube *k, const char *key, const char *valu
     return r;
 }
 
-/* NVIDIA's operands (GPU operator) pause on nvidia.com/gpu.deploy.<operand>=paused-for-mig-
- * change while mig-manager repartitions: set the ones that are "true" to paused, and back.
- * Only labels present and true are touched, as mig-manager does. */
-static void operands(struct daemon__kube *k, bool pause)
+/* Puts back the operand labels we paused; those that fail stay listed for the next try.
+ * Returns 0 when none is left. */
+static int resume_operands(struct daemon__kube *k)
 {
     struct error err = {0};
+    char **left = NULL;
+    int r = 0;
 
-    if (!pause) {
-        for (size_t i = 0; k->paused && k->paused[i]; i++)
-            if (patch_label(k, k->paused[i], "true", &err) < 0)
-                log_warn("restoring node label %s=true: %s", k->paused[i], err.msg);
-        strv_free(k->paused);
-        k->paused = NULL;
-        return;
+    for (size_t i = 0; k->paused && k->paused[i]; i++) {
+        if (patch_label(k, k->paused[i], "true", &err) == 0) {
+            log_info("MIG: %s=true (NVIDIA operands resume)", k->paused[i]);
+            continue;
+        }
+        log_warn("restoring node label %s=true: %s; retrying", k->paused[i], err.msg);
+        (void)strv_push(&left, k->paused[i]);
+        r = -EAGAIN;
     }
+    strv_free(k->paused);
+    k->paused = left;
+    return r;
+}
+
+/* NVIDIA's operands (GPU operator) pause on nvidia.com/gpu.deploy.<operand>=paused-for-mig-
+ * change while mig-manager repartitions: set the ones that are "true" to paused. Only labels
+ * present and true are touched, as mig-manager does. Returns 0 when every one is paused
+ * (a retry reads the node again and pauses what is still true). */
+static int pause_operands(struct daemon__kube *k)
+{
     struct strbuf path = STRBUF_INIT;
+    struct error err = {0};
     char *body = NULL;
     json_t *node = NULL;
+    const char *key;
+    json_t *v;
+    int r;
+
     (void)strbuf_printf(&path, "/api/v1/nodes/%s", k->node);
-    if (kube_request(k->client, "GET", strbuf_str(&path), NULL, NULL, &body, &err) < 0) {
-        log_warn("reading node %s for %s* labels: %s", k->node, DEPLOY_PREFIX, err.msg);
+    r = kube_request(k->client, "GET", strbuf_str(&path), NULL, NULL, &body, &err);
+    if (r < 0) {
+        log_warn("reading node %s for %s* labels: %s; retrying", k->node, DEPLOY_PREFIX, err.msg);
         goto out;
     }
     node = json_loads(body, 0, NULL);
-    const char *key;
-    json_t *v;
     json_object_foreach(json_object_get(json_object_get(node, "metadata"), "labels"), key, v)
     {
         if (!str_startswith(key, DEPLOY_PREFIX) || !json_is_string(v) ||
             strcmp(json_string_value(v), "true") != 0)
             continue;
-        if (patch_label(k, key, DEPLOY_PAUSED, &err) < 0)
-            log_warn("pausing %s: %s", key, err.msg);
-        else if (strv_push(&k->paused, key) == 0)
+        if (patch_label(k, key, DEPLOY_PAUSED, &err) < 0) {
+            log_warn("pausing %s: %s; retrying", key, err.msg);
+            r = -EAGAIN;
+        } else if (!strv_contains(k->paused, key) && strv_push(&k->paused, key) == 0) {
             log_info("MIG: %s=%s (NVIDIA operands pause)", key, DEPLOY_PAUSED);
+        }
     }
 out:
     json_decref(node);
     free(body);
     strbuf_release(&path);
+    return r;
 }
 
+/* One pass over the desired node state (poster thread, lock held on entry and exit, dropped
+ * around the API calls). Returns true when all of it is on the Node. */
+static bool assert_node_state(struct daemon__kube *k)
+{
+    struct node_label want[KUBE_MAX_NODE_LABELS];
+    size_t n = k->n_labels;
+    bool pause = k->operands_paused, operands = k->operands_pending, done = true;
+
+    memcpy(want, k->labels, sizeof(want));
+    pthread_mutex_unlock(&k->lock);
+    for (size_t i = 0; i < n; i++) {
+        struct error err = {0};
+        if (!want[i].pending)
+            continue;
+        want[i].pending = patch_label(k, want[i].key, want[i].value, &err) < 0;
+        if (want[i].pending)
+            log_warn("setting node label %s=%s: %s; retrying", want[i].key, want[i].value, err.msg);
+    }
+    if (operands)
+        operands = (pause ? pause_operands(k) : resume_operands(k)) < 0;
+    pthread_mutex_lock(&k->lock);
+    /* what changed meanwhile stays pending */
+    for (size_t i = 0; i < n; i++) {
+        if (!want[i].pending && strcmp(k->labels[i].value, want[i].value) == 0)
+            k->labels[i].pending = false;
+        done &= !k->labels[i].pending;
+    }
+    if (!operands && k->operands_paused == pause)
+        k->operands_pending = false;
+    return done && !k->operands_pending;
+}
+
+static void post_event(struct daemon__kube *k, const struct kube_event_item *it)
+{
+    struct error err = {0};
+    uint64_t now;
+
+    if (kube_event_post(k->client, NULL, "Warning", it->reason, it->message, &err) == 0)
+        return;
+    k->event_failures++;
+    now = time_now_ms();
+    if (now < k->next_event_warn_ms)
+        return;
+    log_warn("posting Event %s: %s (%llu Event post%s failed; next warning in %u s at the "
+             "earliest)",
+             it->reason, err.msg, k->event_failures, k->event_failures == 1 ? "" : "s",
+             EVENT_WARN_INTERVAL_MS / 1000);
+    k->next_event_warn_ms = now + EVENT_WARN_INTERVAL_MS;
+}
+
+static bool node_state_pending(const struct daemon__kube *k)
+{
+    bool any = k->operands_pending;
+    for (size_t i = 0; i < k->n_labels; i++)
+        any |= k->labels[i].pending;
+    return any;
+}
+
+/* The poster thread: Events in order, then the node state until it is on the Node. */
 static void *event_poster(void *arg)
 {
     struct daemon__kube *k = arg;
@@ -118,25 +218,36 @@ static void *event_poster(void *arg)
     pthread_mutex_lock(&k->lock);
     for (;;) {
         struct kube_event_item it;
-        struct error err = {0};
 
-        while (!k->n && !k->stop)
-            pthread_cond_wait(&k->cond, &k->lock);
+        while (!k->stop && !k->n && !(node_state_pending(k) && time_now_ms() >= k->retry_at_ms)) {
+            struct timespec ts;
+            uint64_t now = time_now_ms();
+            if (!node_state_pending(k)) {
+                pthread_cond_wait(&k->cond, &k->lock);
+                continue;
+            }
+            time_deadline(&ts, CLOCK_MONOTONIC, (unsigned)(k->retry_at_ms - now));
+            (void)pthread_cond_timedwait(&k->cond, &k->lock, &ts);
+        }
         if (k->stop)
             break;
-        it = k->queue[k->head];
-        k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
-        k->n--;
-        pthread_mutex_unlock(&k->lock);
-        if (it.kind == ITEM_LABEL) {
-            if (patch_label(k, it.reason, it.message, &err) < 0)
-                log_warn("setting node label %s=%s: %s", it.reason, it.message, err.msg);
-        } else if (it.kind == ITEM_PAUSE_OPERANDS || it.kind == ITEM_RESUME_OPERANDS) {
-            operands(k, it.kind == ITEM_PAUSE_OPERANDS);
-        } else if (kube_event_post(k->client, NULL, "Warning", it.reason, it.message, &err) < 0) {
-            log_debug("posting Event %s: %s", it.reason, err.msg);
+        if (k->n) {
+            it = k->queue[k->head];
+            k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
+            k->n--;
+            pthread_mutex_unlock(&k->lock);
+            post_event(k, &it);
+            pthread_mutex_lock(&k->lock);
+            continue;
         }
-        pthread_mutex_lock(&k->lock);
+        if (assert_node_state(k)) {
+            k->retry_ms = 0;
+            continue;
+        }
+        k->retry_ms = k->retry_ms ? k->retry_ms * 2 : NODE_RETRY_MIN_MS;
+        if (k->retry_ms > NODE_RETRY_MAX_MS)
+            k->retry_ms = NODE_RETRY_MAX_MS;
+        k->retry_at_ms = time_now_ms() + k->retry_ms;
     }
     pthread_mutex_unlock(&k->lock);
     return NULL;
@@ -199,8 +310,12 @@ void daemon__kube_start(struct daemon *d)
         free(k);
         return;
     }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the retry deadlines */
     pthread_mutex_init(&k->lock, NULL);
-    pthread_cond_init(&k->cond, NULL);
+    pthread_cond_init(&k->cond, &ca);
+    pthread_condattr_destroy(&ca);
     k->poster_started = pthread_create(&k->poster, NULL, event_poster, k) == 0;
     if (!k->poster_started)
         log_warn("cannot start the Event thread: Events will not be posted");
@@ -298,8 +413,7 @@ void daemon__kube_on_event(struct daemon *d)
     daemon__apply(d, DAEMON_RELOAD_CONFIG, "node label");
 }
 
-static void enqueue(struct daemon *d, enum kube_item_kind kind, const char *reason,
-                    const char *message)
+void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
 {
     struct daemon__kube *k = d->kube;
     struct kube_event_item *it;
@@ -313,7 +427,6 @@ static void enqueue(struct daemon *d, enum kube_item_kind kind, const char *reas
         k->dropped++;
     }
     it = &k->queue[(k->head + k->n) % KUBE_EVENT_QUEUE];
-    it->kind = kind;
     str_copy(it->reason, reason, sizeof(it->reason));
     str_copy(it->message, message, sizeof(it->message));
     k->n++;
@@ -321,19 +434,45 @@ static void enqueue(struct daemon *d, enum kube_item_kind kind, const char *reas
     pthread_mutex_unlock(&k->lock);
 }
 
-void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
+/* A change of desired node state: tried at once, then retried until it is on the Node. */
+static void node_state_changed(struct daemon__kube *k)
 {
-    enqueue(d, ITEM_EVENT, reason, message);
+    k->retry_ms = 0;
+    k->retry_at_ms = 0;
+    pthread_cond_signal(&k->cond);
 }
 
 void daemon__kube_set_label(struct daemon *d, const char *key, const char *value)
 {
-    enqueue(d, ITEM_LABEL, key, value ? value : "");
+    struct daemon__kube *k = d->kube;
+    size_t i;
+
+    if (!k || !k->poster_started)
+        return;
+    pthread_mutex_lock(&k->lock);
+    for (i = 0; i < k->n_labels && strcmp(k->labels[i].key, key) != 0; i++)
+        ;
+    if (i < KUBE_MAX_NODE_LABELS) {
+        k->n_labels += i == k->n_labels;
+        str_copy(k->labels[i].key, key, sizeof(k->labels[i].key));
+        str_copy(k->labels[i].value, value ? value : "", sizeof(k->labels[i].value));
+        k->labels[i].pending = true;
+        node_state_changed(k);
+    }
+    pthread_mutex_unlock(&k->lock);
 }
 
 void daemon__kube_pause_operands(struct daemon *d, bool pause)
 {
-    enqueue(d, pause ? ITEM_PAUSE_OPERANDS : ITEM_RESUME_OPERANDS, "", "");
+    struct daemon__kube *k = d->kube;
+
+    if (!k || !k->poster_started)
+        return;
+    pthread_mutex_lock(&k->lock);
+    k->operands_paused = pause;
+    k->operands_pending = true;
+    node_state_changed(k);
+    pthread_mutex_unlock(&k->lock);
 }
 
 struct kube_client *daemon__kube_client(struct daemon *d)

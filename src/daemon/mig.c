@@ -62,7 +62,9 @@ static void set_state(struct daemon *d, const char *state)
 
 static void fail_change(struct daemon *d, const char *reason, const char *msg)
 {
-    log_error("MIG config %s=%s: %s", MIG_LABEL, d->mig->wanted ? d->mig->wanted : "", msg);
+    /* finish() has settled the value being worked on into `handled` already */
+    const char *value = d->mig->wanted ? d->mig->wanted : d->mig->handled;
+    log_error("MIG config %s=%s: %s", MIG_LABEL, value ? value : "", msg);
     daemon__kube_event(d, reason, msg);
     set_state(d, "failed");
 }

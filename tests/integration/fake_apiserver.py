@@ -33,6 +33,8 @@ class State:
         self.forbid = False
         self.always_gone = False  # every watch answers 410 Gone at once
         self.stall_s = 0.0  # every API request (not /_test) waits this long first
+        self.fail_patches = False  # every node PATCH answers 500 (an API server restarting)
+        self.failed_patches = 0
         self.token = token
         self.token_file = token_file
         for name in nodes:
@@ -238,6 +240,12 @@ class Handler(BaseHTTPRequestHandler):
         if parts[:1] == ["apis"] and len(parts) >= 6 and parts[3] == "namespaces":
             return self.objects(method, parts, body)
         if method == "PATCH" and parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+            with self.st.cond:
+                failing = self.st.fail_patches
+                self.st.failed_patches += failing
+            if failing:
+                return self.send_json(500, status(500, "InternalError",
+                                                  "etcdserver: leader changed"))
             return self.patch_node(parts[3], body)
         if method == "GET" and parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
             with self.st.cond:
@@ -374,6 +382,9 @@ class Handler(BaseHTTPRequestHandler):
             st.stall_s = float(q.get("seconds", "0"))
         elif cmd == "always-gone" and method == "POST":
             st.always_gone = q.get("on", "1") == "1"
+        elif cmd == "fail-patches" and method == "POST":
+            with st.cond:
+                st.fail_patches = q.get("on", "1") == "1"
         elif cmd == "forbid" and method == "POST":
             st.forbid = q.get("on", "1") == "1"
         elif cmd == "down" and method == "POST":
@@ -395,6 +406,7 @@ class Handler(BaseHTTPRequestHandler):
         elif cmd == "stats" and method == "GET":
             with st.cond:
                 return self.send_json(200, {"rv": str(st.rv), "watches_open": st.watches_open,
+                                            "failed_patches": st.failed_patches,
                                             "compacted_rv": st.compacted_rv,
                                             "down": self.server.owner.is_down})
         else:

@@ -106,6 +106,8 @@ class MigDaemon(ReloadCase):
         wait_for(lambda: [e for e in self.events() if e.get("reason") == "MigConfigFailed"], 5,
                  "a MigConfigFailed Event")
         self.assertIn("still held by pods", self.log_text(n))
+        # the value that failed is named (it was printed empty: "nvidia.com/mig.config=:")
+        self.assertIn("MIG config %s=all-3g.40gb: " % MIG_LABEL, self.log_text(n))
 
     def test_mode_change_waits_for_reboot(self):
         """A GPU whose MIG mode only changes at the next boot: state rebooting with an Event,
@@ -143,6 +145,35 @@ class MigDaemon(ReloadCase):
         self.wait_state("success")
         wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy.dcgm-exporter") == "true", 10,
                  "dcgm-exporter back to true")
+
+    def test_node_state_reasserted_after_api_errors(self):
+        """Issue 19: the API server answers 500 to every node PATCH during a layout change
+        (the state label, the operand labels); once it recovers, the Node shows success and
+        the operand labels restored within a few seconds, without another change."""
+        self.set_label("nvidia.com/gpu.deploy.dcgm-exporter", "true")
+        n = self.start()
+        self.wait_capacity(n, 2, 10)
+        n.sim.must("admit holder %s=1" % GPU)
+        self.set_label(MIG_LABEL, "all-3g.40gb")
+        self.wait_state("pending")
+        wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy.dcgm-exporter") ==
+                 "paused-for-mig-change", 10, "dcgm-exporter paused")
+        control(self.api.control_port, "POST", "/_test/fail-patches?on=1")
+        n.sim.must("delete holder")
+        self.wait_capacity(n, 4, 10, "nvidia.com/mig-3g.40gb")  # the GPUs are in the new layout
+        wait_for(lambda: control(self.api.control_port, "GET", "/_test/stats")[
+            "failed_patches"] >= 3, 10, "the state and operand PATCHes refused, and retried")
+        self.assertEqual(self.labels().get(STATE), "pending")
+        self.assertEqual(self.labels().get("nvidia.com/gpu.deploy.dcgm-exporter"),
+                         "paused-for-mig-change")
+        t0 = time.monotonic()
+        control(self.api.control_port, "POST", "/_test/fail-patches?on=0")
+        self.wait_state("success", 35)  # the retry period is at most 30 s
+        wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy.dcgm-exporter") == "true", 35,
+                 "dcgm-exporter back to true")
+        print("API back -> node state re-asserted in %.1f s" % (time.monotonic() - t0),
+              file=sys.stderr)
+        self.assertIn("retrying", self.log_text(n))
 
     def test_unknown_or_impossible_layout_fails_and_changes_nothing(self):
         cfg = os.path.join(self.root, "mig.yaml")
