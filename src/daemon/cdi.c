@@ -3,15 +3,61 @@
  * device list strategy is on: the gpu spec, and the imex-channel, gdrcopy, gds and mofed
  * specs when those are configured (Allocate names them too). Written before the first
  * resource is served (a failure stops the start: names that cannot resolve are never
- * advertised) and rewritten whenever a new snapshot changes them; a failure then keeps the
- * last good specs. */
+ * advertised) and rewritten whenever a new snapshot changes them, before that snapshot is
+ * served: a failure then keeps the last good specs and the snapshot they describe, and the
+ * change is tried again with backoff, so no name the daemon answers is missing on disk. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "cdi/cdi.h"
 #include "daemon/internal.h"
 
 #define CDI_CLASSES_MAX 5
+#define CDI_RETRY_MIN_MS 1000u
+#define CDI_RETRY_MAX_MS 30000u
+
+void daemon__cdi_retry_later(struct daemon *d, unsigned what, const char *why,
+                             const struct error *err)
+{
+    if (d->cdi_retry_fd < 0)
+        d->cdi_retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    d->cdi_retry_what |= what;
+    d->cdi_retry_ms = d->cdi_retry_ms ? d->cdi_retry_ms * 2 : CDI_RETRY_MIN_MS;
+    if (d->cdi_retry_ms > CDI_RETRY_MAX_MS)
+        d->cdi_retry_ms = CDI_RETRY_MAX_MS;
+    log_error("%s: %s; serving the current devices (their names are in the last specs "
+              "written), trying again in %u ms",
+              why, err->msg, d->cdi_retry_ms);
+    if (d->cdi_retry_fd >= 0)
+        daemon__timer_set(d->cdi_retry_fd, d->cdi_retry_ms, false);
+}
+
+void daemon__cdi_retry_done(struct daemon *d)
+{
+    if (!d->cdi_retry_ms)
+        return;
+    d->cdi_retry_ms = 0;
+    d->cdi_retry_what = 0;
+    daemon__timer_set(d->cdi_retry_fd, 0, false);
+}
+
+void daemon__cdi_on_retry(struct daemon *d)
+{
+    unsigned what = d->cdi_retry_what;
+
+    daemon__timer_drain(d->cdi_retry_fd);
+    d->cdi_retry_what = 0;
+    daemon__apply(d, what, "CDI spec retry");
+}
+
+void daemon__cdi_release(struct daemon *d)
+{
+    if (d->cdi_retry_fd >= 0)
+        close(d->cdi_retry_fd);
+    d->cdi_retry_fd = -1;
+}
 
 int daemon__cdi_update(struct daemon *d, const struct dp_snapshot *snap,
                        const struct cfg_config *cfg, bool at_start, struct error *err)
@@ -58,8 +104,6 @@ int daemon__cdi_update(struct daemon *d, const struct dp_snapshot *snap,
     }
     if (r < 0) {
         error_prefix(err, "CDI spec");
-        if (!at_start)
-            log_error("%s; keeping the last specs written", err->msg);
         goto out;
     }
     free(d->cdi_json);

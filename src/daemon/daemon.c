@@ -554,7 +554,8 @@ int daemon_run(const struct daemon_options *o, struct error *err)
                        .debounce_fd = -1,
                        .inventory_fd = -1,
                        .retire_fd = -1,
-                       .recovery_fd = -1};
+                       .recovery_fd = -1,
+                       .cdi_retry_fd = -1};
     char **warnings = NULL;
     sigset_t mask;
     int r;
@@ -635,6 +636,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             {daemon__mig_timer_fd(&d), daemon__mig_on_timer},
             {daemon__mig_done_fd(&d), daemon__mig_on_done},
             {daemon__mps_fd(&d), daemon__mps_on_event},
+            {d.cdi_retry_fd, daemon__cdi_on_retry},
         };
         struct pollfd pfd[GS_ARRAY_SIZE(fds)];
 
@@ -658,6 +660,7 @@ out:
     daemon__mig_stop(&d);
     daemon__mps_stop(&d);
     daemon__recovery_release(&d);
+    daemon__cdi_release(&d);
     daemon__metrics_stop(&d);
     daemon__labels_stop(&d);
     daemon__health_stop(d.health);

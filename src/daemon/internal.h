@@ -106,6 +106,9 @@ struct daemon {
     struct daemon__labels *labels;   /* labels.c; NULL with --labels=off */
     struct metrics_server *metrics;  /* metrics.c; NULL without --metrics-address */
     char *cdi_json;                  /* cdi.c: the spec last written (owned), NULL: none */
+    int cdi_retry_fd;                /* cdi.c: timerfd of the next try after a failed write */
+    unsigned cdi_retry_what;         /* DAEMON_RELOAD_* of the changes waiting for it */
+    unsigned cdi_retry_ms;           /* the current backoff, 0: none */
     struct daemon__mig *mig;         /* mig.c; NULL without --mig-config-file */
     struct daemon__mps *mps;         /* mps.c; NULL unless internal MPS daemons run */
     struct daemon__sampler *sampler; /* sampler.c; NULL without the metrics endpoint */
@@ -223,6 +226,14 @@ int daemon__mps_wait_external(struct daemon *d, int sfd, struct error *err);
 /* With a cdi-* device list strategy, writes the CDI spec of snap under cfg when it differs
  * from the last one written. at_start: the caller stops on failure (otherwise it is logged
  * and the last spec stays). 0 when no CDI strategy is on. */
+/* A snapshot whose CDI spec could not be written is not served: the reload (what) is tried
+ * again after a backoff (1 s doubling to 30 s) on cdi_retry_fd, and logged once per try.
+ * daemon__cdi_retry_done clears it after a snapshot is served. */
+void daemon__cdi_retry_later(struct daemon *d, unsigned what, const char *why,
+                             const struct error *err);
+void daemon__cdi_retry_done(struct daemon *d);
+void daemon__cdi_on_retry(struct daemon *d);
+void daemon__cdi_release(struct daemon *d);
 int daemon__cdi_update(struct daemon *d, const struct dp_snapshot *snap,
                        const struct cfg_config *cfg, bool at_start, struct error *err);
 

@@ -655,12 +655,18 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     }
     m = NULL;
     inv = NULL;
+    /* write first, then switch: the names a new snapshot serves must resolve on disk before
+     * it is served; if they cannot, the current snapshot stays and the change is retried */
+    if (daemon__cdi_update(d, snap, cfg ? cfg : d->cfg, false, &err) < 0) {
+        daemon__cdi_retry_later(d, what, why, &err);
+        dp_snapshot_unref(snap);
+        goto out;
+    }
+    daemon__cdi_retry_done(d);
     if (inv_changed) {
         daemon__health_stop(d->health);
         d->health = NULL;
     }
-    /* the names a new snapshot serves must resolve before it is served */
-    (void)daemon__cdi_update(d, snap, cfg ? cfg : d->cfg, false, &err);
     if (daemon__mps_update(d, snap, &err) < 0) /* MPS daemons for the new resources */
         log_error("%s: %s", why, err.msg);
     swap_snapshot(d, snap, what, why);

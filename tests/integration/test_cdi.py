@@ -149,6 +149,75 @@ class Cdi(unittest.TestCase):
         self.assertEqual(n.daemon.pid, pid)
         self.assertIsNone(n.daemon.poll())
 
+    def test_full_spec_dir_keeps_names_that_resolve(self):
+        """Issue 19: with the CDI spec folder full, a config change that renames devices
+        cannot be written: the daemon keeps serving the names in the spec on disk (no Allocate
+        answers a name the runtime cannot resolve) and writes the new spec, then switches,
+        once there is space again, without a signal."""
+        cfg = os.path.join(self.root, "config.yaml")
+
+        def write_cfg(strategy):
+            tmp = cfg + ".tmp"
+            with open(tmp, "w") as f:
+                f.write("version: v1\nflags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
+                        "    deviceIDStrategy: %s\n" % strategy)
+            os.rename(tmp, cfg)
+
+        os.makedirs(self.spec_dir)
+        filler = os.path.join(self.spec_dir, "filler")
+        if os.geteuid() == 0:  # a 1 MiB tmpfs, filled up (CI runs as root)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.spec_dir],
+                           check=True)
+            self.addCleanup(subprocess.run, ["umount", "-l", self.spec_dir])
+        write_cfg("index")
+        n = self.node("h100-nvswitch-8", config_file=cfg)
+        n.wait_allocatable(8)
+        self.assertIn("0", self.names(self.spec()))
+        if os.geteuid() == 0:
+            with open(filler, "wb") as f:
+                try:
+                    while True:
+                        f.write(b"\0" * 65536)
+                        f.flush()
+                except OSError:
+                    pass
+        else:  # without root: a folder nobody may write to
+            os.chmod(self.spec_dir, 0o555)
+        write_cfg("uuid")
+
+        def log():
+            with open(n.log.name) as f:
+                return f.read()
+        deadline = time.monotonic() + 15
+        while "trying again in" not in log():
+            self.assertLess(time.monotonic(), deadline, "the failed write was not reported")
+            time.sleep(0.05)
+        for i in range(3):  # pods admitted meanwhile get names the spec on disk resolves
+            n.sim.must("admit p%d nvidia.com/gpu=2" % i)
+            names = n.sim.must("pod p%d" % i)["pod"]["allocate_responses"][0]["cdi_devices"]
+            on_disk = self.names(self.spec())
+            for name in names:
+                self.assertIn(name[len(VENDOR):], on_disk)
+            n.sim.must("delete p%d" % i)
+        self.assertNotIn("GPU-", "".join(self.names(self.spec())))
+        # space again: rewritten within the retry period (1 s doubling), no SIGHUP
+        if os.geteuid() == 0:
+            os.unlink(filler)
+        else:
+            os.chmod(self.spec_dir, 0o755)
+        s = self.wait_spec(lambda s: "0" not in self.names(s), 35)
+        self.assertEqual(len([x for x in self.names(s) if x.startswith("GPU-")]), 8)
+        deadline = time.monotonic() + 10
+        while True:  # and the daemon switches to the names it now wrote
+            n.sim.must("admit q nvidia.com/gpu=1")
+            names = n.sim.must("pod q")["pod"]["allocate_responses"][0]["cdi_devices"]
+            n.sim.must("delete q")
+            if names[0][len(VENDOR):].startswith("GPU-"):
+                break
+            self.assertLess(time.monotonic(), deadline, "still the old names: %s" % names)
+            time.sleep(0.1)
+        self.assertIn(names[0][len(VENDOR):], self.names(s))
+
     def test_missing_driver_files_refuse_to_start(self):
         empty = os.path.join(self.root, "empty")
         os.makedirs(empty)
