@@ -586,6 +586,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     if (r < 0)
         goto out;
     daemon__kube_start(&d);
+    r = daemon__holders_start(&d, err);
+    if (r < 0)
+        goto out;
     r = daemon__load_initial(&d, err);
     if (r < 0)
         goto out;
@@ -637,6 +640,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
             {daemon__mig_done_fd(&d), daemon__mig_on_done},
             {daemon__mps_fd(&d), daemon__mps_on_event},
             {d.cdi_retry_fd, daemon__cdi_on_retry},
+            {daemon__holders_fd(&d), daemon__on_holders},
         };
         struct pollfd pfd[GS_ARRAY_SIZE(fds)];
 
@@ -661,6 +665,7 @@ out:
     daemon__mps_stop(&d);
     daemon__recovery_release(&d);
     daemon__cdi_release(&d);
+    daemon__holders_stop(&d);
     daemon__metrics_stop(&d);
     daemon__labels_stop(&d);
     daemon__health_stop(d.health);

@@ -84,7 +84,10 @@ struct daemon {
     bool config_is_dir;
     int debounce_fd, inventory_fd, retire_fd; /* timerfds */
     size_t n_retiring;                        /* devices kept Unhealthy for their pods */
-    bool pod_view_warned; /* the pod-resources fallback was logged (once per outage) */
+    bool pod_view_warned;            /* the pod-resources fallback was logged (once per outage) */
+    struct daemon__holders *holders; /* holders.c: which devices pods hold, read off the loop */
+    bool retire_waiting;             /* a retire decision waits for the holders' next answer */
+    bool retire_log_all; /* ... and then logs every device it keeps (it could not before) */
     unsigned long long config_reload_failures; /* for metrics */
     unsigned long long reloads;                /* applied changes */
     struct daemon__xid_mark xid_marks[DAEMON_XID_MARKS_MAX];
@@ -113,6 +116,28 @@ struct daemon {
     struct daemon__mps *mps;         /* mps.c; NULL unless internal MPS daemons run */
     struct daemon__sampler *sampler; /* sampler.c; NULL without the metrics endpoint */
 };
+
+/* ---- holders.c --------------------------------------------------------------------------- */
+
+/* Which devices pods hold: pod-resources List, or the kubelet's checkpoint, read by a thread
+ * of its own when asked; the answer wakes the loop on daemon__holders_fd. */
+int daemon__holders_start(struct daemon *d, struct error *err);
+void daemon__holders_stop(struct daemon *d);
+int daemon__holders_fd(const struct daemon *d);
+void daemon__holders_request(struct daemon *d);
+/* Takes the thread's new answer, if any (the fd's handler); true when there was one. */
+bool daemon__holders_take(struct daemon *d);
+/* The latest answer when it was taken within max_age_ms (borrowed until the next take);
+ * otherwise NULL, and a new one is asked for. *ret_reachable: false when neither source
+ * answered (holders unknown). */
+const struct dp_pod_devices *daemon__holders_view(struct daemon *d, unsigned max_age_ms,
+                                                  bool *ret_reachable);
+/* Reads on this thread, for start-up, before the loop runs. 0, or -ENOENT: unknown. */
+int daemon__holders_read_now(struct daemon *d);
+/* The holders' answer came (reload.c): decisions that waited for it are made. */
+void daemon__on_holders(struct daemon *d);
+/* ... and a MIG change waiting for GPUs to be free looks again (mig.c). */
+void daemon__mig_on_holders(struct daemon *d);
 
 /* ---- daemon.c ---------------------------------------------------------------------------- */
 

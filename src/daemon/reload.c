@@ -15,8 +15,6 @@
 
 #include "daemon/internal.h"
 
-#define POD_RESOURCES_TIMEOUT_MS 2000
-
 /* ---- timers ----------------------------------------------------------------------------- */
 
 /* Arms fd to fire once after ms (0 disarms); periodic when `repeat`. */
@@ -332,10 +330,23 @@ void daemon__on_inventory_timer(struct daemon *d)
     daemon__apply(d, DAEMON_RELOAD_INVENTORY, "inventory interval");
 }
 
+/* The check asks who holds what, off the loop; daemon__on_holders decides with the answer. */
 void daemon__on_retire_timer(struct daemon *d)
 {
     daemon__timer_drain(d->retire_fd);
-    daemon__apply(d, 0, "retire check");
+    d->retire_waiting = true;
+    daemon__holders_request(d);
+}
+
+void daemon__on_holders(struct daemon *d)
+{
+    if (!daemon__holders_take(d))
+        return;
+    if (d->retire_waiting) {
+        d->retire_waiting = false;
+        daemon__apply(d, 0, "retire check");
+    }
+    daemon__mig_on_holders(d);
 }
 
 /* ---- health marks --------------------------------------------------------------------- */
@@ -390,47 +401,9 @@ static void apply_health_marks(const struct daemon *d, struct model *m)
 
 /* ---- retiring devices held by pods ---------------------------------------------------------- */
 
-struct pod_view {
-    bool asked, reachable;
-    struct dp_pod_devices devices;
-};
-
-static void pod_view_fill(struct daemon *d, struct pod_view *pv)
-{
-    struct error err = {0};
-
-    if (pv->asked)
-        return;
-    pv->asked = true;
-    pv->reachable = dp_pod_resources_list(d->o->pod_resources_socket, POD_RESOURCES_TIMEOUT_MS,
-                                          &pv->devices, &err) == 0;
-    if (pv->reachable) {
-        d->pod_view_warned = false;
-        return;
-    }
-    /* NVIDIA's chart and manifests do not mount pod-resources; the kubelet's checkpoint in
-     * the device-plugin directory (always mounted) says which devices pods hold. */
-    {
-        struct strbuf cp = STRBUF_INIT;
-        struct error cerr = {0};
-        int r = strbuf_printf(&cp, "%s/%s", d->o->plugin_dir, DP_CHECKPOINT_NAME);
-
-        pv->reachable = r == 0 && dp_checkpoint_read(cp.buf, &pv->devices, &cerr) == 0;
-        if (!d->pod_view_warned) { /* once, not on every retire check */
-            if (pv->reachable)
-                log_warn("pod-resources API %s: %s; using the kubelet's checkpoint %s to see "
-                         "which devices pods hold (mount /var/lib/kubelet/pod-resources to get "
-                         "pod names)",
-                         d->o->pod_resources_socket, err.msg, cp.buf);
-            else
-                log_warn("pod-resources API %s: %s, and the kubelet checkpoint: %s; keeping the "
-                         "devices being removed as Unhealthy until one answers",
-                         d->o->pod_resources_socket, err.msg, cerr.msg);
-            d->pod_view_warned = true;
-        }
-        strbuf_release(&cp);
-    }
-}
+/* How recent an answer of the holders thread must be to drop a device: older ones are
+ * asked again (a pod admitted since then could hold it). */
+#define POD_VIEW_FRESH_MS 250
 
 /* Adds to m, as Unhealthy, the devices of the served model that m drops while pods hold
  * them (or while nobody can tell). Logs who holds what for newly kept devices, and for
@@ -438,9 +411,13 @@ static void pod_view_fill(struct daemon *d, struct pod_view *pv)
 static int retire_held(struct daemon *d, struct model *m, bool verbose, struct error *err)
 {
     const struct model *om = dp_snapshot_model(d->snap);
-    struct pod_view pv = {0};
+    const struct dp_pod_devices *pods = NULL;
+    bool asked = false, reachable = false;
     size_t total = 0;
     int r = 0;
+
+    verbose |= d->retire_log_all;
+    d->retire_log_all = false;
 
     for (size_t i = 0; i < om->n_resources; i++) {
         const struct model_resource *ores = &om->resources[i];
@@ -449,13 +426,26 @@ static int retire_held(struct daemon *d, struct model *m, bool verbose, struct e
         r = model_removed_ids(m, ores, &removed, err);
         if (r < 0)
             break;
-        if (removed[0])
-            pod_view_fill(d, &pv);
+        if (removed[0] && !asked) {
+            asked = true;
+            pods = daemon__holders_view(d, POD_VIEW_FRESH_MS, &reachable);
+            if (!pods) { /* not known yet: all kept, decided again when the answer comes */
+                d->retire_waiting = true;
+                d->retire_log_all = true;
+            }
+        }
         held = strv_new();
         for (size_t j = 0; held && removed[j]; j++) {
-            const char *pod = pv.reachable
-                                  ? dp_pod_devices_holder(&pv.devices, ores->name, removed[j])
-                                  : "unknown (pod-resources unreachable)";
+            const char *pod = !pods       ? NULL
+                              : reachable ? dp_pod_devices_holder(pods, ores->name, removed[j])
+                                          : "unknown (pod-resources unreachable)";
+            if (!pods) { /* kept quietly: the answer decides and logs */
+                if (strv_push(&held, removed[j]) < 0) {
+                    strv_free(held);
+                    held = NULL;
+                }
+                continue;
+            }
             const struct model_device *od = model_resource_find_device(ores, removed[j]);
             bool was_retiring = od && !od->healthy;
 
@@ -485,7 +475,6 @@ static int retire_held(struct daemon *d, struct model *m, bool verbose, struct e
             break;
         total += (size_t)r;
     }
-    dp_pod_devices_release(&pv.devices);
     if (r < 0)
         return r;
     if (total != d->n_retiring)

@@ -12,6 +12,7 @@ import queue
 import re
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -700,6 +701,65 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("xid=79", log)
         self.assertIn("devices=16 marked Unhealthy", log)
         self.assertStoppedClean(d)
+
+    def test_xid_not_delayed_by_slow_kubelet_readers(self):
+        """Issue 19: a pod-resources List that never answers (its 2 s deadline) and a kubelet
+        checkpoint of 60,000 entries (under the 65,536 cap) are read off the loop: while
+        devices are retired (both read at every retire check), an XID still makes devices
+        Unhealthy at once."""
+        hung = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        d = None
+        try:
+            tmp = tempfile.mkdtemp(prefix="gs-hung-")
+            self.addCleanup(shutil.rmtree, tmp, True)
+            hung_path = os.path.join(tmp, "pod-resources.sock")
+            hung.bind(hung_path)
+            hung.listen(64)  # accepts (the kernel's backlog) and never answers
+            d = self.start("h100-nvswitch-8.yaml", config=TS16,
+                           args=["--pod-resources-socket", hung_path,
+                                 "--retire-check-interval", "200ms"])
+            self.registered(d, 1)
+            w = Watch(d.sock("nvidia-gpu.sock"))
+            ids = sorted(x.ID for x in w.next().devices)
+            entries = [{"PodUID": "00000000-0000-4000-8000-%012d" % i, "ContainerName": "c",
+                        "ResourceName": "nvidia.com/other", "DeviceIDs": {"-1": ["x%d" % i]},
+                        "AllocResp": ""} for i in range(60000)]
+            entries.append({"PodUID": "6a1f0c2e-0000-4000-8000-000000000001",
+                            "ContainerName": "app", "ResourceName": "nvidia.com/gpu",
+                            "DeviceIDs": {"-1": [i for i in ids if i.endswith("::15")]},
+                            "AllocResp": ""})
+            with open(os.path.join(d.dir, "kubelet_internal_checkpoint"), "w") as f:
+                json.dump({"Data": {"PodDeviceEntries": entries,
+                                    "RegisteredDevices": {"nvidia.com/gpu": ids}},
+                           "Checksum": 1}, f)
+            # 16 -> 8 replicas: the ::15 replicas stay (held), read again every check
+            with open(os.path.join(d.tmp, "config.yaml"), "w") as f:
+                f.write(TS16.replace("replicas: 16", "replicas: 8"))
+            wait_until(lambda: "held by pod uid 6a1f0c2e" in d.logtext(), timeout=20,
+                       what="the held replicas kept (checkpoint read after the hung List)")
+            while not w.q.empty():
+                w.next()
+            wait_until(lambda: "health: watching XID events" in d.logtext(), what="health thread")
+            worst = 0.0
+            for gpu in range(3):
+                time.sleep(0.7)  # land at different points of the 2.6 s read cycle
+                with open(d.events, "a") as f:
+                    f.write("xid %d 79\n" % gpu)
+                t = time.monotonic()
+                while True:
+                    m = w.next()
+                    bad = {x.ID.split("::")[0] for x in m.devices if x.health == "Unhealthy"
+                           and not x.ID.endswith("::15")}
+                    if len(bad) == gpu + 1:
+                        break
+                worst = max(worst, time.monotonic() - t)
+            w.close()
+            print("XID -> Unhealthy with a hung List and a 60k-entry checkpoint: worst %.1f ms"
+                  % (worst * 1e3), file=sys.stderr)
+            self.assertLess(worst, 0.25 if os.environ.get("GS_SANITIZE_BUILD") else 0.05)
+            self.assertStoppedClean(d)
+        finally:
+            hung.close()
 
     def test_xid_burst_never_loses_critical(self):
         """8 critical XIDs (79) spread through ~10,000 ignorable ones (13) on 8 GPUs: all 8
