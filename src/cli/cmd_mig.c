@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,6 +286,57 @@ static int load_set(const struct mig_args *a, struct mig_config **cfg,
     return *set ? 0 : -EINVAL;
 }
 
+/* An apply killed part way leaves its record (mig/intent.c): the next apply or assert says
+ * so on stderr. Returns 1 when one was found (in *ret), 0 when none, -EBUSY when the apply
+ * that wrote it still runs. */
+static int interrupted_apply(const char *verb, struct mig_intent *ret, struct error *err)
+{
+    struct strbuf what = STRBUF_INIT;
+    struct error rerr = {0};
+    int r = mig_intent_read(mig_intent_path(), ret, &rerr);
+
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0) {
+        fprintf(stderr, "gpuslice mig %s: %s\n", verb, rerr.msg);
+        return 0;
+    }
+    (void)mig_intent_describe(ret, &what);
+    if (mig_intent_running(ret)) {
+        r = error_set(err, -EBUSY,
+                      "another MIG apply is in progress (pid %ld, %s): wait for it to finish",
+                      ret->pid, mig_intent_path());
+        strbuf_release(&what);
+        return r;
+    }
+    fprintf(stderr, "gpuslice mig %s: %s (%s)\n", verb, strbuf_str(&what), mig_intent_path());
+    strbuf_release(&what);
+    return 1;
+}
+
+/* Records the GPUs this apply changes before it touches any; a failure to write it is a
+ * warning (an interruption would then go unnoticed), not a reason to refuse the apply. */
+static void record_intent(const struct mig_args *a, const struct mig_node *node)
+{
+    struct mig_intent in = {.pid = (long)getpid(), .started_s = (long long)time(NULL)};
+    struct error err = {0};
+
+    str_copy(in.config, a->config_file ? a->config_file : "", sizeof(in.config));
+    str_copy(in.selected, a->selected ? a->selected : "", sizeof(in.selected));
+    for (size_t i = 0; i < node->n && in.n_gpus < MIG_NODE_MAX_GPUS; i++) {
+        const struct mig_gpu_plan *p = &node->gpus[i];
+        if (!p->selected || !(p->change_mode || (!a->mode_only && p->change_layout)))
+            continue;
+        in.gpus[in.n_gpus] = p->index;
+        str_copy(in.uuids[in.n_gpus++], p->cur.uuid, sizeof(in.uuids[0]));
+    }
+    if (mig_intent_write(mig_intent_path(), &in, &err) < 0)
+        fprintf(stderr,
+                "gpuslice mig apply: cannot record the apply in progress (%s); if it is "
+                "interrupted, nothing will say so\n",
+                err.msg);
+}
+
 static int do_apply(const struct mig_args *a)
 {
     struct mig_config *cfg = NULL;
@@ -312,7 +364,23 @@ static int do_apply(const struct mig_args *a)
             mode |= node->gpus[i].selected && node->gpus[i].change_mode;
             layout |= node->gpus[i].selected && node->gpus[i].change_layout;
         }
-        if (mode && !a->dry_run)
+        struct mig_intent prev;
+        bool recorded = false;
+        if (!a->dry_run) {
+            int ir = interrupted_apply("apply", &prev, &err);
+            if (ir < 0)
+                r = ir;
+            else if (ir > 0)
+                fprintf(stderr, "gpuslice mig apply: %s\n",
+                        strcmp(prev.selected, a->selected ? a->selected : "") == 0
+                            ? "finishing it"
+                            : "applying the selected configuration over it");
+            if (r == 0) {
+                record_intent(a, node);
+                recorded = true;
+            }
+        }
+        if (r == 0 && mode && !a->dry_run)
             r = run_hooks(a, &hooks, "pre-apply-mode", &err);
         if (r == 0 && layout && !a->mode_only && !a->dry_run)
             r = run_hooks(a, &hooks, "pre-apply-config", &err);
@@ -330,6 +398,16 @@ static int do_apply(const struct mig_args *a)
             r = mig_apply_gpu(n, p, a->mode_only, &ops, &err);
             if (r == -EINPROGRESS && a->skip_reset)
                 r = 0; /* -s: a pending mode is left for the operator's reset */
+        }
+        /* done, or the failing GPU restored (err says if not): no longer in between */
+        if (recorded)
+            mig_intent_clear(mig_intent_path());
+    } else if (r == 0 && !a->dry_run) {
+        struct mig_intent prev;
+        /* already applied: a record left by an apply killed after its last change is stale */
+        if (interrupted_apply("apply", &prev, &err) > 0) {
+            fprintf(stderr, "gpuslice mig apply: the GPUs are in the selected layout now\n");
+            mig_intent_clear(mig_intent_path());
         }
     }
     if (!a->dry_run && run_hooks(a, &hooks, "apply-exit", &exit_err) < 0 && r == 0) {
@@ -363,6 +441,16 @@ static int do_assert(const struct mig_args *a)
         r = open_nvml(a, &n, &err);
     if (r == 0)
         r = mig_node_plan(n, set, a->mode_only, node, &err);
+    if (r == 0) {
+        struct mig_intent prev;
+        int ir = interrupted_apply("assert", &prev, &err);
+        if (ir < 0)
+            r = ir;
+        else if (ir > 0 && !mig_node_applied(node, a->mode_only))
+            r = error_set(&err, -EINVAL,
+                          "assertion failure: selected configuration not currently applied "
+                          "(an earlier apply was interrupted: run apply again to finish it)");
+    }
     if (r == 0 && !a->mode_only) {
         /* mig-parted: every GPU must be selected by some entry and equal it */
         for (size_t i = 0; i < node->n; i++)

@@ -330,6 +330,23 @@ void daemon__mig_on_done(struct daemon *d)
     consider(d); /* a newer value set meanwhile (no-op while a change is in progress) */
 }
 
+/* A `gpuslice mig apply` killed part way left its record (mig/intent.c): say so once at
+ * start; the layout the node label names is then applied over it as usual. */
+static void report_interrupted_apply(struct daemon *d)
+{
+    struct strbuf what = STRBUF_INIT;
+    struct mig_intent in;
+
+    if (mig_intent_read(mig_intent_path(), &in, NULL) < 0 || mig_intent_running(&in))
+        return;
+    if (mig_intent_describe(&in, &what) == 0) {
+        log_warn("MIG: %s (%s); the layout %s names is applied over it", strbuf_str(&what),
+                 mig_intent_path(), MIG_LABEL);
+        daemon__kube_event(d, "MigApplyInterrupted", strbuf_str(&what));
+    }
+    strbuf_release(&what);
+}
+
 int daemon__mig_start(struct daemon *d, struct error *err)
 {
     struct daemon__mig *m;
@@ -357,6 +374,7 @@ int daemon__mig_start(struct daemon *d, struct error *err)
         return r;
     }
     log_info("MIG: layouts from %s, named by the node label %s", d->o->mig_config_file, MIG_LABEL);
+    report_interrupted_apply(d);
     return 0;
 }
 

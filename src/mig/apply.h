@@ -43,4 +43,32 @@ bool mig_node_applied(const struct mig_node *node, bool mode_only);
 int mig_apply_gpu(struct gpu_nvml *nvml, const struct mig_gpu_plan *p, bool mode_only,
                   const struct gpu_mig_ops *ops, struct error *err);
 
+/* ---- the record of an apply in progress (intent.c) ------------------------------------- */
+
+/* Where `gpuslice mig apply` records what it is changing; GPUSLICE_MIG_INTENT_FILE moves it. */
+#define MIG_INTENT_DEFAULT_PATH "/var/lib/gpuslice/mig-apply.intent"
+
+struct mig_intent {
+    long pid;
+    long long started_s; /* wall clock, seconds since the epoch */
+    char config[512];
+    char selected[128];
+    unsigned gpus[MIG_NODE_MAX_GPUS]; /* the GPUs the apply changes */
+    char uuids[MIG_NODE_MAX_GPUS][INV_UUID_MAX];
+    size_t n_gpus;
+};
+
+/* The record's path (borrowed: the environment's or the default). */
+const char *mig_intent_path(void);
+/* Writes the record atomically (its folder made when missing). */
+int mig_intent_write(const char *path, const struct mig_intent *in, struct error *err);
+/* -ENOENT: none (no apply was interrupted); -EBADMSG: not a record. */
+int mig_intent_read(const char *path, struct mig_intent *ret, struct error *err);
+void mig_intent_clear(const char *path);
+/* Its process is alive (an apply in progress now, not an interrupted one). */
+bool mig_intent_running(const struct mig_intent *in);
+/* "an apply of 'all-1g.10gb' (config.yaml) by pid 42, started …, did not finish: GPUs 0
+ * (GPU-…), 1 (GPU-…) may be between layouts", appended to out. */
+int mig_intent_describe(const struct mig_intent *in, struct strbuf *out);
+
 #endif

@@ -40,7 +40,8 @@ class Mig(unittest.TestCase):
             f.write('driver: "570.158.01"\ncuda: 12080\ngpus:\n  - model: %s\n    count: %d\n'
                     % (model, count))
         self.env = dict(os.environ, FAKE_NVML_MACHINE=path, GPUSLICE_NVML_LIBRARY=NVML,
-                        FAKE_NVML_STATE=os.path.join(self.dir, name + ".state"))
+                        FAKE_NVML_STATE=os.path.join(self.dir, name + ".state"),
+                        GPUSLICE_MIG_INTENT_FILE=os.path.join(self.dir, "mig-apply.intent"))
         for k in list(self.env):
             if k.startswith("MIG_PARTED_") or k == "FAKE_NVML_FAIL":
                 del self.env[k]
@@ -200,6 +201,33 @@ class Mig(unittest.TestCase):
         self.ok("apply", "-f", DEFAULT, "-c", "all-balanced")
         self.assertEqual(self.migs()[0], after[0])
         self.ok("assert", "-f", DEFAULT, "-c", "all-balanced")
+
+    def test_killed_apply_is_reported_and_finished(self):
+        """Issue 19: an apply killed between GPUs (kill -9 as GPU 1 begins) leaves its
+        record; assert fails saying so, the next apply reports it and finishes the layout,
+        and the record is gone."""
+        self.machine("NVIDIA A100-SXM4-80GB", count=3)
+        intent = self.env["GPUSLICE_MIG_INTENT_FILE"]
+        r = self.mig("apply", "-f", DEFAULT, "-c", "all-1g.10gb",
+                     env={"FAKE_NVML_FAIL": "nvmlDeviceCreateGpuInstanceWithPlacement@1#1=9999"})
+        self.assertEqual(r.returncode, -9, r.stderr)  # killed mid-way
+        self.assertTrue(os.path.exists(intent))
+        migs = self.migs()
+        self.assertEqual(len(migs[0]), 7)   # done
+        self.assertEqual(len(migs[2]), 0)   # not reached
+        r = self.mig("assert", "-f", DEFAULT, "-c", "all-1g.10gb")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("an apply of 'all-1g.10gb' (%s) by pid" % DEFAULT, r.stderr)
+        self.assertIn("GPUs 0 (GPU-", r.stderr)
+        self.assertIn("may be between layouts", r.stderr)
+        self.assertIn("an earlier apply was interrupted", r.stderr)
+        r = self.ok("apply", "-f", DEFAULT, "-c", "all-1g.10gb")
+        self.assertIn("did not finish", r.stderr)
+        self.assertIn("finishing it", r.stderr)
+        self.assertFalse(os.path.exists(intent))
+        self.assertEqual([len(m) for m in self.migs()], [7, 7, 7])
+        r = self.ok("assert", "-f", DEFAULT, "-c", "all-1g.10gb")
+        self.assertNotIn("did not finish", r.stderr)
 
     def test_only_changed_gpus_touched_and_dry_run(self):
         self.machine("NVIDIA H100 80GB HBM3", count=2)

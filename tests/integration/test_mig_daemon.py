@@ -175,6 +175,25 @@ class MigDaemon(ReloadCase):
               file=sys.stderr)
         self.assertIn("retrying", self.log_text(n))
 
+    def test_interrupted_cli_apply_reported_at_start(self):
+        """Issue 19: a `gpuslice mig apply` killed part way left its record: the agent says
+        so at start (log and a MigApplyInterrupted Event), then applies the label's layout."""
+        intent = os.path.join(self.root, "mig-apply.intent")
+        with open(intent, "w") as f:  # as a killed apply leaves it (pid 1: never ours)
+            f.write("gpuslice-mig-intent v1\npid 999999999\nstarted 1764000000\n"
+                    "config /etc/mig/config.yaml\nselected all-1g.10gb\ngpu 1 GPU-abc\n")
+        self.set_label(MIG_LABEL, "all-1g.10gb")
+        n = self.node(self.machine, ["--kube-api-server", "http://127.0.0.1:%d" % self.api.port,
+                                     "--mig-strategy", "mixed", "--mig-config-file", DEFAULT],
+                      env={"NODE_NAME": NODE, "GPUSLICE_MIG_INTENT_FILE": intent})
+        self.wait_capacity(n, 14, 10, ONE_G)
+        self.wait_state("success")
+        self.assertIn("an apply of 'all-1g.10gb' (/etc/mig/config.yaml) by pid 999999999, "
+                      "started 2025-11-24T16:00:00Z, did not finish: GPU 1 (GPU-abc) may be "
+                      "between layouts", self.log_text(n))
+        wait_for(lambda: [e for e in self.events() if e.get("reason") == "MigApplyInterrupted"],
+                 5, "a MigApplyInterrupted Event")
+
     def test_unknown_or_impossible_layout_fails_and_changes_nothing(self):
         cfg = os.path.join(self.root, "mig.yaml")
         with open(cfg, "w") as f:

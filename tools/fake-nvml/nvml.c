@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include "internal.h"
 
 #define FAKE_MAX_FAULTS 64
+/* FAKE_NVML_FAIL code that kills the process (SIGKILL) at the call instead of failing it. */
+#define FAKE_FAULT_KILL 9999
 
 struct fault {
     char fn[64];
@@ -123,6 +126,8 @@ bool fake_fault(const char *fn, int gpu, nvmlReturn_t *rc)
         f->calls++;
         if (f->nth && f->calls != f->nth)
             continue; /* a one-shot failure: the Nth matching call only */
+        if (f->rc == FAKE_FAULT_KILL)
+            raise(SIGKILL); /* the process killed right there (kill -9 mid-way) */
         *rc = f->rc;
         return true;
     }
