@@ -7,6 +7,7 @@
  * Devices taken away while pods hold them (kubelet pod-resources List) stay Unhealthy until
  * released, re-checked every --retire-check-interval. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,53 @@ static int build_model(struct daemon *d, const struct inv_inventory *inv,
     return 0;
 }
 
+/* A new process (a DaemonSet rollout, a restart) keeps the devices pods still hold from the
+ * one before, as a live reload does: the ones its model no longer lists (fewer replicas,
+ * another config until the node label is read) stay, Unhealthy, until released. Holders
+ * unknown: nothing to keep (as NVIDIA's plugin). */
+static int keep_held_at_start(struct daemon *d, struct model *m, const struct inv_inventory *inv,
+                              struct error *err)
+{
+    const struct dp_pod_devices *pods;
+    bool reachable = false;
+    char **done = NULL;
+    size_t total = 0;
+    int r = 0;
+
+    if (daemon__holders_read_now(d) < 0)
+        return 0;
+    pods = daemon__holders_view(d, UINT_MAX, &reachable);
+    for (size_t i = 0; pods && reachable && r >= 0 && i < pods->n; i++) {
+        const char *res = pods->items[i].resource;
+        char **ids = NULL;
+        if (!res || strv_contains(done, res))
+            continue;
+        r = strv_push(&done, res);
+        for (size_t j = i; r >= 0 && j < pods->n; j++)
+            if (pods->items[j].resource && strcmp(pods->items[j].resource, res) == 0)
+                r = strv_push(&ids, pods->items[j].id);
+        if (r >= 0 && ids)
+            r = model_keep_held(m, inv, res, (const char *const *)ids, strv_length(ids), err);
+        for (size_t j = 0; r > 0 && ids && ids[j]; j++) {
+            const struct model_resource *mr = model_find_resource(m, res);
+            const struct model_device *md = mr ? model_resource_find_device(mr, ids[j]) : NULL;
+            if (md && !md->healthy)
+                log_info("resource=%s device=%s held by pod %s since an earlier gpuslice: "
+                         "kept Unhealthy until released",
+                         res, ids[j], dp_pod_devices_holder(pods, res, ids[j]));
+        }
+        total += r > 0 ? (size_t)r : 0;
+        strv_free(ids);
+    }
+    strv_free(done);
+    if (r < 0)
+        return r == -ENOMEM && !err->msg[0] ? error_set(err, r, "out of memory") : r;
+    if (total)
+        log_info("devices kept Unhealthy for their pods: %zu", total);
+    d->n_retiring = total;
+    return 0;
+}
+
 int daemon__load_initial(struct daemon *d, struct error *err)
 {
     struct cfg_config *cfg = NULL;
@@ -173,6 +221,9 @@ int daemon__load_initial(struct daemon *d, struct error *err)
     if (r < 0)
         goto out;
     r = build_model(d, inv, cfg, true, &m, err);
+    if (r < 0)
+        goto out;
+    r = keep_held_at_start(d, m, inv, err);
     if (r < 0)
         goto out;
     r = dp_snapshot_new(m, inv, &d->snap, err);
@@ -208,6 +259,8 @@ int daemon__reload_setup(struct daemon *d, struct error *err)
         return error_set(err, -errno, "creating timerfds: %s", strerror(errno));
     if (d->o->inventory_interval_ms > 0)
         daemon__timer_set(d->inventory_fd, d->o->inventory_interval_ms, true);
+    if (d->n_retiring) /* devices kept for pods at start: checked like retiring ones */
+        daemon__timer_set(d->retire_fd, d->o->retire_check_ms, true);
     if (!path)
         return 0;
     if (d->config_is_dir) {

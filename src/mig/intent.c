@@ -64,7 +64,7 @@ static int parse_line(const char *line, struct mig_intent *in)
         return str_copy(in->config, v, sizeof(in->config)) < sizeof(in->config) ? 0 : -EBADMSG;
     if (klen == 8 && strncmp(line, "selected", 8) == 0)
         return str_copy(in->selected, v, sizeof(in->selected)) < sizeof(in->selected) ? 0
-                                                                                       : -EBADMSG;
+                                                                                      : -EBADMSG;
     if (klen == 3 && strncmp(line, "gpu", 3) == 0) {
         char idx[16] = {0};
         const char *uuid = strchr(v, ' ');

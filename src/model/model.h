@@ -268,4 +268,12 @@ int model_removed_ids(const struct model *m, const struct model_resource *old_re
 int model_retire_devices(struct model *m, const struct model_resource *old_res,
                          const char *const *ids, size_t n_ids, struct error *err);
 
+/* For a new process (a rollout, a restart): the devices of `resource` that pods hold (ids,
+ * as an earlier process advertised them) but m does not list are added to m as Unhealthy,
+ * described from inv: "<uuid>" or "<uuid>::<n>" of a GPU or MIG device inv has. IDs of
+ * devices inv lacks, and IDs m already lists, are skipped. The resource is created when m
+ * has none (time-slicing when an ID is a replica). Returns the number added, or -ENOMEM. */
+int model_keep_held(struct model *m, const struct inv_inventory *inv, const char *resource,
+                    const char *const *ids, size_t n_ids, struct error *err);
+
 #endif

@@ -114,3 +114,90 @@ int model_retire_devices(struct model *m, const struct model_resource *old_res,
         return error_set(err, r, "indexing %s: %s", res->name, strerror(-r));
     return (int)added;
 }
+
+/* The physical device an advertised ID names ("<uuid>" or "<uuid>::<n>"), described as the
+ * model describes it; false when inv has no such GPU or MIG device. */
+static bool describe_held(const struct inv_inventory *inv, const char *id, struct model_device *ret)
+{
+    const char *sep = strstr(id, "::");
+    size_t ulen = sep ? (size_t)(sep - id) : strlen(id);
+    unsigned replica = 0;
+
+    if (ulen == 0 || ulen >= INV_UUID_MAX || (sep && parse_uint(sep + 2, &replica) < 0))
+        return false;
+    for (size_t g = 0; g < inv->n_gpus; g++) {
+        const struct inv_gpu *gpu = &inv->gpus[g];
+        const struct inv_mig_device *mig = NULL;
+
+        if (strlen(gpu->uuid) != ulen || strncmp(gpu->uuid, id, ulen) != 0) {
+            for (size_t k = 0; !mig && gpu->mig_enabled && k < gpu->n_migs; k++)
+                if (strlen(gpu->migs[k].uuid) == ulen && strncmp(gpu->migs[k].uuid, id, ulen) == 0)
+                    mig = &gpu->migs[k];
+            if (!mig)
+                continue;
+        }
+        *ret = (struct model_device){.gpu_index = gpu->index,
+                                     .mig_index = mig ? (int)mig->index : -1,
+                                     .replica = replica,
+                                     .replicas = sep ? replica + 1 : 1,
+                                     .numa_node = gpu->numa_node,
+                                     .minor = gpu->minor,
+                                     .gi_id = mig ? mig->gi_id : INV_ID_NONE,
+                                     .ci_id = mig ? mig->ci_id : INV_ID_NONE,
+                                     .memory_mib = mig ? mig->memory_mib : gpu->memory_mib,
+                                     .cc_major = gpu->cc_major,
+                                     .cc_minor = gpu->cc_minor};
+        memcpy(ret->uuid, id, ulen);
+        str_copy(ret->gpu_uuid, gpu->uuid, sizeof(ret->gpu_uuid));
+        if (mig)
+            str_copy(ret->profile, mig->profile, sizeof(ret->profile));
+        return true;
+    }
+    return false;
+}
+
+int model_keep_held(struct model *m, const struct inv_inventory *inv, const char *resource,
+                    const char *const *ids, size_t n_ids, struct error *err)
+{
+    struct model_resource old = {0};
+    size_t n = 0;
+    int r = 0;
+
+    if (n_ids == 0 || !inv)
+        return 0;
+    old.devices = calloc(n_ids, sizeof(*old.devices));
+    old.name = (char *)resource; /* borrowed: only read, and never freed here */
+    old.socket_name = model__socket_name(resource);
+    if (!old.devices || !old.socket_name) {
+        r = error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    old.sharing = CFG_SHARING_NONE;
+    old.replicas = 1;
+    for (size_t i = 0; i < n_ids; i++) {
+        struct model_device *d = &old.devices[n];
+        bool dup = false;
+        for (size_t k = 0; k < n; k++)
+            dup |= strcmp(old.devices[k].id, ids[i]) == 0;
+        if (dup || !describe_held(inv, ids[i], d))
+            continue;
+        d->id = (char *)ids[i];       /* borrowed; model_retire_devices copies */
+        d->base_id = (char *)d->uuid; /* likewise */
+        if (d->replicas > 1 || strstr(ids[i], "::"))
+            old.sharing = CFG_SHARING_TIME_SLICING;
+        old.is_mig |= d->mig_index >= 0;
+        n++;
+    }
+    old.n_devices = n;
+    r = model__index_by_id(&old);
+    if (r < 0) {
+        r = error_set(err, r, "indexing %s: %s", resource, strerror(-r));
+        goto out;
+    }
+    r = model_retire_devices(m, &old, ids, n_ids, err);
+out:
+    free(old.by_id);
+    free(old.devices);
+    free(old.socket_name);
+    return r;
+}

@@ -299,6 +299,43 @@ class LiveReload(ReloadCase):
         self.assertEqual(sorted(health().values()), ["Healthy"] * 4)
         self.assertEqual(self.caps(n)[GPU]["registrations"], regs)
 
+    def test_new_process_keeps_devices_pods_hold(self):
+        """Issue 18: a rollout (a new gpuslice process) whose config serves fewer replicas
+        keeps the replicas running pods hold, Unhealthy, until they are released (before:
+        capacity fell 8 -> 1 with 5 pods still holding ::0..::4)."""
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, time_slicing(8))
+        n = self.node("l20-node", ["--config-file", cfg])
+        self.wait_capacity(n, 8, 10)
+        held = {}
+        for i in range(5):
+            pod = n.sim.must("admit p%d %s=1" % (i, GPU))["pod"]
+            held[pod["devices"][GPU][0]] = "p%d" % i
+        n.stop_plugin()
+        write_file(cfg, "version: v1\n")  # the new process serves the whole GPU only
+        pr = os.path.join(self.root, "pr0.sock")
+        n.start_plugin(None, ["--pod-resources-socket", pr, "--retire-check-interval", "200ms",
+                              "--config-file", cfg], {"NODE_NAME": ""})
+
+        def health():
+            return {d["id"]: d["health"] for d in n.sim.must("devices " + GPU)["devices"]}
+        wait_for(lambda: len(health()) == 6, 10, "the whole GPU + the 5 held replicas")
+        h = health()
+        self.assertEqual(sorted(i for i, v in h.items() if v == "Unhealthy"), sorted(held))
+        self.assertEqual(self.caps(n)[GPU]["allocatable"], 1)
+        for dev, pod in held.items():
+            self.assertIn("device=%s held by pod default/%s since an earlier gpuslice" % (dev, pod),
+                          self.log_text(n))
+        # released one by one: each goes at the next check, the rest stay
+        first = sorted(held)[0]
+        n.sim.must("delete %s" % held[first])
+        wait_for(lambda: first not in health(), 3, "the released replica to go")
+        self.assertEqual(len(health()), 5)
+        for dev in sorted(held)[1:]:
+            n.sim.must("delete %s" % held[dev])
+        wait_for(lambda: len(health()) == 1, 3, "only the whole GPU left")
+        self.assertEqual(list(health().values()), ["Healthy"])
+
     def test_pod_resources_unreachable_keeps_devices(self):
         cfg = os.path.join(self.root, "config.yaml")
         write_file(cfg, time_slicing(4))

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -121,12 +122,55 @@ static void test_model_retire_devices_resource_gone(void **state)
     inv_free(inv);
 }
 
+/* A new process: held replicas of an earlier one's config, described from the inventory. */
+static void test_model_keep_held_table(void **state)
+{
+    struct inv_inventory *inv = fx_l20();
+    struct model *whole = time_sliced(inv, 1, false), *eight = time_sliced(inv, 8, false);
+    const struct model_resource *r8 = model_find_resource(eight, "nvidia.com/gpu");
+    const struct model_resource *res;
+    char bogus[160], foreign[] = "GPU-00000000-0000-0000-0000-000000000000::1";
+    const char *ids[5];
+
+    (void)state;
+    snprintf(bogus, sizeof(bogus), "%s::x", r8->devices[0].gpu_uuid);
+    ids[0] = r8->devices[3].id; /* a replica of our GPU: kept */
+    ids[1] = r8->devices[5].id; /* another: kept */
+    ids[2] = r8->devices[3].id; /* the same ID twice: once */
+    ids[3] = foreign;           /* a GPU this node does not have: skipped */
+    ids[4] = bogus;             /* not a replica number: skipped */
+    assert_int_equal(model_keep_held(whole, inv, "nvidia.com/gpu", ids, 5, NULL), 2);
+    res = model_find_resource(whole, "nvidia.com/gpu");
+    assert_int_equal(res->n_devices, 3); /* the whole GPU + 2 held */
+    for (size_t i = 0; i < 2; i++) {
+        const struct model_device *d = model_resource_find_device(res, ids[i]);
+        assert_non_null(d);
+        assert_false(d->healthy);
+        assert_string_equal(d->gpu_uuid, r8->devices[0].gpu_uuid);
+        assert_int_equal(d->mig_index, -1);
+    }
+    assert_null(model_resource_find_device(res, foreign));
+    /* listed already: nothing added; a resource the model lacks: created, time-sliced */
+    ids[0] = res->devices[0].id;
+    assert_int_equal(model_keep_held(whole, inv, "nvidia.com/gpu", ids, 1, NULL), 0);
+    ids[0] = r8->devices[7].id;
+    assert_int_equal(model_keep_held(whole, inv, "nvidia.com/gpu.shared", ids, 1, NULL), 1);
+    res = model_find_resource(whole, "nvidia.com/gpu.shared");
+    assert_non_null(res);
+    assert_int_equal(res->sharing, CFG_SHARING_TIME_SLICING);
+    assert_string_equal(res->socket_name, "nvidia-gpu.shared.sock");
+    model_free(whole);
+    model_free(eight);
+    inv_free(inv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_removed_ids_replicas_8_to_4),
         cmocka_unit_test(test_model_retire_devices_held_stay_unhealthy),
         cmocka_unit_test(test_model_retire_devices_resource_gone),
+        cmocka_unit_test(test_model_keep_held_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
