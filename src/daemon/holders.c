@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* holders.c: which devices pods hold, read off the main loop. A thread of its own asks the
  * kubelet's pod-resources List (or, when that does not answer, reads the kubelet's
- * checkpoint) when the loop requests it, and hands the answer over through an eventfd; the
- * loop decides with the latest answer when it is recent enough, and otherwise treats the
- * holders as unknown (devices kept Unhealthy) and asks again. A List that hangs for its
+ * checkpoint) when the loop requests it, and hands the answer over through an eventfd. The
+ * loop decides only with an answer it has just taken (an older one could miss a pod admitted
+ * since): a decision that comes first asks, treats the holders as unknown meanwhile
+ * (devices kept Unhealthy), and is made again when the answer comes. A List that hangs for its
  * whole deadline, or a checkpoint of 100,000 entries, never delays the loop (an XID then
  * waited 1.8 s, issue 19). */
 #include <errno.h>
@@ -16,6 +17,8 @@
 #include "daemon/internal.h"
 
 #define POD_RESOURCES_TIMEOUT_MS 2000
+
+enum holders_source { SOURCE_UNKNOWN = 0, SOURCE_LIST, SOURCE_CHECKPOINT, SOURCE_NONE };
 
 struct daemon__holders {
     pthread_t thread;
@@ -30,9 +33,10 @@ struct daemon__holders {
     char fresh_err[ERROR_MSG_MAX], fresh_cp_err[ERROR_MSG_MAX];
     /* loop side */
     struct dp_pod_devices view;
-    bool have_view, reachable, requested;
-    uint64_t view_at_ms;
+    bool reachable, requested;
+    bool taken_now; /* the view was taken in this turn of the loop: decisions may use it */
     char *socket, *checkpoint;
+    enum holders_source logged_source; /* what the log last said */
 };
 
 /* One read: pod-resources, else the checkpoint. Runs on the holders thread. */
@@ -150,17 +154,17 @@ void daemon__holders_request(struct daemon *d)
     h->requested = true;
 }
 
-/* Logs the way the holders are known, once per change (not on every retire check). */
+/* Logs the way the holders are known when it changes (not on every retire check). */
 static void log_source(struct daemon *d, bool reachable, bool from_cp, const char *err,
                        const char *cp_err)
 {
     struct daemon__holders *h = d->holders;
+    enum holders_source src = !from_cp ? SOURCE_LIST : reachable ? SOURCE_CHECKPOINT : SOURCE_NONE;
 
-    if (!from_cp) {
-        d->pod_view_warned = false;
+    if (src == h->logged_source)
         return;
-    }
-    if (d->pod_view_warned)
+    h->logged_source = src;
+    if (src == SOURCE_LIST)
         return;
     if (reachable)
         log_warn("pod-resources API %s: %s; using the kubelet's checkpoint %s to see which "
@@ -170,7 +174,6 @@ static void log_source(struct daemon *d, bool reachable, bool from_cp, const cha
         log_warn("pod-resources API %s: %s, and the kubelet checkpoint: %s; keeping the "
                  "devices being removed as Unhealthy until one answers",
                  h->socket, err, cp_err);
-    d->pod_view_warned = true;
 }
 
 bool daemon__holders_take(struct daemon *d)
@@ -192,8 +195,7 @@ bool daemon__holders_take(struct daemon *d)
         from_cp = h->fresh_from_checkpoint;
         str_copy(err, h->fresh_err, sizeof(err));
         str_copy(cp_err, h->fresh_cp_err, sizeof(cp_err));
-        h->have_view = true;
-        h->view_at_ms = time_now_ms();
+        h->taken_now = true;
         got = true;
     }
     pthread_mutex_unlock(&h->lock);
@@ -204,18 +206,33 @@ bool daemon__holders_take(struct daemon *d)
     return got;
 }
 
-const struct dp_pod_devices *daemon__holders_view(struct daemon *d, unsigned max_age_ms,
-                                                  bool *ret_reachable)
+const struct dp_pod_devices *daemon__holders_view(struct daemon *d, bool *ret_reachable)
 {
     struct daemon__holders *h = d->holders;
 
-    if (h && h->have_view && time_now_ms() - h->view_at_ms <= max_age_ms) {
+    if (h && h->taken_now) {
         *ret_reachable = h->reachable;
         return &h->view;
     }
     if (h && !h->requested)
         daemon__holders_request(d);
     return NULL;
+}
+
+bool daemon__holders_current(const struct daemon *d)
+{
+    return d->holders && d->holders->taken_now;
+}
+
+bool daemon__holders_can_answer(const struct daemon *d)
+{
+    return d->holders && d->holders->started;
+}
+
+void daemon__holders_done(struct daemon *d)
+{
+    if (d->holders)
+        d->holders->taken_now = false;
 }
 
 int daemon__holders_read_now(struct daemon *d)
@@ -231,8 +248,7 @@ int daemon__holders_read_now(struct daemon *d)
     dp_pod_devices_release(&h->view);
     h->view = got;
     h->reachable = reachable;
-    h->have_view = true;
-    h->view_at_ms = time_now_ms();
+    h->taken_now = true;
     log_source(d, reachable, from_cp, err.msg, cp_err.msg);
     return reachable ? 0 : -ENOENT;
 }

@@ -84,10 +84,13 @@ struct daemon {
     bool config_is_dir;
     int debounce_fd, inventory_fd, retire_fd; /* timerfds */
     size_t n_retiring;                        /* devices kept Unhealthy for their pods */
-    bool pod_view_warned;            /* the pod-resources fallback was logged (once per outage) */
+    char **retiring;                          /* which: "<resource> <id>" (owned strv) */
     struct daemon__holders *holders; /* holders.c: which devices pods hold, read off the loop */
-    bool retire_waiting;             /* a retire decision waits for the holders' next answer */
-    bool retire_log_all; /* ... and then logs every device it keeps (it could not before) */
+    bool retire_waiting;             /* a retire check waits for the holders' next answer */
+    bool retire_unknown;             /* the last answer could not tell the holders */
+    bool apply_waiting;              /* a change that removes devices waits for it too: */
+    unsigned apply_waiting_what;     /* its DAEMON_RELOAD_* */
+    char apply_waiting_why[64];      /* and what it was */
     unsigned long long config_reload_failures; /* for metrics */
     unsigned long long reloads;                /* applied changes */
     struct daemon__xid_mark xid_marks[DAEMON_XID_MARKS_MAX];
@@ -127,11 +130,16 @@ int daemon__holders_fd(const struct daemon *d);
 void daemon__holders_request(struct daemon *d);
 /* Takes the thread's new answer, if any (the fd's handler); true when there was one. */
 bool daemon__holders_take(struct daemon *d);
-/* The latest answer when it was taken within max_age_ms (borrowed until the next take);
- * otherwise NULL, and a new one is asked for. *ret_reachable: false when neither source
- * answered (holders unknown). */
-const struct dp_pod_devices *daemon__holders_view(struct daemon *d, unsigned max_age_ms,
-                                                  bool *ret_reachable);
+/* The answer just taken (in daemon__on_holders, or by daemon__holders_read_now), borrowed
+ * until daemon__holders_done; otherwise NULL, and a new one is asked for: decide when it
+ * comes. *ret_reachable: false when neither source answered (holders unknown). */
+const struct dp_pod_devices *daemon__holders_view(struct daemon *d, bool *ret_reachable);
+/* The decisions of this turn are made: the view is no longer current. */
+void daemon__holders_done(struct daemon *d);
+/* An answer was taken in this turn (daemon__holders_view will return it). */
+bool daemon__holders_current(const struct daemon *d);
+/* The thread runs: a request will be answered (so a decision may wait for it). */
+bool daemon__holders_can_answer(const struct daemon *d);
 /* Reads on this thread, for start-up, before the loop runs. 0, or -ENOENT: unknown. */
 int daemon__holders_read_now(struct daemon *d);
 /* The holders' answer came (reload.c): decisions that waited for it are made. */

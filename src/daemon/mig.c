@@ -23,7 +23,6 @@
 #define MIG_LABEL "nvidia.com/mig.config"
 #define MIG_STATE_LABEL "nvidia.com/mig.config.state"
 #define MIG_DRAIN_POLL_MS 250
-#define MIG_HOLDERS_FRESH_MS 250
 
 struct daemon__mig {
     struct kube_node_watch *watch;
@@ -140,8 +139,8 @@ static int held(struct daemon *d, bool *busy)
     struct daemon__mig *m = d->mig;
     const struct model *model = dp_snapshot_model(d->snap);
     bool reachable = false;
-    /* read off the loop (holders.c); not recent enough: asked again, decided on its answer */
-    const struct dp_pod_devices *pods = daemon__holders_view(d, MIG_HOLDERS_FRESH_MS, &reachable);
+    /* read off the loop (holders.c): asked now, decided when the answer comes */
+    const struct dp_pod_devices *pods = daemon__holders_view(d, &reachable);
 
     if (!pods || !reachable)
         return -1;

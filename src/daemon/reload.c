@@ -151,6 +151,27 @@ static int build_model(struct daemon *d, const struct inv_inventory *inv,
     return 0;
 }
 
+/* d->retiring holds "<resource> <id>" of the devices kept for their pods. */
+static int retiring_add(char ***strv, const char *resource, const char *id)
+{
+    struct strbuf key = STRBUF_INIT;
+    int r = strbuf_printf(&key, "%s %s", resource, id);
+    if (r == 0)
+        r = strv_push(strv, strbuf_str(&key));
+    strbuf_release(&key);
+    return r;
+}
+
+static bool retiring_has(const struct daemon *d, const char *resource, const char *id)
+{
+    size_t n = strlen(resource);
+    for (size_t i = 0; d->retiring && d->retiring[i]; i++)
+        if (strncmp(d->retiring[i], resource, n) == 0 && d->retiring[i][n] == ' ' &&
+            strcmp(d->retiring[i] + n + 1, id) == 0)
+            return true;
+    return false;
+}
+
 /* A new process (a DaemonSet rollout, a restart) keeps the devices pods still hold from the
  * one before, as a live reload does: the ones its model no longer lists (fewer replicas,
  * another config until the node label is read) stay, Unhealthy, until released. Holders
@@ -164,9 +185,11 @@ static int keep_held_at_start(struct daemon *d, struct model *m, const struct in
     size_t total = 0;
     int r = 0;
 
-    if (daemon__holders_read_now(d) < 0)
+    if (daemon__holders_read_now(d) < 0) {
+        daemon__holders_done(d);
         return 0;
-    pods = daemon__holders_view(d, UINT_MAX, &reachable);
+    }
+    pods = daemon__holders_view(d, &reachable);
     for (size_t i = 0; pods && reachable && r >= 0 && i < pods->n; i++) {
         const char *res = pods->items[i].resource;
         char **ids = NULL;
@@ -181,7 +204,7 @@ static int keep_held_at_start(struct daemon *d, struct model *m, const struct in
         for (size_t j = 0; r > 0 && ids && ids[j]; j++) {
             const struct model_resource *mr = model_find_resource(m, res);
             const struct model_device *md = mr ? model_resource_find_device(mr, ids[j]) : NULL;
-            if (md && !md->healthy)
+            if (md && !md->healthy && retiring_add(&d->retiring, res, ids[j]) == 0)
                 log_info("resource=%s device=%s held by pod %s since an earlier gpuslice: "
                          "kept Unhealthy until released",
                          res, ids[j], dp_pod_devices_holder(pods, res, ids[j]));
@@ -190,6 +213,7 @@ static int keep_held_at_start(struct daemon *d, struct model *m, const struct in
         strv_free(ids);
     }
     strv_free(done);
+    daemon__holders_done(d);
     if (r < 0)
         return r == -ENOMEM && !err->msg[0] ? error_set(err, r, "out of memory") : r;
     if (total)
@@ -341,6 +365,8 @@ void daemon__reload_release(struct daemon *d)
     if (d->retire_fd >= 0)
         close(d->retire_fd);
     d->debounce_fd = d->inventory_fd = d->retire_fd = -1;
+    strv_free(d->retiring);
+    d->retiring = NULL;
     free(d->config_base);
     d->config_base = NULL;
     free(d->config_dir);
@@ -395,11 +421,16 @@ void daemon__on_holders(struct daemon *d)
 {
     if (!daemon__holders_take(d))
         return;
-    if (d->retire_waiting) {
-        d->retire_waiting = false;
-        daemon__apply(d, 0, "retire check");
+    if (d->apply_waiting || d->retire_waiting) {
+        unsigned what = d->apply_waiting_what;
+        char why[sizeof(d->apply_waiting_why)];
+        str_copy(why, d->apply_waiting ? d->apply_waiting_why : "retire check", sizeof(why));
+        d->apply_waiting = d->retire_waiting = false;
+        d->apply_waiting_what = 0;
+        daemon__apply(d, what, why);
     }
     daemon__mig_on_holders(d);
+    daemon__holders_done(d);
 }
 
 /* ---- health marks --------------------------------------------------------------------- */
@@ -454,23 +485,32 @@ static void apply_health_marks(const struct daemon *d, struct model *m)
 
 /* ---- retiring devices held by pods ---------------------------------------------------------- */
 
-/* How recent an answer of the holders thread must be to drop a device: older ones are
- * asked again (a pod admitted since then could hold it). */
-#define POD_VIEW_FRESH_MS 250
-
 /* Adds to m, as Unhealthy, the devices of the served model that m drops while pods hold
  * them (or while nobody can tell). Logs who holds what for newly kept devices, and for
  * every kept one when `verbose` (a config change). */
+/* Does m drop a device of the served model that is not retiring already (a new removal)? */
+static bool newly_removed(const struct daemon *d, const struct model *m)
+{
+    const struct model *om = dp_snapshot_model(d->snap);
+    for (size_t i = 0; om && i < om->n_resources; i++) {
+        const struct model_resource *ores = &om->resources[i];
+        const struct model_resource *res = model_find_resource(m, ores->name);
+        for (size_t j = 0; j < ores->n_devices; j++)
+            if (!(res && model_resource_find_device(res, ores->devices[j].id)) &&
+                !retiring_has(d, ores->name, ores->devices[j].id))
+                return true;
+    }
+    return false;
+}
+
 static int retire_held(struct daemon *d, struct model *m, bool verbose, struct error *err)
 {
+    char **retiring = strv_new();
     const struct model *om = dp_snapshot_model(d->snap);
     const struct dp_pod_devices *pods = NULL;
     bool asked = false, reachable = false;
     size_t total = 0;
     int r = 0;
-
-    verbose |= d->retire_log_all;
-    d->retire_log_all = false;
 
     for (size_t i = 0; i < om->n_resources; i++) {
         const struct model_resource *ores = &om->resources[i];
@@ -481,18 +521,22 @@ static int retire_held(struct daemon *d, struct model *m, bool verbose, struct e
             break;
         if (removed[0] && !asked) {
             asked = true;
-            pods = daemon__holders_view(d, POD_VIEW_FRESH_MS, &reachable);
-            if (!pods) { /* not known yet: all kept, decided again when the answer comes */
-                d->retire_waiting = true;
-                d->retire_log_all = true;
-            }
+            /* NULL only when daemon__apply did not wait for an answer: the devices removed
+             * are retiring already (or the holders cannot be read at all), kept as they are
+             * until the retire check decides with an answer of its own */
+            pods = daemon__holders_view(d, &reachable);
+            /* holders that could not be known are named once they can be */
+            if (pods && reachable && d->retire_unknown)
+                verbose = true;
+            if (pods)
+                d->retire_unknown = !reachable;
         }
         held = strv_new();
         for (size_t j = 0; held && removed[j]; j++) {
             const char *pod = !pods       ? NULL
                               : reachable ? dp_pod_devices_holder(pods, ores->name, removed[j])
                                           : "unknown (pod-resources unreachable)";
-            if (!pods) { /* kept quietly: the answer decides and logs */
+            if (!pods) { /* kept quietly: the retire check decides and logs */
                 if (strv_push(&held, removed[j]) < 0) {
                     strv_free(held);
                     held = NULL;
@@ -522,14 +566,21 @@ static int retire_held(struct daemon *d, struct model *m, bool verbose, struct e
             break;
         }
         r = model_retire_devices(m, ores, (const char *const *)held, strv_length(held), err);
+        for (size_t j = 0; r >= 0 && held[j]; j++)
+            if (retiring_add(&retiring, ores->name, held[j]) < 0)
+                r = error_set(err, -ENOMEM, "out of memory");
         strv_free(removed);
         strv_free(held);
         if (r < 0)
             break;
         total += (size_t)r;
     }
-    if (r < 0)
+    if (r < 0) {
+        strv_free(retiring);
         return r;
+    }
+    strv_free(d->retiring);
+    d->retiring = retiring;
     if (total != d->n_retiring)
         log_info("devices kept Unhealthy for their pods: %zu", total);
     d->n_retiring = total;
@@ -682,6 +733,15 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
             daemon__reload_failed(d, "ConfigInvalid", &err);
         else
             log_error("%s: %s, keeping the current devices", why, err.msg);
+        goto out;
+    }
+    /* devices this change removes: decided with who holds them now, read off the loop; the
+     * change waits for that answer and is made when it comes (daemon__on_holders) */
+    if (newly_removed(d, m) && daemon__holders_can_answer(d) && !daemon__holders_current(d)) {
+        d->apply_waiting_what |= what;
+        d->apply_waiting = true;
+        str_copy(d->apply_waiting_why, why, sizeof(d->apply_waiting_why));
+        daemon__holders_request(d);
         goto out;
     }
     apply_health_marks(d, m);

@@ -177,11 +177,14 @@ struct rpc_method {
     void *ctx;
 };
 
-/* Requests at least this large are followed by malloc_trim(0). */
+/* Requests at least this large are followed by malloc_trim(0); failed receives (a message over
+ * the limit) by one once no call has completed for RPC_TRIM_QUIET_MS. */
+#define RPC_TRIM_QUIET_MS 100
 #define RPC_TRIM_AFTER_BYTES (64u * 1024u)
 
 struct rpc_server {
     char *socket_path;
+    bool trim_pending; /* a failed receive: malloc_trim when the queue is quiet (cq thread) */
     /* The socket we bound (device, inode): only that one is ours to chmod and remove. */
     bool have_sock_id;
     dev_t sock_dev;
@@ -554,8 +557,11 @@ static void on_recv(struct rpc_stream *s, bool ok)
     grpc_slice req;
 
     if (!ok || !s->recv_buf) {
-        /* The client went away or half-closed without a request message. */
+        /* The client went away or half-closed without a request message, or sent one over
+         * the limit: gRPC read up to 4 MiB of it into buffers it frees again; that memory
+         * goes back to the system once the burst is over (server_main) */
         call_send_status(s, RPC_INVALID_ARGUMENT, "request message missing", NULL);
+        s->srv->trim_pending = true;
         return;
     }
     if (bb_to_slice(s->recv_buf, &req) < 0) {
@@ -611,6 +617,10 @@ static void on_close(struct rpc_stream *s)
     }
     pthread_mutex_unlock(&s->lock);
     pthread_mutex_unlock(&srv->lock);
+    /* a call gRPC cancelled (a message over the limit among others) may leave megabytes of
+     * freed buffers: given back once the queue is quiet (server_main, this thread) */
+    if (s->cancelled)
+        srv->trim_pending = true;
     if (notify && s->m->closed)
         s->m->closed(s->m->ctx, s, s->cancelled != 0);
 }
@@ -720,10 +730,17 @@ static void *server_thread(void *arg)
     struct rpc_server *srv = arg;
 
     for (;;) {
-        grpc_event ev =
-            grpc_completion_queue_next(srv->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        gpr_timespec until =
+            srv->trim_pending ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                             gpr_time_from_millis(RPC_TRIM_QUIET_MS, GPR_TIMESPAN))
+                              : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+        grpc_event ev = grpc_completion_queue_next(srv->cq, until, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
+        if (ev.type == GRPC_QUEUE_TIMEOUT && srv->trim_pending) {
+            srv->trim_pending = false;
+            malloc_trim(0);
+        }
         if (ev.type == GRPC_OP_COMPLETE)
             server_dispatch(srv, ev.tag, ev.success != 0);
     }

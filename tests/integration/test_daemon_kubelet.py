@@ -788,11 +788,13 @@ class DaemonTest(unittest.TestCase):
             for t in ts:
                 t.join()
             self.assertEqual(len(codes), 32)  # every one refused
-            after = rss_kib()
-            print("32 raw messages of %d bytes: RSS %d -> %d KiB" % (size, before, after),
-                  file=sys.stderr)
+            peak = rss_kib()
             if "asan" not in GPUSLICE:  # ASan's allocator keeps its own quarantine
-                self.assertLess(after, before + 4 * 1024)
+                # given back once the burst is over (gRPC's buffers, trimmed when quiet)
+                wait_until(lambda: rss_kib() < before + 2 * 1024, timeout=5,
+                           what="RSS back within 2 MiB of %d KiB (now %d)" % (before, rss_kib()))
+            print("32 raw messages of %d bytes: RSS %d -> %d KiB, then %d KiB"
+                  % (size, before, peak, rss_kib()), file=sys.stderr)
         self.assertStoppedClean(d)
 
     def test_xid_burst_never_loses_critical(self):

@@ -28,6 +28,9 @@ struct fixture {
     struct gpu_nvml *nvml;
     struct mps_daemon_spec specs[2];
     struct mps_options o;
+    /* the test's supervisor: teardown frees it, so a failed assertion leaves no daemon
+     * running (one left holding ctest's output pipe made ctest wait for its timeout) */
+    struct mps_supervisor *s;
 };
 
 static int setup(void **state)
@@ -78,6 +81,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
     char cmd[300];
 
+    mps_supervisor_free(f->s);
     gpu_nvml_close(f->nvml);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
     assert_int_equal(system(cmd), 0);
@@ -187,7 +191,8 @@ static void test_start_limits_and_free(void **state)
     struct error err = {0};
     char *nv;
 
-    assert_int_equal(mps_supervisor_new(&f->o, &s, &err), 0);
+    assert_int_equal(mps_supervisor_new(&f->o, &f->s, &err), 0);
+    s = f->s;
     assert_int_equal(mps_supervisor_set(s, f->specs, 2, &err), 0);
     assert_true(mps_supervisor_up(s, "nvidia.com/gpu"));
     assert_true(mps_supervisor_up(s, "nvidia.com/gpu.large"));
@@ -216,6 +221,7 @@ static void test_start_limits_and_free(void **state)
     assert_int_equal(file_write_atomic(extra, "", 0, 0644, NULL), 0);
 
     mps_supervisor_free(s);
+    f->s = NULL;
     assert_true(gone(a));
     assert_true(gone(b));
     assert_false(exists(f, ".ready"));
@@ -232,7 +238,8 @@ static void test_killed_daemon_restarted_with_limits(void **state)
     struct error err = {0};
     bool changed = false;
 
-    assert_int_equal(mps_supervisor_new(&f->o, &s, &err), 0);
+    assert_int_equal(mps_supervisor_new(&f->o, &f->s, &err), 0);
+    s = f->s;
     assert_int_equal(mps_supervisor_set(s, f->specs, 2, &err), 0);
     pid_t first = fake_pid(f, "nvidia.com/gpu.large"), other = fake_pid(f, "nvidia.com/gpu");
     assert_int_equal(kill(first, SIGKILL), 0);
@@ -251,6 +258,7 @@ static void test_killed_daemon_restarted_with_limits(void **state)
     assert_true(exists(f, ".ready"));
     assert_int_equal(fake_pid(f, "nvidia.com/gpu"), other);
     mps_supervisor_free(s);
+    f->s = NULL;
 }
 
 static void test_set_changes_only_what_changed(void **state)
@@ -259,7 +267,8 @@ static void test_set_changes_only_what_changed(void **state)
     struct mps_supervisor *s = NULL;
     struct error err = {0};
 
-    assert_int_equal(mps_supervisor_new(&f->o, &s, &err), 0);
+    assert_int_equal(mps_supervisor_new(&f->o, &f->s, &err), 0);
+    s = f->s;
     assert_int_equal(mps_supervisor_set(s, f->specs, 2, &err), 0);
     pid_t a = fake_pid(f, "nvidia.com/gpu"), b = fake_pid(f, "nvidia.com/gpu.large");
     f->specs[1].thread_pct = 30;
@@ -277,6 +286,7 @@ static void test_set_changes_only_what_changed(void **state)
     assert_null(strstr(nv, "cm "));
     free(nv);
     mps_supervisor_free(s);
+    f->s = NULL;
 }
 
 static void test_missing_binary_named(void **state)
@@ -288,12 +298,14 @@ static void test_missing_binary_named(void **state)
 
     snprintf(missing, sizeof(missing), "%s/no-such-mps-control", f->dir);
     f->o.binary = missing;
-    assert_int_equal(mps_supervisor_new(&f->o, &s, &err), 0);
+    assert_int_equal(mps_supervisor_new(&f->o, &f->s, &err), 0);
+    s = f->s;
     assert_true(mps_supervisor_set(s, f->specs, 1, &err) < 0);
     assert_non_null(strstr(err.msg, "no-such-mps-control"));
     assert_false(mps_supervisor_up(s, "nvidia.com/gpu"));
     assert_false(exists(f, ".ready"));
     mps_supervisor_free(s);
+    f->s = NULL;
     char *nv = nvml_state(f);
     assert_null(strstr(nv, "cm "));
     free(nv);
