@@ -30,7 +30,10 @@ class PodMetrics(ReloadCase):
         write_file(machine + ".yaml",
                    "gpus:\n  - model: NVIDIA L20\n"
                    "    telemetry: {gpu_util: 87, mem_util: 41, temperature_c: 66, power_w: 245,"
-                   " sm_clock_mhz: 2040, ecc_corrected: 3, ecc_uncorrected: 0}\n"
+                   " sm_clock_mhz: 2040, ecc_corrected: 3, ecc_uncorrected: 0, enc_util: 12,"
+                   " dec_util: 7, memory_temp_c: 51, energy_mj: 123456789012,"
+                   " mem_clock_mhz: 9001, pcie_replays: 4, remapped_correctable: 2,"
+                   " remapped_uncorrectable: 1, remap_failed: 1, fb_reserved_mib: 620}\n"
                    "    processes:\n"
                    "      - {pid: 4001, used_mib: 4621, sm_util: 30}\n"
                    "      - {pid: 4002, used_mib: 2048, sm_util: 20}\n"
@@ -104,7 +107,26 @@ class PodMetrics(ReloadCase):
         self.assertEqual(fams["DCGM_FI_DEV_POWER_USAGE"].samples[0].value, 245)
         self.assertEqual(fams["DCGM_FI_DEV_SM_CLOCK"].samples[0].value, 2040)
         self.assertEqual(fams["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"].samples[0].value, 3)
-        self.assertEqual(fams["DCGM_FI_DEV_FB_USED"].samples[0].value, 4621 + 2048 + 1024 + 300)
+        # the reservation is used memory of no process: FB_USED = processes + reserved
+        self.assertEqual(fams["DCGM_FI_DEV_FB_USED"].samples[0].value,
+                         4621 + 2048 + 1024 + 300 + 620)
+        self.assertEqual(fams["DCGM_FI_DEV_FB_RESERVED"].samples[0].value, 620)
+        self.assertEqual(util.labels["DCGM_FI_DRIVER_VERSION"], "570.158.01")
+        # dcgm-exporter's other default fields from plain NVML reads, with dcgm's types
+        want = {"DCGM_FI_DEV_ENC_UTIL": (12, "gauge"), "DCGM_FI_DEV_DEC_UTIL": (7, "gauge"),
+                "DCGM_FI_DEV_MEMORY_TEMP": (51, "gauge"),
+                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": (123456789012, "counter"),
+                "DCGM_FI_DEV_MEM_CLOCK": (9001, "gauge"),
+                "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": (4, "counter"),
+                "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": (2, "counter"),
+                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": (1, "counter"),
+                "DCGM_FI_DEV_ROW_REMAP_FAILURE": (1, "gauge"),
+                "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": (3, "counter"),
+                "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": (0, "counter")}
+        self.assertEqual({k: (fams[k].samples[0].value, fams[k].type) for k in want}, want)
+        # an L20 has no NVLink and is no vGPU guest: no series, as dcgm-exporter
+        self.assertEqual(fams["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"].samples, [])
+        self.assertEqual(fams["DCGM_FI_DEV_VGPU_LICENSE_STATUS"].samples, [])
         self.assertGreater(fams["gpuslice_metrics_samples"].samples[0].value, 0)
         # OpenMetrics when asked for it, parsed by prometheus_client's OpenMetrics parser
         from prometheus_client.openmetrics.parser import \
@@ -117,6 +139,10 @@ class PodMetrics(ReloadCase):
         self.assertTrue(om.endswith("# EOF\n"))
         om_fams = {f.name: f for f in om_families(om)}
         self.assertEqual(om_fams["gpuslice_allocations"].type, "counter")
+        # dcgm's counters have no _total: OpenMetrics would rename them, so they go untyped
+        self.assertEqual(om_fams["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].type, "unknown")
+        self.assertEqual(om_fams["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].samples[0].value,
+                         123456789012)
         self.assertIn("gpuslice_pod_gpu_memory_used_bytes", om_fams)
         # gpuslice top: the same, per GPU, with the replicas that fit the largest pod
         import subprocess
@@ -347,6 +373,19 @@ class PodMetrics(ReloadCase):
         self.assertEqual((mem.labels["pod"], mem.labels["resource"], mem.value),
                          ("m0", one_g, 3000 * MIB))
         self.assertEqual(mem.labels["gpu"], gi.labels["gpu"])
+        # a MIG GPU's framebuffer is counted once, per GPU instance, as dcgm-exporter does:
+        # no whole-GPU series beside them, so each GPU's series sum to its used memory
+        self.assertEqual([x for x in v["DCGM_FI_DEV_FB_USED"] if "GPU_I_ID" not in x.labels], [])
+        self.assertEqual([x for x in v["DCGM_FI_DEV_FB_FREE"] if "GPU_I_ID" not in x.labels], [])
+        used = {}
+        for x in v["DCGM_FI_DEV_FB_USED"]:
+            used[x.labels["gpu"]] = used.get(x.labels["gpu"], 0) + x.value
+        self.assertEqual(used, {g: (3000 if g == gi.labels["gpu"] else 0)
+                                for g in ("0", "1", "2", "3")})
+        self.assertEqual(sum(used.values()), 3000)  # sum(DCGM_FI_DEV_FB_USED): once
+        # per-GPU readings stay whole-GPU (a MIG GPU has no utilization, as on hardware)
+        self.assertEqual(len(v["DCGM_FI_DEV_GPU_TEMP"]), 4)
+        self.assertEqual(v.get("DCGM_FI_DEV_GPU_UTIL", []), [])
 
 
 if __name__ == "__main__":
