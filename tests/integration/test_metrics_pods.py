@@ -387,6 +387,64 @@ class PodMetrics(ReloadCase):
         self.assertEqual(len(v["DCGM_FI_DEV_GPU_TEMP"]), 4)
         self.assertEqual(v.get("DCGM_FI_DEV_GPU_UTIL", []), [])
 
+    def test_alert_counters_exist_at_zero_and_xids_mark_devices(self):
+        """Counters a user alerts on exist at 0 before their first event (increase() over a
+        series born at 1 is 0): per-GPU XID counts and the fixed health reasons. After an
+        XID 79 on a GPU shared 4 ways, 4 devices are marked (gpuslice_xid_marked_devices
+        counts devices, not marks) and dcgm's XID series carries err_code and err_msg."""
+        events = os.path.join(self.root, "events")
+        write_file(events, "")
+        n, port = self.start("l20-node", "version: v1\nsharing:\n  timeSlicing:\n"
+                             "    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n",
+                             os.path.join(self.root, "proc"), events)
+        self.wait_capacity(n, 4, 10)
+        # the per-GPU XID counters come with the health thread, before any XID
+        wait_for(lambda: "gpuslice_xid_errors_total" in self.samples(port), 10,
+                 "the health thread's counters")
+        v = self.samples(port)
+        xids = {x.labels["gpu"]: x.value for x in v["gpuslice_xid_errors_total"]}
+        self.assertEqual(set(xids.values()), {0})
+        self.assertGreaterEqual(len(xids), 1)
+        reasons = {x.labels["reason"]: x.value for x in v["gpuslice_health_changes_total"]}
+        self.assertEqual(reasons, {"event-wait-failed": 0, "recovered": 0, "reset": 0})
+        self.assertEqual(v["gpuslice_xid_marked_devices"][0].value, 0)
+        with open(events, "a") as f:
+            f.write("xid 0 79\n")
+        wait_for(lambda: [x.value for x in self.samples(port)["gpuslice_xid_marked_devices"]]
+                 == [4], 10, "4 devices marked by the XID")
+        v = self.samples(port)
+        self.assertEqual({x.labels["gpu"]: x.value for x in v["gpuslice_xid_errors_total"]
+                          if x.labels["gpu"] == "0"}, {"0": 1})
+        reasons = {x.labels["reason"]: x.value for x in v["gpuslice_health_changes_total"]}
+        self.assertEqual(reasons["xid-79"], 1)
+        last, = [x for x in v["DCGM_FI_DEV_XID_ERRORS"] if x.labels["gpu"] == "0"]
+        self.assertEqual((last.value, last.labels["err_code"], last.labels["err_msg"]),
+                         (79, "79", "GPU has fallen off the bus"))
+        self.assertIn("DCGM_FI_DRIVER_VERSION", last.labels)
+
+    def test_allocations_survive_a_kubelet_restart(self):
+        """gpuslice_allocations_total only resets with the process: a kubelet restart (the
+        plugin's server is started again) keeps the count and goes on from it."""
+        events = os.path.join(self.root, "events")
+        write_file(events, "")
+        n, port = self.start("l20-node", "version: v1\n", os.path.join(self.root, "proc"), events)
+        self.wait_capacity(n, 1, 10)
+
+        def allocations():
+            return [x.value for x in self.samples(port).get("gpuslice_allocations_total", [])
+                    if x.labels["resource"] == GPU]
+        self.assertEqual(allocations(), [0])  # at 0 before the first Allocate
+        n.sim.must("admit p0 %s=1" % GPU)
+        wait_for(lambda: allocations() == [1], 10, "the Allocate counted")
+        n.sim.must("delete p0")
+        n.sim.must("restart")
+        wait_for(lambda: "serving resource=%s again" % GPU in self.log_text(n), 10,
+                 "the plugin served again after the kubelet's restart")
+        self.wait_capacity(n, 1, 10)
+        self.assertEqual(allocations(), [1])
+        n.sim.must("admit p1 %s=1" % GPU)
+        wait_for(lambda: allocations() == [2], 10, "the next Allocate counted on top")
+
 
 if __name__ == "__main__":
     import unittest

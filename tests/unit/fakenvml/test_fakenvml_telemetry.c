@@ -134,8 +134,9 @@ static void test_reserved_framebuffer(void **state)
 
 static void test_nvlink_throughput_only_with_links(void **state)
 {
-    nvmlFieldValue_t f[2] = {{.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX, .scopeId = UINT_MAX},
-                             {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX, .scopeId = UINT_MAX}};
+    nvmlFieldValue_t f[2] = {
+        {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX, .scopeId = UINT_MAX},
+        {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX, .scopeId = UINT_MAX}};
     (void)state;
     OK(nvmlDeviceGetFieldValues(dev(3), 2, f));
     assert_int_equal(f[0].nvmlReturn, NVML_SUCCESS);
