@@ -22,7 +22,7 @@ static void read_gis(struct gpu_nvml *n, const struct inv_gpu *gpu, struct gpu_s
 
         for (size_t k = 0; k < s->n_gis && !seen; k++)
             seen = s->gis[k].gi_id == md->gi_id;
-        if (seen || s->n_gis == GPU_SAMPLE_MAX_GIS ||
+        if (seen || s->n_gis == GPU_SAMPLE_MAX_GIS || !n->nvmlDeviceGetHandleByUUID ||
             n->nvmlDeviceGetHandleByUUID(md->uuid, &dev) != NVML_SUCCESS)
             continue;
         memset(&mem, 0, sizeof(mem));
@@ -183,7 +183,10 @@ int gpu_sample_read(struct gpu_nvml *n, const struct inv_inventory *inv, struct 
         s->index = inv->gpus[i].index;
         for (size_t f = 0; f < GPU_FIELD_COUNT; f++)
             s->field[f] = -1;
-        rc = n->nvmlDeviceGetHandleByUUID(inv->gpus[i].uuid, &dev);
+        /* by UUID: indexes may change order; drivers too old for it have the index only */
+        rc = n->nvmlDeviceGetHandleByUUID
+                 ? n->nvmlDeviceGetHandleByUUID(inv->gpus[i].uuid, &dev)
+                 : n->nvmlDeviceGetHandleByIndex_v2(inv->gpus[i].index, &dev);
         if (rc != NVML_SUCCESS)
             return gpu__nvml_fail(n, err, rc, "nvmlDeviceGetHandleByUUID", inv->gpus[i].uuid);
         read_basic(n, dev, s);
