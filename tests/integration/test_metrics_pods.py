@@ -23,6 +23,15 @@ CID = "4f6c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f"
 MIB = 1 << 20
 
 
+def write_checkpoint(plugin_dir, holders):
+    """The kubelet's checkpoint: which pod UID's container holds which devices; holders are
+    (pod_uid, container, resource, device_ids) tuples."""
+    entries = [{"PodUID": uid, "ContainerName": c, "ResourceName": res,
+                "DeviceIDs": {"-1": list(ids)}, "AllocResp": ""} for uid, c, res, ids in holders]
+    write_file(os.path.join(plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
+        {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
+
+
 class PodMetrics(ReloadCase):
     def test_three_pods_one_gpu_and_a_host_process(self):
         from prometheus_client.parser import text_string_to_metric_families
@@ -58,10 +67,7 @@ class PodMetrics(ReloadCase):
             pod = n.sim.must("admit p%d %s=1" % (i, GPU))["pod"]
             held["p%d" % i] = pod["devices"][GPU]
         # the kubelet's checkpoint: which pod UID holds which device
-        entries = [{"PodUID": UIDS[i], "ContainerName": "main", "ResourceName": GPU,
-                    "DeviceIDs": {"-1": held["p%d" % i]}, "AllocResp": ""} for i in range(3)]
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[i], "main", GPU, held["p%d" % i]) for i in range(3)])
         wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
         port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
 
@@ -192,12 +198,7 @@ class PodMetrics(ReloadCase):
                       env={"FAKE_NVML_EVENTS": events})
         self.wait_capacity(n, 4, 10)
         pod = n.sim.must("admit p0 %s=1" % GPU)["pod"]
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": [{"PodUID": UIDS[0], "ContainerName": "app",
-                                            "ResourceName": GPU,
-                                            "DeviceIDs": {"-1": pod["devices"][GPU]},
-                                            "AllocResp": ""}],
-                      "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[0], "app", GPU, pod["devices"][GPU])])
         wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
         port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
 
@@ -299,13 +300,8 @@ class PodMetrics(ReloadCase):
         app, side = two["devices"][GPU + "@app"], two["devices"][GPU + "@sidecar"]
         self.assertEqual(len(set(app) | set(side)), 2, "each container its own replica")
         one = n.sim.must("admit one %s=1" % GPU)["pod"]["devices"][GPU]
-        entries = [{"PodUID": UIDS[0], "ContainerName": c, "ResourceName": GPU,
-                    "DeviceIDs": {"-1": ids}, "AllocResp": ""} for c, ids in
-                   (("app", app), ("sidecar", side))]
-        entries.append({"PodUID": UIDS[1], "ContainerName": "main", "ResourceName": GPU,
-                        "DeviceIDs": {"-1": one}, "AllocResp": ""})
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[0], "app", GPU, app), (UIDS[0], "sidecar", GPU, side),
+                                        (UIDS[1], "main", GPU, one)])
         with open(events, "a") as f:
             f.write("proc 0 4101 3000 20\nproc 0 4102 1000 5\n")
 
@@ -341,11 +337,7 @@ class PodMetrics(ReloadCase):
         self.wait_capacity(n, 8, 10, one_g)
         mig_uuid, = n.sim.must("admit m0 %s=1" % one_g)["pod"]["devices"][one_g]
         self.assertTrue(mig_uuid.startswith("MIG-"), mig_uuid)
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": [{"PodUID": UIDS[2], "ContainerName": "main",
-                                            "ResourceName": one_g,
-                                            "DeviceIDs": {"-1": [mig_uuid]}, "AllocResp": ""}],
-                      "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[2], "main", one_g, [mig_uuid])])
         with open(events, "a") as f:
             f.write("proc %s 5001 3000 40\n" % mig_uuid)
 

@@ -21,6 +21,7 @@ import unittest
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_metrics_pods import CID, UIDS, write_checkpoint  # noqa: E402
 from test_reload_live import GPU, ReloadCase, wait_for, write_file  # noqa: E402
 
 SRC = os.path.abspath(sys.argv[1])
@@ -29,8 +30,7 @@ DASHBOARD = os.path.join(COMPONENT, "dashboards/gpuslice-shared-gpus.json")
 RULE_TESTS = os.path.join(SRC, "tests/deploy/rules_test.yaml")
 PROMTOOL = shutil.which("promtool")
 KUBECTL = shutil.which("kubectl")
-UID = "6a1f0c2e-1111-4000-8000-000000000001"
-CID = "4f6c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f"
+UID = UIDS[0]
 # dcgm-exporter's names, kept for its dashboards: promtool's lint flags them, nothing else
 DCGM_LINT = ("label names should be written in 'snake_case' not 'camelCase'",
              'counter metrics should have "_total" suffix',
@@ -146,12 +146,7 @@ class LiveMetrics(ReloadCase):
                       env={"FAKE_NVML_EVENTS": events})
         self.wait_capacity(n, 4, 10)
         pod = n.sim.must("admit p0 %s=1" % GPU)["pod"]
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": [{"PodUID": UID, "ContainerName": "main",
-                                            "ResourceName": GPU,
-                                            "DeviceIDs": {"-1": pod["devices"][GPU]},
-                                            "AllocResp": ""}],
-                      "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UID, "main", GPU, pod["devices"][GPU])])
         wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
         port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
         import urllib.request

@@ -67,15 +67,15 @@ static void test_gpu_sample_read_every_field(void **state)
         enum gpu_field field;
         double want;
     } want[] = {
-        {GPU_FIELD_GPU_UTIL, 87},       {GPU_FIELD_MEM_COPY_UTIL, 41},
-        {GPU_FIELD_ENC_UTIL, 12},       {GPU_FIELD_DEC_UTIL, 7},
-        {GPU_FIELD_FB_USED, 5318 + 620}, {GPU_FIELD_FB_RESERVED, 620},
-        {GPU_FIELD_GPU_TEMP, 59},       {GPU_FIELD_MEMORY_TEMP, 51},
-        {GPU_FIELD_POWER_USAGE, 676},   {GPU_FIELD_TOTAL_ENERGY, 9000},
-        {GPU_FIELD_SM_CLOCK, 1980},     {GPU_FIELD_MEM_CLOCK, 2619},
-        {GPU_FIELD_PCIE_REPLAYS, 4},    {GPU_FIELD_ECC_SBE_VOL, 3},
-        {GPU_FIELD_ECC_DBE_VOL, 1},     {GPU_FIELD_REMAPPED_COR, 2},
-        {GPU_FIELD_REMAPPED_UNC, 1},    {GPU_FIELD_REMAP_FAILURE, 1},
+        {GPU_FIELD_GPU_UTIL, 87},           {GPU_FIELD_MEM_COPY_UTIL, 41},
+        {GPU_FIELD_ENC_UTIL, 12},           {GPU_FIELD_DEC_UTIL, 7},
+        {GPU_FIELD_FB_USED, 5318 + 620},    {GPU_FIELD_FB_RESERVED, 620},
+        {GPU_FIELD_GPU_TEMP, 59},           {GPU_FIELD_MEMORY_TEMP, 51},
+        {GPU_FIELD_POWER_USAGE, 676},       {GPU_FIELD_TOTAL_ENERGY, 9000},
+        {GPU_FIELD_SM_CLOCK, 1980},         {GPU_FIELD_MEM_CLOCK, 2619},
+        {GPU_FIELD_PCIE_REPLAYS, 4},        {GPU_FIELD_ECC_SBE_VOL, 3},
+        {GPU_FIELD_ECC_DBE_VOL, 1},         {GPU_FIELD_REMAPPED_COR, 2},
+        {GPU_FIELD_REMAPPED_UNC, 1},        {GPU_FIELD_REMAP_FAILURE, 1},
         {GPU_FIELD_NVLINK_BANDWIDTH, 4096}, {GPU_FIELD_VGPU_LICENSE, 0},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(want); i++)
