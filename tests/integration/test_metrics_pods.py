@@ -375,6 +375,17 @@ class PodMetrics(ReloadCase):
         self.assertEqual(used, {g: (3000 if g == gi.labels["gpu"] else 0)
                                 for g in ("0", "1", "2", "3")})
         self.assertEqual(sum(used.values()), 3000)  # sum(DCGM_FI_DEV_FB_USED): once
+        # gpuslice top sums the instances' framebuffer into the GPU's
+        r = subprocess.run([os.path.join(BUILD, "gpuslice"), "top", "--address",
+                            "127.0.0.1:%d" % port, "-o", "json"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        top = {str(g["gpu"]): g for g in json.loads(r.stdout)}
+        total = sum(x.value for x in v["DCGM_FI_DEV_FB_USED"] + v["DCGM_FI_DEV_FB_FREE"]
+                    if x.labels["gpu"] == gi.labels["gpu"])
+        self.assertEqual((top[gi.labels["gpu"]]["memory_used_mib"],
+                          top[gi.labels["gpu"]]["memory_total_mib"]), (3000, total))
+        self.assertGreater(total, 3 * 10000)  # 2 x 1g + 2g + 3g: not one instance's
         # per-GPU readings stay whole-GPU (a MIG GPU has no utilization, as on hardware)
         self.assertEqual(len(v["DCGM_FI_DEV_GPU_TEMP"]), 4)
         self.assertEqual(v.get("DCGM_FI_DEV_GPU_UTIL", []), [])
