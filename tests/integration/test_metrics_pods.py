@@ -16,7 +16,8 @@ import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_reload_live import BUILD, GPU, ReloadCase, wait_for, write_file  # noqa: E402
+from test_reload_live import (BUILD, GPU, ReloadCase, time_slicing, wait_for,  # noqa: E402
+                              write_file)
 
 UIDS = ["6a1f0c2e-1111-4000-8000-00000000000%d" % i for i in (1, 2, 3)]
 CID = "4f6c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f"
@@ -447,6 +448,17 @@ class PodMetrics(ReloadCase):
         self.assertEqual(allocations(), [1])
         n.sim.must("admit p1 %s=1" % GPU)
         wait_for(lambda: allocations() == [2], 10, "the next Allocate counted on top")
+        # a config that renames the resource stops its server: the counter stays, and goes
+        # on from there when the resource is served again
+        n.sim.must("delete p1")
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, time_slicing(2, rename=True))
+        self.wait_capacity(n, 2, 10, GPU + ".shared")
+        self.assertEqual(allocations(), [2])
+        write_file(cfg, "version: v1\n")
+        self.wait_capacity(n, 1, 10)
+        n.sim.must("admit p2 %s=1" % GPU)
+        wait_for(lambda: allocations() == [3], 10, "the count going on after the rename back")
 
 
 if __name__ == "__main__":
