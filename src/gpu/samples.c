@@ -119,6 +119,31 @@ static void read_errors(struct gpu_nvml *n, nvmlDevice_t dev, struct gpu_sample 
     }
 }
 
+/* A field value as a number, whichever of NVML's types it came in; -1 when it failed. */
+static double field_number(const nvmlFieldValue_t *v)
+{
+    if (v->nvmlReturn != NVML_SUCCESS)
+        return -1;
+    switch (v->valueType) {
+    case NVML_VALUE_TYPE_DOUBLE:
+        return v->value.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+        return v->value.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+        return (double)v->value.ulVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+        return (double)v->value.ullVal;
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        return (double)v->value.sllVal;
+    case NVML_VALUE_TYPE_SIGNED_INT:
+        return v->value.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+        return v->value.usVal;
+    default:
+        return -1; /* a type this header does not know */
+    }
+}
+
 /* Memory temperature and NVLink throughput (every link: scope UINT_MAX), through the
  * field-value call; each field has its own return code. */
 static void read_fields(struct gpu_nvml *n, nvmlDevice_t dev, struct gpu_sample *s)
@@ -134,12 +159,10 @@ static void read_fields(struct gpu_nvml *n, nvmlDevice_t dev, struct gpu_sample 
     v[1].scopeId = v[2].scopeId = UINT_MAX;
     if (n->nvmlDeviceGetFieldValues(dev, 3, v) != NVML_SUCCESS)
         return;
-    if (v[0].nvmlReturn == NVML_SUCCESS)
-        s->field[GPU_FIELD_MEMORY_TEMP] = v[0].valueType == NVML_VALUE_TYPE_UNSIGNED_INT
-                                              ? v[0].value.uiVal
-                                              : (double)v[0].value.ullVal;
-    if (v[1].nvmlReturn == NVML_SUCCESS && v[2].nvmlReturn == NVML_SUCCESS)
-        s->field[GPU_FIELD_NVLINK_BANDWIDTH] = (double)(v[1].value.ullVal + v[2].value.ullVal);
+    double tx = field_number(&v[1]), rx = field_number(&v[2]);
+    s->field[GPU_FIELD_MEMORY_TEMP] = field_number(&v[0]);
+    if (tx >= 0 && rx >= 0)
+        s->field[GPU_FIELD_NVLINK_BANDWIDTH] = tx + rx;
 }
 
 /* The compute processes: memory from the running-process list, SM share from the samples. */
