@@ -75,8 +75,15 @@ static void parse(const char *text, struct top_view *v)
         } else if (str_startswith(name, "DCGM_FI_DEV_")) {
             char gi[16];
             cli_metrics_label(labels, "GPU_I_ID", gi, sizeof(gi));
+            /* a MIG GPU's framebuffer comes per GPU instance only (as dcgm-exporter's):
+             * summed, it is the GPU's; its instances' other series are not top's */
+            bool fb_used = strcmp(name, "DCGM_FI_DEV_FB_USED") == 0;
+            if (*gi && (fb_used || strcmp(name, "DCGM_FI_DEV_FB_FREE") == 0)) {
+                *(fb_used ? &gpu->fb_used : &gpu->fb_free) += val;
+                continue;
+            }
             if (*gi)
-                continue; /* a GPU instance's own series: the GPU's are what top shows */
+                continue;
             gpu->seen = true;
             cli_metrics_label(labels, "UUID", gpu->uuid, sizeof(gpu->uuid));
             cli_metrics_label(labels, "modelName", gpu->model, sizeof(gpu->model));

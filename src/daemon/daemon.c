@@ -326,6 +326,7 @@ static void daemon_check_sockets(struct daemon *d, bool register_now)
         replaced = path && lstat(path, &st) == 0;
         log_info("socket %s was %s, serving resource=%s again", path ? path : "?",
                  replaced ? "replaced by another file" : "removed", name ? name : "?");
+        daemon__metrics_keep_counts(d, s->p); /* counters survive the kubelet's restart */
         dp_plugin_free(s->p); /* leaves the path alone: it is not our socket any more */
         s->p = NULL;
         /* the socket name is ours in the device-plugin directory: take it back (never a

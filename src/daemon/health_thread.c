@@ -44,10 +44,11 @@ struct daemon__health {
     bool all_devices; /* the event wait failed */
     char all_text[200];
     unsigned long long ignored, coalesced;
-    /* the last XID of each GPU, critical or not (dcgm's DCGM_FI_DEV_XID_ERRORS), under lock */
+    /* the last XID of each GPU, critical or not (dcgm's DCGM_FI_DEV_XID_ERRORS), and how many
+     * it had (gpuslice_xid_errors_total), under lock */
     struct {
         char uuid[INV_UUID_MAX];
-        unsigned long long xid;
+        unsigned long long xid, n;
     } * last;
     size_t n_last, max_last;
     /* GPUs whose XID needs a reset, probed until they come back (under lock) */
@@ -151,22 +152,28 @@ static void note_last(struct daemon__health *h, const struct gpu_event *ev)
         i++;
     if (i == h->n_last && h->n_last < h->max_last)
         str_copy(h->last[h->n_last++].uuid, ev->uuid, sizeof(h->last[0].uuid));
-    if (i < h->n_last)
+    if (i < h->n_last) {
         h->last[i].xid = ev->xid;
+        h->last[i].n++;
+    }
     pthread_mutex_unlock(&h->lock);
 }
 
-unsigned long long daemon__health_last_xid(struct daemon__health *h, const char *gpu_uuid)
+unsigned long long daemon__health_last_xid(struct daemon__health *h, const char *gpu_uuid,
+                                           unsigned long long *ret_count)
 {
-    unsigned long long xid = 0;
+    unsigned long long xid = 0, n = 0;
 
-    if (!h)
-        return 0;
-    pthread_mutex_lock(&h->lock);
-    for (size_t i = 0; i < h->n_last; i++)
-        if (strcmp(h->last[i].uuid, gpu_uuid) == 0)
-            xid = h->last[i].xid;
-    pthread_mutex_unlock(&h->lock);
+    if (h) {
+        pthread_mutex_lock(&h->lock);
+        for (size_t i = 0; i < h->n_last; i++)
+            if (strcmp(h->last[i].uuid, gpu_uuid) == 0) {
+                xid = h->last[i].xid;
+                n = h->last[i].n;
+            }
+        pthread_mutex_unlock(&h->lock);
+    }
+    *ret_count = n;
     return xid;
 }
 

@@ -14,6 +14,12 @@
 #include "kubelet/kubelet.h"
 #include "model/model.h"
 
+/* Allocate calls a stopped plugin had served (metrics.c). */
+struct daemon__alloc_count {
+    char resource[128];
+    unsigned long long allocates, allocate_errors;
+};
+
 /* One device's critical XID (or: every device, when the event wait failed). */
 struct daemon__health_msg {
     char uuid[INV_UUID_MAX];
@@ -105,6 +111,10 @@ struct daemon {
         unsigned long long n;
     } health_reasons[32];
     size_t n_health_reasons;
+    /* Allocate counts of plugins already stopped (a kubelet restart, a resource gone), per
+     * resource: gpuslice_allocations_total only resets with the process (metrics.c) */
+    struct daemon__alloc_count *alloc_kept;
+    size_t n_alloc_kept;
     /* the node label (label.c) */
     struct daemon__kube *kube;       /* NULL: no Kubernetes API */
     char *label_value;               /* the label's value, NULL when absent or unknown */
@@ -208,6 +218,9 @@ struct kube_client *daemon__kube_client(struct daemon *d);
 
 /* Counts one health change for gpuslice_health_changes_total{reason}. */
 void daemon__count_health(struct daemon *d, const char *reason);
+/* Keeps the Allocate counts of a plugin about to be freed, so the resource's counters go
+ * on from them when it is served again. */
+void daemon__metrics_keep_counts(struct daemon *d, struct dp_plugin *p);
 
 /* ---- sampler.c --------------------------------------------------------------------------- */
 
@@ -323,8 +336,10 @@ void daemon__health_stop(struct daemon__health *h);
  * NVML (every 500 ms while any is watched) and, once the GPU was seen lost and answers
  * again, posts a `back` message. */
 void daemon__health_watch_reset(struct daemon__health *h, const char *gpu_uuid);
-/* The last XID (critical or not) the health thread saw on the GPU, 0 for none (or h NULL). */
-unsigned long long daemon__health_last_xid(struct daemon__health *h, const char *gpu_uuid);
+/* The last XID (critical or not) the health thread saw on the GPU, 0 for none (or h NULL);
+ * *ret_count is how many it saw there since the daemon started. */
+unsigned long long daemon__health_last_xid(struct daemon__health *h, const char *gpu_uuid,
+                                           unsigned long long *ret_count);
 /* The eventfd for poll(2): readable when entries wait; -1 for NULL (poll ignores it). */
 int daemon__health_fd(const struct daemon__health *h);
 /* Takes one pending entry without blocking: 1, or 0 when none is waiting. */

@@ -31,6 +31,35 @@ void daemon__count_health(struct daemon *d, const char *reason)
     d->health_reasons[i].n++;
 }
 
+static struct daemon__alloc_count *kept_counts(const struct daemon *d, const char *resource)
+{
+    for (size_t i = 0; i < d->n_alloc_kept; i++)
+        if (strcmp(d->alloc_kept[i].resource, resource) == 0)
+            return &d->alloc_kept[i];
+    return NULL;
+}
+
+void daemon__metrics_keep_counts(struct daemon *d, struct dp_plugin *p)
+{
+    const char *resource = dp_plugin_resource_name(p);
+    struct daemon__alloc_count *k = kept_counts(d, resource);
+    struct dp_plugin_stats st;
+
+    dp_plugin_stats(p, &st);
+    if (!k) { /* one entry per resource name a config ever served: bounded by configs */
+        struct daemon__alloc_count *v =
+            reallocarray(d->alloc_kept, d->n_alloc_kept + 1, sizeof(*v));
+        if (!v)
+            return; /* out of memory: this resource's counters restart */
+        d->alloc_kept = v;
+        k = &d->alloc_kept[d->n_alloc_kept++];
+        memset(k, 0, sizeof(*k));
+        str_copy(k->resource, resource, sizeof(k->resource));
+    }
+    k->allocates += st.allocates;
+    k->allocate_errors += st.allocate_errors;
+}
+
 void daemon__metrics_start(struct daemon *d)
 {
     struct error err = {0};
@@ -51,6 +80,9 @@ void daemon__metrics_stop(struct daemon *d)
     daemon__sampler_stop(d);
     metrics_server_free(d->metrics);
     d->metrics = NULL;
+    free(d->alloc_kept);
+    d->alloc_kept = NULL;
+    d->n_alloc_kept = 0;
 }
 
 int daemon__metrics_fd(const struct daemon *d)
@@ -78,6 +110,112 @@ static int with_resource(struct strbuf *sb, const char *metric, const char *reso
         r = metrics_escape(sb, resource);
     if (r == 0)
         r = strbuf_printf(sb, "\"%s} %llu\n", extra ? extra : "", v);
+    return r;
+}
+
+/* Allocate calls per resource since the process started: the served plugins' counts plus
+ * what plugins stopped before them (a kubelet restart) had counted; a resource no longer
+ * served keeps its last values. Each family at 0 from the resource's first appearance. */
+static int render_allocations(const struct daemon *d, struct strbuf *sb)
+{
+    int r = 0;
+
+    for (int errors = 0; errors < 2 && r == 0; errors++) { /* one family at a time */
+        const char *name =
+            errors ? "gpuslice_allocation_errors_total" : "gpuslice_allocations_total";
+        r = family(sb, name, "counter",
+                   errors ? "Allocate calls refused, per resource."
+                          : "Allocate calls per resource.");
+        for (size_t i = 0; i < d->n_slots && r == 0; i++) {
+            struct dp_plugin_stats st;
+            if (!d->slots[i].p)
+                continue;
+            dp_plugin_stats(d->slots[i].p, &st);
+            const char *res = dp_plugin_resource_name(d->slots[i].p);
+            const struct daemon__alloc_count *k = kept_counts(d, res);
+            unsigned long long v = errors ? st.allocate_errors : st.allocates;
+            if (k)
+                v += errors ? k->allocate_errors : k->allocates;
+            r = with_resource(sb, name, res, NULL, v);
+        }
+        for (size_t i = 0; i < d->n_alloc_kept && r == 0; i++) {
+            const struct daemon__alloc_count *k = &d->alloc_kept[i];
+            bool served = false;
+            for (size_t j = 0; j < d->n_slots && !served; j++)
+                served = d->slots[j].p &&
+                         strcmp(dp_plugin_resource_name(d->slots[j].p), k->resource) == 0;
+            if (!served)
+                r = with_resource(sb, name, k->resource, NULL,
+                                  errors ? k->allocate_errors : k->allocates);
+        }
+    }
+    return r;
+}
+
+/* Devices (replicas, MIG devices) an XID mark keeps Unhealthy, each counted once. */
+static size_t xid_marked_devices(const struct daemon *d, const struct model *m)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; m && i < m->n_resources; i++)
+        for (size_t j = 0; j < m->resources[i].n_devices; j++) {
+            const struct model_device *dev = &m->resources[i].devices[j];
+            bool marked = false;
+            for (size_t k = 0; k < d->n_xid_marks && !marked; k++)
+                marked = model_device_matches(dev, d->xid_marks[k].uuid, d->xid_marks[k].gi_id,
+                                              d->xid_marks[k].ci_id);
+            n += marked;
+        }
+    return n;
+}
+
+/* Health changes, XIDs and marks. The counters a user alerts on exist at 0 before their
+ * first event (increase() over a series born at 1 is 0): the fixed reasons always, and one
+ * XID counter per GPU from the moment the GPU is served. */
+static int render_health(const struct daemon *d, const struct model *m,
+                         const struct inv_inventory *inv, struct strbuf *sb)
+{
+    static const char *const fixed[] = {"event-wait-failed", "recovered", "reset"};
+    int r = family(sb, "gpuslice_xid_marked_devices", "gauge",
+                   "Devices made Unhealthy by a critical XID.");
+
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_xid_marked_devices %zu\n", xid_marked_devices(d, m));
+    if (r == 0)
+        r = family(
+            sb, "gpuslice_health_recoveries_total", "counter",
+            "Devices Healthy again: no XID for --health-recovery-after, or a lost GPU reset.");
+    if (r == 0)
+        r = strbuf_printf(sb, "gpuslice_health_recoveries_total %llu\n", d->health_recoveries);
+    if (r == 0)
+        r = family(sb, "gpuslice_health_changes_total", "counter",
+                   "Device health changes by reason: xid-<n> (from the first such XID on), "
+                   "event-wait-failed, recovered, reset.");
+    for (size_t f = 0; r == 0 && f < GS_ARRAY_SIZE(fixed); f++) {
+        unsigned long long n = 0;
+        for (size_t i = 0; i < d->n_health_reasons; i++)
+            if (strcmp(d->health_reasons[i].reason, fixed[f]) == 0)
+                n = d->health_reasons[i].n;
+        r = strbuf_printf(sb, "gpuslice_health_changes_total{reason=\"%s\"} %llu\n", fixed[f], n);
+    }
+    for (size_t i = 0; r == 0 && i < d->n_health_reasons; i++) {
+        bool is_fixed = false;
+        for (size_t f = 0; f < GS_ARRAY_SIZE(fixed); f++)
+            is_fixed |= strcmp(d->health_reasons[i].reason, fixed[f]) == 0;
+        if (!is_fixed)
+            r = strbuf_printf(sb, "gpuslice_health_changes_total{reason=\"%s\"} %llu\n",
+                              d->health_reasons[i].reason, d->health_reasons[i].n);
+    }
+    if (r == 0 && d->health && inv && inv->n_gpus)
+        r = family(sb, "gpuslice_xid_errors_total", "counter",
+                   "XID errors reported on the GPU, critical or not (the last one: "
+                   "DCGM_FI_DEV_XID_ERRORS).");
+    for (size_t g = 0; r == 0 && d->health && inv && g < inv->n_gpus; g++) {
+        unsigned long long n;
+        (void)daemon__health_last_xid(d->health, inv->gpus[g].uuid, &n);
+        r = strbuf_printf(sb, "gpuslice_xid_errors_total{gpu=\"%u\",UUID=\"%s\"} %llu\n",
+                          inv->gpus[g].index, inv->gpus[g].uuid, n);
+    }
     return r;
 }
 
@@ -128,21 +266,8 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
         r = with_resource(sb, "gpuslice_resource_registered",
                           dp_plugin_resource_name(d->slots[i].p), NULL, d->slots[i].registered);
     }
-    for (int errors = 0; errors < 2 && r == 0; errors++) { /* one family at a time */
-        const char *name =
-            errors ? "gpuslice_allocation_errors_total" : "gpuslice_allocations_total";
-        r = family(sb, name, "counter",
-                   errors ? "Allocate calls refused, per resource."
-                          : "Allocate calls per resource.");
-        for (size_t i = 0; i < d->n_slots && r == 0; i++) {
-            struct dp_plugin_stats st;
-            if (!d->slots[i].p)
-                continue;
-            dp_plugin_stats(d->slots[i].p, &st);
-            r = with_resource(sb, name, dp_plugin_resource_name(d->slots[i].p), NULL,
-                              errors ? st.allocate_errors : st.allocates);
-        }
-    }
+    if (r == 0)
+        r = render_allocations(d, sb);
     if (r == 0)
         r = family(sb, "gpuslice_config_reloads_total", "counter",
                    "Config, label and inventory changes applied.");
@@ -160,23 +285,7 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_retiring_devices %zu\n", d->n_retiring);
     if (r == 0)
-        r = family(sb, "gpuslice_xid_marked_devices", "gauge",
-                   "Devices made Unhealthy by a critical XID.");
-    if (r == 0)
-        r = strbuf_printf(sb, "gpuslice_xid_marked_devices %zu\n", d->n_xid_marks);
-    if (r == 0)
-        r = family(
-            sb, "gpuslice_health_recoveries_total", "counter",
-            "Devices Healthy again: no XID for --health-recovery-after, or a lost GPU reset.");
-    if (r == 0)
-        r = strbuf_printf(sb, "gpuslice_health_recoveries_total %llu\n", d->health_recoveries);
-    if (r == 0)
-        r = family(
-            sb, "gpuslice_health_changes_total", "counter",
-            "Device health changes by reason: xid-<n>, event-wait-failed, recovered, reset.");
-    for (size_t i = 0; r == 0 && i < d->n_health_reasons; i++)
-        r = strbuf_printf(sb, "gpuslice_health_changes_total{reason=\"%s\"} %llu\n",
-                          d->health_reasons[i].reason, d->health_reasons[i].n);
+        r = render_health(d, m, inv, sb);
     /* MIG partitioning and MPS control daemons, when this daemon runs them */
     const char *mig = daemon__mig_state(d);
     if (r == 0 && mig) {

@@ -626,6 +626,7 @@ static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, unsigned w
         if (j == SIZE_MAX) {
             log_info("resource=%s is gone: stopping its server, socket %s removed", name,
                      dp_plugin_socket_path(s->p));
+            daemon__metrics_keep_counts(d, s->p);
             dp_plugin_free(s->p);
             removed++;
             continue;

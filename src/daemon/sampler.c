@@ -132,8 +132,17 @@ static const char *sole_holder(const struct sampler_dev *devs, size_t n_devs,
     return first ? first->pod : NULL;
 }
 
-/* dcgm-exporter's labels of a GPU, or of one of its GPU instances (gi not NULL). */
-static void dcgm_labels(struct strbuf *sb, const struct daemon__sampler *s, const struct inv_gpu *g,
+/* The labels dcgm-exporter puts after a GPU's own: Hostname and DCGM_FI_DRIVER_VERSION. */
+static void host_labels(struct strbuf *sb, const struct daemon__sampler *s,
+                        const struct inv_inventory *inv)
+{
+    label(sb, "Hostname", s->hostname, true);
+    label(sb, "DCGM_FI_DRIVER_VERSION", inv->driver_version, false);
+}
+
+/* dcgm-exporter's labels of a GPU, or of one of its GPU instances (gi not NULL); host is
+ * host_labels()' text. */
+static void dcgm_labels(struct strbuf *sb, const char *host, const struct inv_gpu *g,
                         const struct gpu_sample_gi *gi, const char *pod, const char *container)
 {
     char dev[32], num[24];
@@ -150,7 +159,7 @@ static void dcgm_labels(struct strbuf *sb, const struct daemon__sampler *s, cons
         label(sb, "GPU_I_PROFILE", gi->profile, false);
         label(sb, "GPU_I_ID", num, false);
     }
-    label(sb, "Hostname", s->hostname, false);
+    (void)strbuf_printf(sb, ",%s", host);
     if (pod) {
         const char *slash = strchr(pod, '/');
         char ns[128] = "";
@@ -159,6 +168,76 @@ static void dcgm_labels(struct strbuf *sb, const struct daemon__sampler *s, cons
         label(sb, "namespace", ns, false);
         label(sb, "pod", slash ? slash + 1 : pod, false);
         label(sb, "container", container, false);
+    }
+}
+
+/* dcgm-exporter's names, types and help for enum gpu_field (etc/default-counters.csv). */
+static const struct {
+    const char *name, *type, *help;
+} dcgm_fields[GPU_FIELD_COUNT] = {
+    [GPU_FIELD_GPU_UTIL] = {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."},
+    [GPU_FIELD_MEM_COPY_UTIL] = {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge",
+                                 "Memory utilization (in %)."},
+    [GPU_FIELD_ENC_UTIL] = {"DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %)."},
+    [GPU_FIELD_DEC_UTIL] = {"DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %)."},
+    [GPU_FIELD_FB_FREE] = {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."},
+    [GPU_FIELD_FB_USED] = {"DCGM_FI_DEV_FB_USED", "gauge",
+                           "Framebuffer memory used (in MiB). On a MIG GPU, per GPU instance "
+                           "only."},
+    [GPU_FIELD_FB_RESERVED] = {"DCGM_FI_DEV_FB_RESERVED", "gauge",
+                               "Framebuffer memory reserved (in MiB): part of the used memory "
+                               "that belongs to no process (driver, contexts)."},
+    [GPU_FIELD_GPU_TEMP] = {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."},
+    [GPU_FIELD_MEMORY_TEMP] = {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."},
+    [GPU_FIELD_POWER_USAGE] = {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."},
+    [GPU_FIELD_TOTAL_ENERGY] = {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+                                "Total energy consumption since boot (in mJ)."},
+    [GPU_FIELD_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."},
+    [GPU_FIELD_MEM_CLOCK] = {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."},
+    [GPU_FIELD_PCIE_REPLAYS] = {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter",
+                                "Total number of PCIe retries."},
+    [GPU_FIELD_ECC_SBE_VOL] = {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
+                               "Total number of single-bit volatile ECC errors."},
+    [GPU_FIELD_ECC_DBE_VOL] = {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
+                               "Total number of double-bit volatile ECC errors."},
+    [GPU_FIELD_REMAPPED_COR] = {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+                                "Number of remapped rows for correctable errors."},
+    [GPU_FIELD_REMAPPED_UNC] = {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+                                "Number of remapped rows for uncorrectable errors."},
+    [GPU_FIELD_REMAP_FAILURE] = {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge",
+                                 "Whether remapping of rows has failed."},
+    [GPU_FIELD_NVLINK_BANDWIDTH] = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+                                    "Total NVLink traffic over all links, TX and RX with "
+                                    "protocol overhead (in KiB)."},
+    [GPU_FIELD_VGPU_LICENSE] = {"DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge",
+                                "vGPU license status (1 licensed)."},
+};
+
+/* Every dcgm field of every GPU. A MIG-enabled GPU's framebuffer goes out per GPU instance
+ * only, as dcgm-exporter does: a whole-GPU series beside them would count it twice in any
+ * sum. lab holds each GPU's labels, then its GPU instances' (per_gpu apart). */
+static void render_fields(const struct inv_inventory *inv, const struct gpu_sample *smp,
+                          const struct strbuf *lab, size_t per_gpu, struct strbuf *sb)
+{
+    for (size_t f = 0; f < GPU_FIELD_COUNT; f++) {
+        bool fb = f == GPU_FIELD_FB_USED || f == GPU_FIELD_FB_FREE;
+        head(sb, dcgm_fields[f].name, dcgm_fields[f].type, dcgm_fields[f].help);
+        for (size_t g = 0; g < inv->n_gpus; g++) {
+            const struct gpu_sample *x = &smp[g];
+            if (fb && inv->gpus[g].mig_enabled) {
+                for (size_t k = 0; k < x->n_gis; k++)
+                    (void)strbuf_printf(sb, "%s{%s} %llu\n", dcgm_fields[f].name,
+                                        strbuf_str(&lab[g * per_gpu + 1 + k]),
+                                        (unsigned long long)(f == GPU_FIELD_FB_USED
+                                                                 ? x->gis[k].fb_used_mib
+                                                                 : x->gis[k].fb_free_mib));
+                continue;
+            }
+            if (x->field[f] < 0)
+                continue; /* NVML does not tell: no series, as dcgm-exporter */
+            (void)strbuf_printf(sb, "%s{%s} %.15g\n", dcgm_fields[f].name,
+                                strbuf_str(&lab[g * per_gpu]), x->field[f]);
+        }
     }
 }
 
@@ -233,80 +312,28 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
         }
     }
 
-    static const struct {
-        const char *name, *help;
-    } fields[] = {
-        {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."},
-        {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %)."},
-        {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
-        {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
-        {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)."},
-        {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."},
-        {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)."},
-        {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors."},
-        {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors."},
-    };
     /* each GPU's (and GPU instance's) labels, holder included, once for every field */
     const size_t per_gpu = 1 + GPU_SAMPLE_MAX_GIS;
     struct strbuf *lab = calloc(inv->n_gpus * per_gpu + 1, sizeof(*lab));
+    struct strbuf host = STRBUF_INIT;
+    host_labels(&host, s, inv);
     for (size_t g = 0; lab && g < inv->n_gpus; g++) {
         const char *container, *pod;
         pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, INV_ID_NONE, &container);
-        dcgm_labels(&lab[g * per_gpu], s, &inv->gpus[g], NULL, pod, container);
+        dcgm_labels(&lab[g * per_gpu], strbuf_str(&host), &inv->gpus[g], NULL, pod, container);
         for (size_t k = 0; k < smp[g].n_gis; k++) {
             const struct gpu_sample_gi *gi = &smp[g].gis[k];
             pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, gi->gi_id, &container);
-            dcgm_labels(&lab[g * per_gpu + 1 + k], s, &inv->gpus[g], gi, pod, container);
+            dcgm_labels(&lab[g * per_gpu + 1 + k], strbuf_str(&host), &inv->gpus[g], gi, pod,
+                        container);
         }
     }
-    for (size_t f = 0; lab && f < sizeof(fields) / sizeof(fields[0]); f++) {
-        head(sb, fields[f].name, "gauge", fields[f].help);
-        for (size_t g = 0; g < inv->n_gpus; g++) {
-            const struct gpu_sample *x = &smp[g];
-            double v;
-            switch (f) {
-            case 0:
-                v = x->gpu_util;
-                break;
-            case 1:
-                v = x->mem_util;
-                break;
-            case 2:
-                v = (double)x->fb_used_mib;
-                break;
-            case 3:
-                v = (double)x->fb_free_mib;
-                break;
-            case 4:
-                v = x->temperature_c;
-                break;
-            case 5:
-                v = x->power_mw < 0 ? -1 : (double)x->power_mw / 1000.0;
-                break;
-            case 6:
-                v = x->sm_clock_mhz;
-                break;
-            case 7:
-                v = (double)x->ecc_sbe;
-                break;
-            default:
-                v = (double)x->ecc_dbe;
-                break;
-            }
-            if (v < 0)
-                continue; /* NVML does not tell: no series, as dcgm-exporter */
-            (void)strbuf_printf(sb, "%s{%s} %g\n", fields[f].name, strbuf_str(&lab[g * per_gpu]),
-                                v);
-            /* framebuffer per GPU instance too, with dcgm's GPU_I_PROFILE and GPU_I_ID */
-            for (size_t k = 0; (f == 2 || f == 3) && k < x->n_gis; k++)
-                (void)strbuf_printf(
-                    sb, "%s{%s} %llu\n", fields[f].name, strbuf_str(&lab[g * per_gpu + 1 + k]),
-                    (unsigned long long)(f == 2 ? x->gis[k].fb_used_mib : x->gis[k].fb_free_mib));
-        }
-    }
+    if (lab)
+        render_fields(inv, smp, lab, per_gpu, sb);
     for (size_t i = 0; lab && i < inv->n_gpus * per_gpu; i++)
         strbuf_release(&lab[i]);
     free(lab);
+    strbuf_release(&host);
 
     /* processes -> pods: the cgroup says which pod (UID); the checkpoint/pod-resources join
      * names it; processes in no pod are the host's */
@@ -592,15 +619,24 @@ int daemon__sampler_render(struct daemon *d, struct strbuf *sb)
     pthread_mutex_lock(&s->lock);
     if (s->text)
         r = strbuf_puts(sb, s->text);
-    /* the last XID per GPU (dcgm-exporter's field), from the health thread, when it runs */
+    /* the last XID per GPU (dcgm-exporter's field, with its err_code and err_msg), from the
+     * health thread, when it runs */
     if (r == 0 && s->text && s->inv && d->health) {
+        struct strbuf host = STRBUF_INIT;
+        host_labels(&host, s, s->inv);
         head(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
         for (size_t g = 0; g < s->inv->n_gpus; g++) {
+            unsigned long long n,
+                xid = daemon__health_last_xid(d->health, s->inv->gpus[g].uuid, &n);
+            char code[24];
+            snprintf(code, sizeof(code), "%llu", xid);
             (void)strbuf_puts(sb, "DCGM_FI_DEV_XID_ERRORS{");
-            dcgm_labels(sb, s, &s->inv->gpus[g], NULL, NULL, NULL);
-            (void)strbuf_printf(sb, "} %llu\n",
-                                daemon__health_last_xid(d->health, s->inv->gpus[g].uuid));
+            dcgm_labels(sb, strbuf_str(&host), &s->inv->gpus[g], NULL, NULL, NULL);
+            label(sb, "err_code", code, false);
+            label(sb, "err_msg", metrics_xid_text(xid), false);
+            (void)strbuf_printf(sb, "} %llu\n", xid);
         }
+        strbuf_release(&host);
     }
     if (r == 0)
         r = strbuf_printf(sb,

@@ -163,13 +163,40 @@ struct gpu_sample_gi {
     uint64_t fb_total_mib, fb_used_mib, fb_free_mib;
 };
 
-/* One GPU's reading; -1 where NVML does not tell (e.g. utilization with MIG on). */
+/* The per-GPU readings, dcgm-exporter's default fields that plain NVML answers (the
+ * DCGM_FI_PROF_* profiling fields need DCGM itself). Units are dcgm's. */
+enum gpu_field {
+    GPU_FIELD_GPU_UTIL,         /* % */
+    GPU_FIELD_MEM_COPY_UTIL,    /* % */
+    GPU_FIELD_ENC_UTIL,         /* % */
+    GPU_FIELD_DEC_UTIL,         /* % */
+    GPU_FIELD_FB_FREE,          /* MiB */
+    GPU_FIELD_FB_USED,          /* MiB, the driver's reservation included (NVML v1) */
+    GPU_FIELD_FB_RESERVED,      /* MiB used by no process: driver, contexts (v2) */
+    GPU_FIELD_GPU_TEMP,         /* C */
+    GPU_FIELD_MEMORY_TEMP,      /* C */
+    GPU_FIELD_POWER_USAGE,      /* W */
+    GPU_FIELD_TOTAL_ENERGY,     /* mJ since the driver loaded */
+    GPU_FIELD_SM_CLOCK,         /* MHz */
+    GPU_FIELD_MEM_CLOCK,        /* MHz */
+    GPU_FIELD_PCIE_REPLAYS,     /* count */
+    GPU_FIELD_ECC_SBE_VOL,      /* count */
+    GPU_FIELD_ECC_DBE_VOL,      /* count */
+    GPU_FIELD_REMAPPED_COR,     /* rows */
+    GPU_FIELD_REMAPPED_UNC,     /* rows */
+    GPU_FIELD_REMAP_FAILURE,    /* 0/1 */
+    GPU_FIELD_NVLINK_BANDWIDTH, /* KiB, TX + RX with protocol overhead, every link */
+    GPU_FIELD_VGPU_LICENSE,     /* 1 licensed / 0 not, in a vGPU guest only */
+    GPU_FIELD_COUNT
+};
+
+/* One GPU's reading; a field is < 0 where NVML does not tell (utilization with MIG on, ECC
+ * on consumer parts, NVLink without links, licensing outside a vGPU guest). */
 struct gpu_sample {
     char uuid[INV_UUID_MAX];
     unsigned index;
-    int gpu_util, mem_util, temperature_c, sm_clock_mhz;
-    long long power_mw, ecc_sbe, ecc_dbe;
-    uint64_t fb_total_mib, fb_used_mib, fb_free_mib;
+    double field[GPU_FIELD_COUNT];
+    uint64_t fb_total_mib;
     struct gpu_sample_proc procs[GPU_SAMPLE_MAX_PROCS];
     size_t n_procs;
     struct gpu_sample_gi gis[GPU_SAMPLE_MAX_GIS]; /* MIG on: one per GPU instance */

@@ -419,6 +419,68 @@ typedef struct {
     unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvmlProcessUtilizationSample_t;
 
+/* nvmlDeviceGetFieldValues: the fields dcgm-exporter's defaults read that have no call of
+ * their own. NVLink throughput takes the link in scopeId; UINT_MAX sums every link. */
+#define NVML_FI_DEV_MEMORY_TEMP 82
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX 140 /* KiB, data + protocol overhead */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX 141
+typedef enum {
+    NVML_VALUE_TYPE_DOUBLE = 0,
+    NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+    NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+    NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+    NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+    NVML_VALUE_TYPE_SIGNED_INT = 5,
+    NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+} nvmlValueType_t;
+typedef union nvmlValue_st {
+    double dVal;
+    int siVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    signed long long sllVal;
+    unsigned short usVal;
+} nvmlValue_t;
+typedef struct nvmlFieldValue_st {
+    unsigned int fieldId;
+    unsigned int scopeId;
+    long long timestamp; /* us since 1970 */
+    long long latencyUsec;
+    nvmlValueType_t valueType;
+    nvmlReturn_t nvmlReturn; /* per field: value is undefined unless NVML_SUCCESS */
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+
+/* nvmlDeviceGetGridLicensableFeatures_v4: vGPU software licensing, in a vGPU guest. */
+#define NVML_GRID_LICENSE_BUFFER_SIZE 128
+#define NVML_GRID_LICENSE_FEATURE_MAX_COUNT 3
+typedef enum {
+    NVML_GRID_LICENSE_FEATURE_CODE_UNKNOWN = 0,
+    NVML_GRID_LICENSE_FEATURE_CODE_VGPU = 1,
+    NVML_GRID_LICENSE_FEATURE_CODE_NVIDIA_RTX = 2,
+    NVML_GRID_LICENSE_FEATURE_CODE_GAMING = 3,
+    NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE = 4,
+} nvmlGridLicenseFeatureCode_t;
+typedef struct nvmlGridLicenseExpiry_st {
+    unsigned int year;
+    unsigned short month, day, hour, min, sec;
+    unsigned char status;
+} nvmlGridLicenseExpiry_t;
+typedef struct nvmlGridLicensableFeature_st {
+    nvmlGridLicenseFeatureCode_t featureCode;
+    unsigned int featureState; /* non-zero: licensed */
+    char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+    char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+    unsigned int featureEnabled;
+    nvmlGridLicenseExpiry_t licenseExpiry;
+} nvmlGridLicensableFeature_t;
+typedef struct nvmlGridLicensableFeatures_st {
+    int isGridLicenseSupported; /* zero outside a vGPU guest */
+    unsigned int licensableFeaturesCount;
+    nvmlGridLicensableFeature_t gridLicensableFeatures[NVML_GRID_LICENSE_FEATURE_MAX_COUNT];
+} nvmlGridLicensableFeatures_t;
+
 /* nvmlDeviceGet/SetComputeMode */
 typedef enum nvmlComputeMode_enum {
     NVML_COMPUTEMODE_DEFAULT = 0,
@@ -463,6 +525,11 @@ _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t layout");
 _Static_assert(nvmlMemory_v2 == 0x02000028, "nvmlMemory_v2 version");
 _Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
+_Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout");
+_Static_assert(offsetof(nvmlFieldValue_t, value) == 32, "nvmlFieldValue_t layout");
+_Static_assert(sizeof(nvmlGridLicenseExpiry_t) == 16, "nvmlGridLicenseExpiry_t layout");
+_Static_assert(sizeof(nvmlGridLicensableFeature_t) == 284, "nvmlGridLicensableFeature_t layout");
+_Static_assert(sizeof(nvmlGridLicensableFeatures_t) == 860, "nvmlGridLicensableFeatures_t");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t layout");
 _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
 _Static_assert(offsetof(nvmlProcessInfo_t, gpuInstanceId) == 16, "nvmlProcessInfo_t layout");
@@ -619,7 +686,21 @@ _Static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "CI info la
        unsigned long long *eccCounts))                                                             \
     X(nvmlDeviceGetProcessUtilization, nvmlReturn_t,                                               \
       (nvmlDevice_t device, nvmlProcessUtilizationSample_t * utilization,                          \
-       unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp))
+       unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp))                   \
+    X(nvmlDeviceGetEncoderUtilization, nvmlReturn_t,                                               \
+      (nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs))            \
+    X(nvmlDeviceGetDecoderUtilization, nvmlReturn_t,                                               \
+      (nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs))            \
+    X(nvmlDeviceGetTotalEnergyConsumption, nvmlReturn_t,                                           \
+      (nvmlDevice_t device, unsigned long long *energy))                                           \
+    X(nvmlDeviceGetPcieReplayCounter, nvmlReturn_t, (nvmlDevice_t device, unsigned int *value))    \
+    X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                     \
+      (nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,                         \
+       unsigned int *isPending, unsigned int *failureOccurred))                                    \
+    X(nvmlDeviceGetFieldValues, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values))                            \
+    X(nvmlDeviceGetGridLicensableFeatures_v4, nvmlReturn_t,                                        \
+      (nvmlDevice_t device, nvmlGridLicensableFeatures_t * pGridLicensableFeatures))
 
 #define NVML_DECLARE_PROTO(name, ret, params) NVML_EXPORT ret name params;
 #define NVML_DECLARE_FN_TYPE(name, ret, params) typedef ret(*name##_fn) params;

@@ -195,6 +195,10 @@ int metrics_openmetrics(const char *text, struct strbuf *out)
             r = strbuf_append(out, l, (size_t)(sp - 6 - l));
             if (r == 0)
                 r = strbuf_append(out, sp, n - (size_t)(sp - l));
+        } else if (sp && strncmp(l, "# TYPE ", 7) == 0 && strncmp(sp, " counter\n", 9) == 0) {
+            /* a counter whose samples lack _total (dcgm-exporter's DCGM_FI_DEV_* names):
+             * OpenMetrics would rename it, so it goes out untyped under its own name */
+            r = strbuf_printf(out, "# TYPE %.*s unknown\n", (int)(sp - name), name);
         } else {
             r = strbuf_append(out, l, n);
         }

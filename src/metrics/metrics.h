@@ -47,6 +47,10 @@ int metrics_cgroup_pod(const char *text, char *uid, size_t uid_size, char *cid, 
  * application/openmetrics-text): counter families named without _total, a final # EOF. */
 int metrics_openmetrics(const char *text, struct strbuf *out);
 
+/* What an XID means (NVIDIA's XID catalog), for dcgm-exporter's err_msg label; "" when it is
+ * not one the catalog names (or 0, no XID). Static text. */
+const char *metrics_xid_text(unsigned long long xid);
+
 /* Exposition helpers: a label value escaped as the text format wants (\\, \", \n). */
 int metrics_escape(struct strbuf *sb, const char *value);
 

@@ -68,8 +68,8 @@ const struct model_device *model_resource_find_device(const struct model_resourc
     return NULL;
 }
 
-static bool health_matches(const struct model_device *d, const char *uuid, unsigned gi_id,
-                           unsigned ci_id)
+bool model_device_matches(const struct model_device *d, const char *uuid, unsigned gi_id,
+                          unsigned ci_id)
 {
     if (strcmp(d->uuid, uuid) == 0)
         return true;
@@ -94,7 +94,7 @@ int model_set_health(struct model *m, const char *uuid, unsigned gi_id, unsigned
         struct model_resource *res = &m->resources[i];
         for (size_t k = 0; k < res->n_devices; k++) {
             struct model_device *d = &res->devices[k];
-            if (!health_matches(d, uuid, gi_id, ci_id))
+            if (!model_device_matches(d, uuid, gi_id, ci_id))
                 continue;
             matched = true;
             if (d->healthy != healthy) {

@@ -137,6 +137,9 @@ bool model_settings_equal(const struct model_settings *a, const struct model_set
  * no device of the model matches. */
 int model_set_health(struct model *m, const char *uuid, unsigned gi_id, unsigned ci_id,
                      bool healthy);
+/* Whether an event for (uuid, gi_id, ci_id) hits device d, by model_set_health()'s rule. */
+bool model_device_matches(const struct model_device *d, const char *uuid, unsigned gi_id,
+                          unsigned ci_id);
 
 /* Kubelet rules for an extended resource name (kubelet facts §2.1, IsExtendedResourceName).
  * Returns true when accepted; otherwise false and a reason in err (may be NULL). */

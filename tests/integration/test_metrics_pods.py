@@ -16,11 +16,21 @@ import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_reload_live import BUILD, GPU, ReloadCase, wait_for, write_file  # noqa: E402
+from test_reload_live import (BUILD, GPU, ReloadCase, time_slicing, wait_for,  # noqa: E402
+                              write_file)
 
 UIDS = ["6a1f0c2e-1111-4000-8000-00000000000%d" % i for i in (1, 2, 3)]
 CID = "4f6c1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f"
 MIB = 1 << 20
+
+
+def write_checkpoint(plugin_dir, holders):
+    """The kubelet's checkpoint: which pod UID's container holds which devices; holders are
+    (pod_uid, container, resource, device_ids) tuples."""
+    entries = [{"PodUID": uid, "ContainerName": c, "ResourceName": res,
+                "DeviceIDs": {"-1": list(ids)}, "AllocResp": ""} for uid, c, res, ids in holders]
+    write_file(os.path.join(plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
+        {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
 
 
 class PodMetrics(ReloadCase):
@@ -30,7 +40,10 @@ class PodMetrics(ReloadCase):
         write_file(machine + ".yaml",
                    "gpus:\n  - model: NVIDIA L20\n"
                    "    telemetry: {gpu_util: 87, mem_util: 41, temperature_c: 66, power_w: 245,"
-                   " sm_clock_mhz: 2040, ecc_corrected: 3, ecc_uncorrected: 0}\n"
+                   " sm_clock_mhz: 2040, ecc_corrected: 3, ecc_uncorrected: 0, enc_util: 12,"
+                   " dec_util: 7, memory_temp_c: 51, energy_mj: 123456789012,"
+                   " mem_clock_mhz: 9001, pcie_replays: 4, remapped_correctable: 2,"
+                   " remapped_uncorrectable: 1, remap_failed: 1, fb_reserved_mib: 620}\n"
                    "    processes:\n"
                    "      - {pid: 4001, used_mib: 4621, sm_util: 30}\n"
                    "      - {pid: 4002, used_mib: 2048, sm_util: 20}\n"
@@ -55,10 +68,7 @@ class PodMetrics(ReloadCase):
             pod = n.sim.must("admit p%d %s=1" % (i, GPU))["pod"]
             held["p%d" % i] = pod["devices"][GPU]
         # the kubelet's checkpoint: which pod UID holds which device
-        entries = [{"PodUID": UIDS[i], "ContainerName": "main", "ResourceName": GPU,
-                    "DeviceIDs": {"-1": held["p%d" % i]}, "AllocResp": ""} for i in range(3)]
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[i], "main", GPU, held["p%d" % i]) for i in range(3)])
         wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
         port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
 
@@ -104,7 +114,26 @@ class PodMetrics(ReloadCase):
         self.assertEqual(fams["DCGM_FI_DEV_POWER_USAGE"].samples[0].value, 245)
         self.assertEqual(fams["DCGM_FI_DEV_SM_CLOCK"].samples[0].value, 2040)
         self.assertEqual(fams["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"].samples[0].value, 3)
-        self.assertEqual(fams["DCGM_FI_DEV_FB_USED"].samples[0].value, 4621 + 2048 + 1024 + 300)
+        # the reservation is used memory of no process: FB_USED = processes + reserved
+        self.assertEqual(fams["DCGM_FI_DEV_FB_USED"].samples[0].value,
+                         4621 + 2048 + 1024 + 300 + 620)
+        self.assertEqual(fams["DCGM_FI_DEV_FB_RESERVED"].samples[0].value, 620)
+        self.assertEqual(util.labels["DCGM_FI_DRIVER_VERSION"], "570.158.01")
+        # dcgm-exporter's other default fields from plain NVML reads, with dcgm's types
+        want = {"DCGM_FI_DEV_ENC_UTIL": (12, "gauge"), "DCGM_FI_DEV_DEC_UTIL": (7, "gauge"),
+                "DCGM_FI_DEV_MEMORY_TEMP": (51, "gauge"),
+                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": (123456789012, "counter"),
+                "DCGM_FI_DEV_MEM_CLOCK": (9001, "gauge"),
+                "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": (4, "counter"),
+                "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": (2, "counter"),
+                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": (1, "counter"),
+                "DCGM_FI_DEV_ROW_REMAP_FAILURE": (1, "gauge"),
+                "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": (3, "counter"),
+                "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": (0, "counter")}
+        self.assertEqual({k: (fams[k].samples[0].value, fams[k].type) for k in want}, want)
+        # an L20 has no NVLink and is no vGPU guest: no series, as dcgm-exporter
+        self.assertEqual(fams["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"].samples, [])
+        self.assertEqual(fams["DCGM_FI_DEV_VGPU_LICENSE_STATUS"].samples, [])
         self.assertGreater(fams["gpuslice_metrics_samples"].samples[0].value, 0)
         # OpenMetrics when asked for it, parsed by prometheus_client's OpenMetrics parser
         from prometheus_client.openmetrics.parser import \
@@ -117,6 +146,10 @@ class PodMetrics(ReloadCase):
         self.assertTrue(om.endswith("# EOF\n"))
         om_fams = {f.name: f for f in om_families(om)}
         self.assertEqual(om_fams["gpuslice_allocations"].type, "counter")
+        # dcgm's counters have no _total: OpenMetrics would rename them, so they go untyped
+        self.assertEqual(om_fams["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].type, "unknown")
+        self.assertEqual(om_fams["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].samples[0].value,
+                         123456789012)
         self.assertIn("gpuslice_pod_gpu_memory_used_bytes", om_fams)
         # gpuslice top: the same, per GPU, with the replicas that fit the largest pod
         import subprocess
@@ -166,12 +199,7 @@ class PodMetrics(ReloadCase):
                       env={"FAKE_NVML_EVENTS": events})
         self.wait_capacity(n, 4, 10)
         pod = n.sim.must("admit p0 %s=1" % GPU)["pod"]
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": [{"PodUID": UIDS[0], "ContainerName": "app",
-                                            "ResourceName": GPU,
-                                            "DeviceIDs": {"-1": pod["devices"][GPU]},
-                                            "AllocResp": ""}],
-                      "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[0], "app", GPU, pod["devices"][GPU])])
         wait_for(lambda: "(port " in self.log_text(n), 10, "the metrics port")
         port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
 
@@ -273,13 +301,8 @@ class PodMetrics(ReloadCase):
         app, side = two["devices"][GPU + "@app"], two["devices"][GPU + "@sidecar"]
         self.assertEqual(len(set(app) | set(side)), 2, "each container its own replica")
         one = n.sim.must("admit one %s=1" % GPU)["pod"]["devices"][GPU]
-        entries = [{"PodUID": UIDS[0], "ContainerName": c, "ResourceName": GPU,
-                    "DeviceIDs": {"-1": ids}, "AllocResp": ""} for c, ids in
-                   (("app", app), ("sidecar", side))]
-        entries.append({"PodUID": UIDS[1], "ContainerName": "main", "ResourceName": GPU,
-                        "DeviceIDs": {"-1": one}, "AllocResp": ""})
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[0], "app", GPU, app), (UIDS[0], "sidecar", GPU, side),
+                                        (UIDS[1], "main", GPU, one)])
         with open(events, "a") as f:
             f.write("proc 0 4101 3000 20\nproc 0 4102 1000 5\n")
 
@@ -315,11 +338,7 @@ class PodMetrics(ReloadCase):
         self.wait_capacity(n, 8, 10, one_g)
         mig_uuid, = n.sim.must("admit m0 %s=1" % one_g)["pod"]["devices"][one_g]
         self.assertTrue(mig_uuid.startswith("MIG-"), mig_uuid)
-        write_file(os.path.join(n.plugin_dir, "kubelet_internal_checkpoint"), json.dumps(
-            {"Data": {"PodDeviceEntries": [{"PodUID": UIDS[2], "ContainerName": "main",
-                                            "ResourceName": one_g,
-                                            "DeviceIDs": {"-1": [mig_uuid]}, "AllocResp": ""}],
-                      "RegisteredDevices": {}}, "Checksum": 1}))
+        write_checkpoint(n.plugin_dir, [(UIDS[2], "main", one_g, [mig_uuid])])
         with open(events, "a") as f:
             f.write("proc %s 5001 3000 40\n" % mig_uuid)
 
@@ -347,6 +366,99 @@ class PodMetrics(ReloadCase):
         self.assertEqual((mem.labels["pod"], mem.labels["resource"], mem.value),
                          ("m0", one_g, 3000 * MIB))
         self.assertEqual(mem.labels["gpu"], gi.labels["gpu"])
+        # a MIG GPU's framebuffer is counted once, per GPU instance, as dcgm-exporter does:
+        # no whole-GPU series beside them, so each GPU's series sum to its used memory
+        self.assertEqual([x for x in v["DCGM_FI_DEV_FB_USED"] if "GPU_I_ID" not in x.labels], [])
+        self.assertEqual([x for x in v["DCGM_FI_DEV_FB_FREE"] if "GPU_I_ID" not in x.labels], [])
+        used = {}
+        for x in v["DCGM_FI_DEV_FB_USED"]:
+            used[x.labels["gpu"]] = used.get(x.labels["gpu"], 0) + x.value
+        self.assertEqual(used, {g: (3000 if g == gi.labels["gpu"] else 0)
+                                for g in ("0", "1", "2", "3")})
+        self.assertEqual(sum(used.values()), 3000)  # sum(DCGM_FI_DEV_FB_USED): once
+        # gpuslice top sums the instances' framebuffer into the GPU's
+        r = subprocess.run([os.path.join(BUILD, "gpuslice"), "top", "--address",
+                            "127.0.0.1:%d" % port, "-o", "json"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        top = {str(g["gpu"]): g for g in json.loads(r.stdout)}
+        total = sum(x.value for x in v["DCGM_FI_DEV_FB_USED"] + v["DCGM_FI_DEV_FB_FREE"]
+                    if x.labels["gpu"] == gi.labels["gpu"])
+        self.assertEqual((top[gi.labels["gpu"]]["memory_used_mib"],
+                          top[gi.labels["gpu"]]["memory_total_mib"]), (3000, total))
+        self.assertGreater(total, 3 * 10000)  # 2 x 1g + 2g + 3g: not one instance's
+        # per-GPU readings stay whole-GPU (a MIG GPU has no utilization, as on hardware)
+        self.assertEqual(len(v["DCGM_FI_DEV_GPU_TEMP"]), 4)
+        self.assertEqual(v.get("DCGM_FI_DEV_GPU_UTIL", []), [])
+
+    def test_alert_counters_exist_at_zero_and_xids_mark_devices(self):
+        """Counters a user alerts on exist at 0 before their first event (increase() over a
+        series born at 1 is 0): per-GPU XID counts and the fixed health reasons. After an
+        XID 79 on a GPU shared 4 ways, 4 devices are marked (gpuslice_xid_marked_devices
+        counts devices, not marks) and dcgm's XID series carries err_code and err_msg."""
+        events = os.path.join(self.root, "events")
+        write_file(events, "")
+        n, port = self.start("l20-node", "version: v1\nsharing:\n  timeSlicing:\n"
+                             "    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n",
+                             os.path.join(self.root, "proc"), events)
+        self.wait_capacity(n, 4, 10)
+        # the per-GPU XID counters come with the health thread, before any XID
+        wait_for(lambda: "gpuslice_xid_errors_total" in self.samples(port), 10,
+                 "the health thread's counters")
+        v = self.samples(port)
+        xids = {x.labels["gpu"]: x.value for x in v["gpuslice_xid_errors_total"]}
+        self.assertEqual(set(xids.values()), {0})
+        self.assertGreaterEqual(len(xids), 1)
+        reasons = {x.labels["reason"]: x.value for x in v["gpuslice_health_changes_total"]}
+        self.assertEqual(reasons, {"event-wait-failed": 0, "recovered": 0, "reset": 0})
+        self.assertEqual(v["gpuslice_xid_marked_devices"][0].value, 0)
+        with open(events, "a") as f:
+            f.write("xid 0 79\n")
+        wait_for(lambda: [x.value for x in self.samples(port)["gpuslice_xid_marked_devices"]]
+                 == [4], 10, "4 devices marked by the XID")
+        v = self.samples(port)
+        self.assertEqual({x.labels["gpu"]: x.value for x in v["gpuslice_xid_errors_total"]
+                          if x.labels["gpu"] == "0"}, {"0": 1})
+        reasons = {x.labels["reason"]: x.value for x in v["gpuslice_health_changes_total"]}
+        self.assertEqual(reasons["xid-79"], 1)
+        last, = [x for x in v["DCGM_FI_DEV_XID_ERRORS"] if x.labels["gpu"] == "0"]
+        self.assertEqual((last.value, last.labels["err_code"], last.labels["err_msg"]),
+                         (79, "79", "GPU has fallen off the bus"))
+        self.assertIn("DCGM_FI_DRIVER_VERSION", last.labels)
+
+    def test_allocations_survive_a_kubelet_restart(self):
+        """gpuslice_allocations_total only resets with the process: a kubelet restart (the
+        plugin's server is started again) keeps the count and goes on from it."""
+        events = os.path.join(self.root, "events")
+        write_file(events, "")
+        n, port = self.start("l20-node", "version: v1\n", os.path.join(self.root, "proc"), events)
+        self.wait_capacity(n, 1, 10)
+
+        def allocations():
+            return [x.value for x in self.samples(port).get("gpuslice_allocations_total", [])
+                    if x.labels["resource"] == GPU]
+        self.assertEqual(allocations(), [0])  # at 0 before the first Allocate
+        n.sim.must("admit p0 %s=1" % GPU)
+        wait_for(lambda: allocations() == [1], 10, "the Allocate counted")
+        n.sim.must("delete p0")
+        n.sim.must("restart")
+        wait_for(lambda: "serving resource=%s again" % GPU in self.log_text(n), 10,
+                 "the plugin served again after the kubelet's restart")
+        self.wait_capacity(n, 1, 10)
+        self.assertEqual(allocations(), [1])
+        n.sim.must("admit p1 %s=1" % GPU)
+        wait_for(lambda: allocations() == [2], 10, "the next Allocate counted on top")
+        # a config that renames the resource stops its server: the counter stays, and goes
+        # on from there when the resource is served again
+        n.sim.must("delete p1")
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, time_slicing(2, rename=True))
+        self.wait_capacity(n, 2, 10, GPU + ".shared")
+        self.assertEqual(allocations(), [2])
+        write_file(cfg, "version: v1\n")
+        self.wait_capacity(n, 1, 10)
+        n.sim.must("admit p2 %s=1" % GPU)
+        wait_for(lambda: allocations() == [3], 10, "the count going on after the rename back")
 
 
 if __name__ == "__main__":

@@ -90,15 +90,27 @@ struct fake_mig_request {
     unsigned start; /* FAKE_NO_START: pick like CreateGpuInstance does */
 };
 
-/* What the NVML samplers read of a GPU. */
+/* What the NVML samplers read of a GPU (units in the names; FAKE_NOT_APPLICABLE: the GPU
+ * has no such reading, and NVML answers NOT_SUPPORTED). */
+#define FAKE_NOT_APPLICABLE UINT64_MAX
 struct fake_telemetry {
-    unsigned gpu_util, mem_util, temperature_c, power_mw, sm_clock_mhz;
-    unsigned long long ecc_corrected, ecc_uncorrected;
+    uint64_t gpu_util, mem_util, enc_util, dec_util;
+    uint64_t temperature_c, memory_temp_c, power_mw, energy_mj;
+    uint64_t sm_clock_mhz, mem_clock_mhz, pcie_replays;
+    uint64_t ecc_corrected, ecc_uncorrected;
+    uint64_t remapped_correctable, remapped_uncorrectable, remap_failed;
+    uint64_t fb_reserved_mib; /* used framebuffer that belongs to no process */
+    uint64_t nvlink_raw_kib;  /* TX + RX over every link; only GPUs with NVLinks */
+    uint64_t vgpu_licensed;   /* 1/0 in a vGPU guest; FAKE_NOT_APPLICABLE elsewhere */
 };
 
+/* One key of `telemetry:`: its limit, where it goes in struct fake_telemetry and the factor
+ * from the key's unit to the field's (power_w -> power_mw: 1000). */
 struct fake_telemetry_key {
     const char *name; /* gpu_util, mem_util, temperature_c, power_w, sm_clock_mhz, ecc_... */
     uint64_t max;
+    size_t offset;
+    uint64_t scale;
 };
 
 struct fake_gpu {

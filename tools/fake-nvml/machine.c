@@ -421,11 +421,11 @@ static int parse_fabric(const struct parse *ps, struct fy_node *f, unsigned char
     return 0;
 }
 
-/* telemetry: {gpu_util, mem_util, temperature_c, power_w, sm_clock_mhz, ecc_corrected,
- * ecc_uncorrected}: what the NVML samplers read on every GPU of the entry. */
+/* telemetry: {gpu_util, mem_util, temperature_c, power_w, ... (fake_telemetry_keys)}: what
+ * the NVML samplers read on every GPU of the entry. */
 static int parse_telemetry(const struct parse *ps, struct fy_node *t, struct fake_telemetry *ret)
 {
-    const char *keys[16];
+    const char *keys[32];
     size_t n = 0;
     int r = want(ps, t, FYNT_MAPPING, "telemetry");
 

@@ -595,48 +595,55 @@ static unsigned long long used_bytes(const struct fake_gpu *g, unsigned gi_id)
     return used;
 }
 
+/* A handle's memory. *reserved is the driver's share of a whole GPU (the machine's
+ * fb_reserved_mib): in use, but no process's; a MIG device reports none of it. */
 static void memory_of(const struct fake_gpu *g, const struct fake_ci *ci, unsigned long long *total,
-                      unsigned long long *used)
+                      unsigned long long *used, unsigned long long *reserved)
 {
     if (ci) {
         *total = (unsigned long long)ci->gi->profile->memory_mib << 20;
         *used = used_bytes(g, ci->gi->id);
+        *reserved = 0;
     } else {
         *total = g->model.memory_mib << 20;
         *used = used_bytes(g, INVALID_GPU_INSTANCE_ID);
+        *reserved = fake_telemetry_of(g).fb_reserved_mib << 20;
     }
-    if (*used > *total)
-        *used = *total;
+    if (*reserved > *total)
+        *reserved = *total;
+    if (*used > *total - *reserved)
+        *used = *total - *reserved;
 }
 
+/* v1 counts the reservation as used, as the driver does since R510. */
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-    unsigned long long total, used;
+    unsigned long long total, used, reserved;
     DEVICE_ENTER(device, false);
 
     if (!memory)
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
-    memory_of(g, ci, &total, &used);
+    memory_of(g, ci, &total, &used, &reserved);
     memory->total = total;
-    memory->used = used;
-    memory->free = total - used;
+    memory->used = used + reserved;
+    memory->free = total - used - reserved;
     return fake_leave(NVML_SUCCESS);
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-    unsigned long long total, used;
+    unsigned long long total, used, reserved;
     DEVICE_ENTER(device, false);
 
     if (!memory)
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (memory->version != nvmlMemory_v2)
         return fake_leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    memory_of(g, ci, &total, &used);
+    memory_of(g, ci, &total, &used, &reserved);
     memory->total = total;
-    memory->reserved = 0;
+    memory->reserved = reserved;
     memory->used = used;
-    memory->free = total - used;
+    memory->free = total - used - reserved;
     return fake_leave(NVML_SUCCESS);
 }
 

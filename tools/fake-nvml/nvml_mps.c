@@ -32,7 +32,8 @@ nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mod
     return fake_leave(NVML_SUCCESS);
 }
 
-/* ---- more telemetry: SM clock, ECC totals, per-process SM utilization ------------------- */
+/* ---- more telemetry: SM and memory clocks, ECC totals, per-process SM utilization
+ * ------------------- */
 
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
@@ -42,11 +43,12 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, u
 
     if (rc != NVML_SUCCESS)
         return rc;
-    if (!clock || type != NVML_CLOCK_SM)
+    if (!clock || (type != NVML_CLOCK_SM && type != NVML_CLOCK_MEM))
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (ci)
         return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    *clock = fake_telemetry_of(g).sm_clock_mhz;
+    *clock = (unsigned)(type == NVML_CLOCK_SM ? fake_telemetry_of(g).sm_clock_mhz
+                                              : fake_telemetry_of(g).mem_clock_mhz);
     return fake_leave(NVML_SUCCESS);
 }
 

@@ -11,6 +11,8 @@
  * Each library instance applies the file in order from its start on its next call, so all
  * processes using the machine agree. Malformed lines and out-of-range values are skipped. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +31,41 @@ static struct fake_gpu *find_gpu(struct fake_machine *m, const char *who, struct
     return fake_find_uuid(who, ret_ci);
 }
 
+#define KEY(name, max, field, scale)                                                               \
+    {                                                                                              \
+        name, max, offsetof(struct fake_telemetry, field), scale                                   \
+    }
+
 const struct fake_telemetry_key fake_telemetry_keys[] = {
-    {"gpu_util", 100},
-    {"mem_util", 100},
-    {"temperature_c", 150},
-    {"power_w", 2000},
-    {"sm_clock_mhz", 5000},
-    {"ecc_corrected", UINT32_MAX},
-    {"ecc_uncorrected", UINT32_MAX},
-    {NULL, 0},
+    KEY("gpu_util", 100, gpu_util, 1),
+    KEY("mem_util", 100, mem_util, 1),
+    KEY("temperature_c", 150, temperature_c, 1),
+    KEY("power_w", 2000, power_mw, 1000),
+    KEY("sm_clock_mhz", 5000, sm_clock_mhz, 1),
+    KEY("ecc_corrected", UINT32_MAX, ecc_corrected, 1),
+    KEY("ecc_uncorrected", UINT32_MAX, ecc_uncorrected, 1),
+    KEY("enc_util", 100, enc_util, 1),
+    KEY("dec_util", 100, dec_util, 1),
+    KEY("memory_temp_c", 150, memory_temp_c, 1),
+    KEY("energy_mj", UINT64_MAX / 2, energy_mj, 1),
+    KEY("mem_clock_mhz", 20000, mem_clock_mhz, 1),
+    KEY("pcie_replays", UINT32_MAX, pcie_replays, 1),
+    KEY("remapped_correctable", UINT32_MAX, remapped_correctable, 1),
+    KEY("remapped_uncorrectable", UINT32_MAX, remapped_uncorrectable, 1),
+    KEY("remap_failed", 1, remap_failed, 1),
+    KEY("fb_reserved_mib", 1u << 20, fb_reserved_mib, 1),
+    KEY("nvlink_raw_kib", UINT64_MAX / 2, nvlink_raw_kib, 1),
+    KEY("vgpu_licensed", 1, vgpu_licensed, 1),
+    {NULL, 0, 0, 0},
 };
 
-const struct fake_telemetry fake_telemetry_defaults = {
-    .temperature_c = 35, .power_mw = 60000, .sm_clock_mhz = 1410};
+/* An idle datacenter GPU; not a vGPU guest. */
+const struct fake_telemetry fake_telemetry_defaults = {.temperature_c = 35,
+                                                       .memory_temp_c = 40,
+                                                       .power_mw = 60000,
+                                                       .sm_clock_mhz = 1410,
+                                                       .mem_clock_mhz = 1593,
+                                                       .vgpu_licensed = FAKE_NOT_APPLICABLE};
 
 int fake_telemetry_set(struct fake_telemetry *t, const char *key, uint64_t v)
 {
@@ -53,29 +77,8 @@ int fake_telemetry_set(struct fake_telemetry *t, const char *key, uint64_t v)
         return -ENOENT;
     if (v > fake_telemetry_keys[k].max)
         return -ERANGE;
-    switch (k) {
-    case 0:
-        t->gpu_util = (unsigned)v;
-        break;
-    case 1:
-        t->mem_util = (unsigned)v;
-        break;
-    case 2:
-        t->temperature_c = (unsigned)v;
-        break;
-    case 3:
-        t->power_mw = (unsigned)v * 1000;
-        break;
-    case 4:
-        t->sm_clock_mhz = (unsigned)v;
-        break;
-    case 5:
-        t->ecc_corrected = v;
-        break;
-    default:
-        t->ecc_uncorrected = v;
-        break;
-    }
+    memcpy((char *)t + fake_telemetry_keys[k].offset, &(uint64_t){v * fake_telemetry_keys[k].scale},
+           sizeof(uint64_t));
     return 0;
 }
 

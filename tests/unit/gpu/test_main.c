@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_main.c: the test_gpu program — runs the loader, naming and inventory groups, and
+/* test_main.c: the test_gpu program — runs the loader, naming, inventory and samples groups, and
  * the small temp-dir helpers they share. */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,5 +101,6 @@ int main(void)
     failed += run_names_tests();
     failed += run_loader_tests();
     failed += run_inventory_tests();
+    failed += run_samples_tests();
     return failed ? 1 : 0;
 }

@@ -26,5 +26,6 @@ void write_under(const char *dir, const char *rel, const char *text);
 int run_loader_tests(void);
 int run_names_tests(void);
 int run_inventory_tests(void);
+int run_samples_tests(void);
 
 #endif

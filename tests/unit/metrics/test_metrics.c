@@ -71,9 +71,35 @@ static void test_openmetrics(void **state)
     strbuf_release(&out);
 }
 
+/* dcgm-exporter's counters carry no _total: OpenMetrics would need the samples renamed, so
+ * they go out untyped under their own names (what dcgm dashboards query). */
+static void test_openmetrics_counter_without_total(void **state)
+{
+    (void)state;
+    struct strbuf out = STRBUF_INIT;
+    const char *text = "# HELP DCGM_FI_DEV_PCIE_REPLAY_COUNTER Retries.\n"
+                       "# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"
+                       "DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=\"0\"} 4\n";
+    assert_int_equal(metrics_openmetrics(text, &out), 0);
+    assert_string_equal(strbuf_str(&out), "# HELP DCGM_FI_DEV_PCIE_REPLAY_COUNTER Retries.\n"
+                                          "# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER unknown\n"
+                                          "DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=\"0\"} 4\n# EOF\n");
+    strbuf_release(&out);
+}
+
+static void test_xid_text(void **state)
+{
+    (void)state;
+    assert_string_equal(metrics_xid_text(79), "GPU has fallen off the bus");
+    assert_string_equal(metrics_xid_text(48), "Double Bit ECC Error");
+    assert_string_equal(metrics_xid_text(0), "");
+    assert_string_equal(metrics_xid_text(100000), "");
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cgroup_shapes),
-                                       cmocka_unit_test(test_openmetrics)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cgroup_shapes), cmocka_unit_test(test_openmetrics),
+        cmocka_unit_test(test_openmetrics_counter_without_total), cmocka_unit_test(test_xid_text)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
