@@ -114,12 +114,14 @@ static void test_gi_profile_slice_count_is_compute_slices(void **state)
     OK(nvmlShutdown());
 }
 
-/* The header: GetGpuInstances/ById need MIG mode on; a capable GPU with MIG off answers
- * NOT_SUPPORTED. */
+/* A capable GPU with MIG off, as a real H200 answers (facts real-h200.md; the header's
+ * prose suggests NOT_SUPPORTED, the hardware says otherwise): GetGpuInstances SUCCESS with
+ * none, every profile readable through the V call, placements listed, no MIG devices. */
 static void test_gi_queries_with_mig_off(void **state)
 {
+    nvmlGpuInstanceProfileInfo_v2_t v2 = {.version = nvmlGpuInstanceProfileInfo_v2};
     nvmlGpuInstance_t gis[8];
-    unsigned count = 8, cur = 0, pend = 0;
+    unsigned count = 8, cur = 0, pend = 0, seen = 0;
     nvmlDevice_t d;
     (void)state;
 
@@ -128,7 +130,25 @@ static void test_gi_queries_with_mig_off(void **state)
     d = dev(0);
     OK(nvmlDeviceGetMigMode(d, &cur, &pend));
     assert_int_equal(cur, NVML_DEVICE_MIG_DISABLE);
-    assert_int_equal(nvmlDeviceGetGpuInstances(d, 19, gis, &count), NVML_ERROR_NOT_SUPPORTED);
+    OK(nvmlDeviceGetGpuInstances(d, 19, gis, &count));
+    assert_int_equal(count, 0);
+    count = 0;
+    OK(nvmlDeviceGetGpuInstances(d, 0, NULL, &count));
+    assert_int_equal(count, 0);
+    for (unsigned idx = 0; idx < 0xD; idx++) {
+        nvmlReturn_t rc = nvmlDeviceGetGpuInstanceProfileInfoV(d, idx, &v2);
+        if (rc == NVML_ERROR_NOT_SUPPORTED)
+            continue;
+        OK(rc);
+        seen++;
+    }
+    assert_int_equal(seen, 7);
+    count = 0;
+    OK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(d, 9, NULL, &count));
+    assert_int_equal(count, 2);
+    OK(nvmlDeviceGetMaxMigDeviceCount(d, &count));
+    assert_int_equal(count, 0);
+    /* not measured on the hardware: stays what the header says */
     assert_int_equal(nvmlDeviceGetGpuInstanceById(d, 1, gis), NVML_ERROR_NOT_SUPPORTED);
     OK(nvmlShutdown());
 }
