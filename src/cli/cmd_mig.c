@@ -390,14 +390,6 @@ out:
 
 /* ---- export / generate-config ----------------------------------------------------------- */
 
-struct spec_entry {
-    uint32_t filter;
-    uint64_t devices; /* bit per GPU index */
-    bool enabled;
-    const struct mig_gpu_model *m;
-    struct mig_want want;
-};
-
 static int cmp_key(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -436,26 +428,19 @@ static json_t *mig_devices_json(const struct mig_gpu_model *m, const struct mig_
     return sorted;
 }
 
-static json_t *entry_json(const struct spec_entry *e, bool all, bool with_filter)
+/* A generate-config entry: every GPU of m (its first PCI id as the filter on a node of
+ * several models) with MIG on and w. */
+static json_t *entry_json(const struct mig_gpu_model *m, const struct mig_want *w, bool with_filter)
 {
-    json_t *o = json_object(), *devs;
+    json_t *o = json_object();
     if (with_filter) {
         char id[16];
-        snprintf(id, sizeof(id), "0x%08X", e->filter);
+        snprintf(id, sizeof(id), "0x%08X", m->pci_ids[0]);
         json_object_set_new(o, "device-filter", json_pack("[s]", id));
     }
-    if (all) {
-        devs = json_string("all");
-    } else {
-        devs = json_array();
-        for (unsigned i = 0; i < 64; i++)
-            if ((e->devices >> i) & 1)
-                json_array_append_new(devs, json_integer(i));
-    }
-    json_object_set_new(o, "devices", devs);
-    json_object_set_new(o, "mig-enabled", json_boolean(e->enabled));
-    if (e->enabled)
-        json_object_set_new(o, "mig-devices", mig_devices_json(e->m, &e->want));
+    json_object_set_new(o, "devices", json_string("all"));
+    json_object_set_new(o, "mig-enabled", json_true());
+    json_object_set_new(o, "mig-devices", mig_devices_json(m, w));
     return o;
 }
 
@@ -747,14 +732,12 @@ static int do_generate(const struct mig_args *a)
         const struct mig_gpu_model *m = models[k];
         size_t n_wants = standard_wants(m, wants);
         for (size_t i = 0; i < n_wants; i++) {
-            struct spec_entry e = {
-                .filter = m->pci_ids[0], .enabled = true, .m = m, .want = wants[i].want};
             json_t *list = i == 0 ? balanced : json_object_get(configs, wants[i].label);
             if (!list) {
                 list = json_array();
                 json_object_set_new(configs, wants[i].label, list);
             }
-            json_array_append_new(list, entry_json(&e, true, filter));
+            json_array_append_new(list, entry_json(m, &wants[i].want, filter));
         }
     }
     if (n_models)

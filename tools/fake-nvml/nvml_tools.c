@@ -53,8 +53,7 @@ static bool parse_bus_id(const char *s, unsigned *domain, unsigned *bus, unsigne
     return sscanf(s, "%x:%x.%x%c", bus, dev, fn, &tail) == 3;
 }
 
-static nvmlReturn_t by_pci_bus_id(const char *fn_name, const char *pciBusId,
-                                  nvmlDevice_t *device)
+static nvmlReturn_t by_pci_bus_id(const char *fn_name, const char *pciBusId, nvmlDevice_t *device)
 {
     unsigned domain, bus, dev, fn;
     struct fake_machine *m;
