@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "      --config-name NAME     named config in a directory (else 'default', or the\n"
             "                             only one)\n"
             "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
-            "  -o, --output FORMAT        text (default) or json\n"
+            "  -o, --output FORMAT        text (default) or json (--size too)\n"
             "      --nvml-library PATH    load this libnvidia-ml.so.1 (env "
             "GPUSLICE_NVML_LIBRARY)\n"
             "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
@@ -127,7 +127,7 @@ int cmd_plan(int argc, char **argv)
             fprintf(stderr, "gpuslice plan: --from-metrics: %s\n", err.msg);
             goto out;
         }
-        rc = cli_plan_size(&node, z.per_process_mib, z.headroom_pct, metrics, stdout);
+        rc = cli_plan_size(&node, z.per_process_mib, z.headroom_pct, metrics, a.json, stdout);
         free(metrics);
         goto out;
     }
