@@ -213,7 +213,7 @@ static int parse(int argc, char **argv, struct mig_args *a)
 
 static int fail(struct error *err)
 {
-    fprintf(stderr, "Error: %s\n", err->msg);
+    fprintf(stderr, "gpuslice mig: %s\n", err->msg);
     return CLI_EXIT_FAILURE;
 }
 
@@ -509,7 +509,7 @@ static int emit(const struct mig_args *a, json_t *root, const char *path)
 {
     FILE *f = path && *path ? fopen(path, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "Error: cannot write %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "gpuslice mig: cannot write %s: %s\n", path, strerror(errno));
         return CLI_EXIT_FAILURE;
     }
     if (a->output && strcmp(a->output, "json") == 0) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sizing.c: `gpuslice plan --size` — replicas per GPU model from the largest process seen
  * on its GPUs through NVML, the most one pod used there as the running daemon recorded it
- * (--from-metrics), or --per-process-memory, with --headroom kept free, the
+ * (--metrics-address), or --per-process-memory, with --headroom kept free, the
  * arithmetic shown, and a config fragment to paste into the ConfigMap. The arithmetic is
  * model_size_replicas(); this file reads the node and prints. */
 #include <errno.h>

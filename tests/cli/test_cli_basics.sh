@@ -14,6 +14,8 @@ check typo-hint 2 "did you mean 'version'" "$BIN" versoin
 check unknown-flag 2 "unknown option '--frob'" "$BIN" --frob
 check help-unknown 2 "unknown command 'nope'" "$BIN" help nope
 check version-extra 2 "unexpected argument" "$BIN" version extra
+# one error prefix: "gpuslice <command>: " (mig said "Error: ")
+check error-prefix-mig 1 "^gpuslice mig: cannot open '/nonexistent'" "$BIN" mig apply -f /nonexistent -c x
 # under NVIDIA's names, NVIDIA's flags: --version and -v print the version (urfave/cli's
 # "<name> version <v>"), exit 0, wherever they stand among the program's flags
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gs-cli-basics-XXXXXX") || exit 1

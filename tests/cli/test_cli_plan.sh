@@ -128,6 +128,17 @@ assert c["config"].endswith("- name: nvidia.com/gpu\n        replicas: 8\n"), c
 else
     bad size-json "unexpected JSON: $out"
 fi
+# the metrics endpoint has one name in every command (--metrics-address, as the daemon
+# takes it); the old spellings stay as aliases
+check metrics-address-plan 1 "gpuslice plan: --metrics-address: no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" plan --nvml-library "$LIB" --size --metrics-address 127.0.0.1:1
+check metrics-address-plan-old 1 "no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" plan --nvml-library "$LIB" --size --from-metrics 127.0.0.1:1
+check metrics-address-top 1 "gpuslice top: no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" top --metrics-address 127.0.0.1:1 --once
+check metrics-address-top-old 1 "no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" top --address 127.0.0.1:1 --once
+check metrics-address-help 0 "--metrics-address HOST:PORT" "$BIN" top --help
 machine t4-node
 check size-json-by-hand 0 '"source": "per-process-memory"' \
     "$BIN" plan --nvml-library "$LIB" --per-process-memory 4GiB -o json
