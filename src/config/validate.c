@@ -363,6 +363,12 @@ static void nvidia_resources(struct cfg__ctx *c, const struct cfg_resource_patte
     }
 }
 
+/* Where a field of an entry was written, else the entry's own position. */
+static struct cfg_pos at(const struct cfg_replicated_resource *r, struct cfg_pos field)
+{
+    return field.line ? field : r->pos;
+}
+
 /* --strict-nvidia-schema (`config validate --nvidia`): what NVIDIA's plugin would refuse,
  * or read differently than gpuslice does, is an error, so a config that passes behaves the
  * same after a rollback to NVIDIA's plugin. NVIDIA's own message is quoted where it has
@@ -382,27 +388,27 @@ static void check_nvidia_schema(struct cfg__ctx *c)
 
         entry_path(path, sizeof(path), cfg, i, "replicas");
         if (r->replicas == 1)
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, "1",
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->replicas_pos), path, "1",
                       "NVIDIA's plugin refuses replicas: 1 (\"number of replicas must be >= "
                       "2\"); remove the entry to leave the resource unshared");
         snprintf(shared, sizeof(shared), "%s.shared", r->name ? r->name : "");
         entry_path(path, sizeof(path), cfg, i, "rename");
         if (r->rename && !(cfg->sharing.rename_by_default && str_eq(r->rename, shared)))
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->rename,
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->rename_pos), path, r->rename,
                       "NVIDIA's plugin ignores rename (\"Setting the 'rename' field in "
                       "sharing.%s.resources is not yet supported in the config. "
                       "Ignoring...\") and would advertise '%s'; remove it",
                       block, cfg->sharing.rename_by_default ? shared : r->name);
         entry_path(path, sizeof(path), cfg, i, "devices");
         if (r->devices_kind != CFG_DEVICES_ALL)
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->devices_pos), path, NULL,
                       "NVIDIA's plugin shares every device of '%s' (\"Customizing the "
                       "'devices' field in sharing.%s.resources is not yet supported in the "
                       "config. Ignoring...\"); remove devices, or keep gpuslice",
                       r->name ? r->name : "", block);
         entry_path(path, sizeof(path), cfg, i, limit);
         if (limit && cfg->sharing_strategy == CFG_SHARING_MPS)
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->limit_pos), path, NULL,
                       "%s is a gpuslice extension of the v1 schema and "
                       "--strict-nvidia-schema is set; remove it (NVIDIA's plugin gives every "
                       "client memory/replicas and 100/replicas threads)",

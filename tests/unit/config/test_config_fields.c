@@ -425,13 +425,15 @@ static void test_cfg_strict_nvidia_schema_table(void **state)
         const char *yaml, *expect; /* expect NULL: valid under strict too */
     } cases[] = {
         {TS("    - name: gpu\n      replicas: 1\n"),
-         "t.yaml:5:7: sharing.timeSlicing.resources[0].replicas: NVIDIA's plugin refuses "
+         "t.yaml:6:17: sharing.timeSlicing.resources[0].replicas: NVIDIA's plugin refuses "
          "replicas: 1 (\"number of replicas must be >= 2\")"},
         {TS("    - name: gpu\n      rename: gpu.big\n      replicas: 2\n"),
-         "sharing.timeSlicing.resources[0].rename: NVIDIA's plugin ignores rename (\"Setting "
+         "t.yaml:6:15: sharing.timeSlicing.resources[0].rename: NVIDIA's plugin ignores rename "
+         "(\"Setting "
          "the 'rename' field in sharing.timeSlicing.resources is not yet supported"},
         {TS("    - name: gpu\n      devices: [0]\n      replicas: 2\n"),
-         "sharing.timeSlicing.resources[0].devices: NVIDIA's plugin shares every device of "
+         "t.yaml:6:17: sharing.timeSlicing.resources[0].devices: NVIDIA's plugin shares every "
+         "device of "
          "'nvidia.com/gpu'"},
         {TS("    - name: gpu\n      devices: 2\n      replicas: 2\n"), "Customizing the 'devices'"},
         {"resources:\n  gpus: [{pattern: '*T4*', name: t4}]\nsharing:\n  timeSlicing:\n"
@@ -441,7 +443,8 @@ static void test_cfg_strict_nvidia_schema_table(void **state)
          "resources.mig[0]: NVIDIA's plugin ignores resources.mig"},
         {"flags: {mpsRoot: /m}\nsharing:\n  mps:\n    resources:\n    - name: gpu\n"
          "      replicas: 2\n      memoryLimit: 8Gi\n",
-         "sharing.mps.resources[0].memoryLimit: memoryLimit is a gpuslice extension"},
+         "t.yaml:7:20: sharing.mps.resources[0].memoryLimit: memoryLimit is a gpuslice "
+         "extension"},
         {"flags: {mpsRoot: /m}\nsharing:\n  mps:\n    resources:\n    - name: gpu\n"
          "      replicas: 2\n      threadPercentage: 50\n",
          "threadPercentage is a gpuslice extension"},
