@@ -112,6 +112,7 @@ static const struct mig_gpu_model models[] = {
     MODEL("NVIDIA H100 PCIe", ids_h100_pcie, 81559, 8, 7, h100_pcie),
     MODEL("NVIDIA H100 NVL", ids_h100_nvl, 95830, 8, 7, h100_nvl),
     MODEL("NVIDIA H200", ids_h200, 143771, 8, 7, h200),
+    MODEL("NVIDIA H200 NVL", ids_h200, 143771, 8, 7, h200), /* facts A.3: one table */
     MODEL("NVIDIA H20", ids_h20, 97871, 8, 7, h20),
     MODEL("NVIDIA GH200 480GB", ids_gh200, 97871, 8, 7, gh200_96),
 };

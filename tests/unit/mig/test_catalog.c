@@ -145,6 +145,8 @@ static void test_catalog_h200_memory_is_the_hardware_s(void **state)
     assert_int_equal(mig_profile_by_name(m, "3g.71gb")->memory_mib, 71424);
     assert_int_equal(mig_profile_by_name(m, "4g.71gb")->memory_mib, 71424);
     assert_int_equal(mig_profile_by_name(m, "7g.141gb")->memory_mib, 143360);
+    /* the NVL part (its own NVML name) has the same table */
+    assert_ptr_equal(mig_model_find("NVIDIA H200 NVL")->profiles, m->profiles);
 }
 
 int main(void)
