@@ -112,11 +112,11 @@ int cli_node_labels(const struct cli_node_args *a, const struct cli_node *node,
 int cli_labels_print(const struct labels_set *set, bool json, FILE *f);
 
 /* `plan --size` (sizing.c): replicas from measured memory, with the arithmetic and a config
- * fragment; exit code. metrics: a running daemon's /metrics text whose recorded per-GPU pod
- * peaks are used, or NULL (NVML's processes now). cli_parse_mib reads "4621", "4621MiB",
- * "5GiB". */
+ * fragment, as text or (json) one JSON object; exit code. metrics: a running daemon's
+ * /metrics text whose recorded per-GPU pod peaks are used, or NULL (NVML's processes now).
+ * cli_parse_mib reads "4621", "4621MiB", "5GiB". */
 int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigned headroom_pct,
-                  const char *metrics, FILE *out);
+                  const char *metrics, bool json, FILE *out);
 int cli_parse_mib(const char *s, uint64_t *ret);
 
 /* A running daemon's /metrics (metrics_client.c). cli_metrics_fetch GETs it from HOST:PORT

@@ -32,20 +32,27 @@ static void usage(FILE *f)
     const struct cfg_option *opts;
     size_t n;
 
-    fprintf(f, "Usage: gpuslice config validate PATH [options] [NVIDIA flags]\n"
-               "       gpuslice config show [PATH] [options] [-o yaml|json] [NVIDIA flags]\n\n"
-               "Checks a device plugin config (version: v1, YAML or JSON) or prints the\n"
-               "effective one. PATH is a file or a ConfigMap mount directory (one file per key).\n"
-               "validate on a directory without a name checks every config in it.\n"
-               "show without PATH prints the built-in defaults (plus env vars and flags).\n\n"
-               "Options:\n"
-               "  --config-name NAME          the named config to use (the node label's value)\n"
-               "  --default-config NAME       used when no name is given\n"
-               "  --fallback-strategies LIST  comma-separated named,single,empty "
-               "(default named,single)\n"
-               "  -o, --output yaml|json      output format of show (default yaml)\n"
-               "  -h, --help                  this help\n\n"
-               "NVIDIA flags (flag > env var > config file > default):\n");
+    fprintf(f,
+            "Usage: gpuslice config validate PATH [options] [NVIDIA flags]\n"
+            "       gpuslice config show [PATH] [options] [-o yaml|json] [NVIDIA flags]\n\n"
+            "Checks a device plugin config (version: v1, YAML or JSON) or prints the\n"
+            "effective one. PATH is a file or a ConfigMap mount directory (one file per key).\n"
+            "validate on a directory without a name checks every config in it.\n"
+            "show without PATH prints the built-in defaults (plus env vars and flags).\n\n"
+            "Options:\n"
+            "  --config-name NAME          the named config to use (the node label's value)\n"
+            "  --default-config NAME       used when no name is given\n"
+            "  --fallback-strategies LIST  comma-separated named,single,empty "
+            "(default named,single)\n"
+            "  -o, --output yaml|json      output format of show (default yaml)\n"
+            "  --nvidia, --strict-nvidia-schema\n"
+            "                              also refuse what NVIDIA's device plugin would\n"
+            "                              reject or read differently, so the config is safe\n"
+            "                              to roll back to it: replicas: 1, resources.gpus/mig,\n"
+            "                              rename, devices, MPS memoryLimit/threadPercentage\n"
+            "                              (env GPUSLICE_STRICT_NVIDIA_SCHEMA)\n"
+            "  -h, --help                  this help\n\n"
+            "NVIDIA flags (flag > env var > config file > default):\n");
     opts = cfg_options(&n);
     for (size_t i = 0; i < n; i++) {
         const struct cfg_option *o = &opts[i];
@@ -106,6 +113,8 @@ static int parse_args(int argc, char **argv, struct config_args *a, bool *ret_he
             *ret_help = true;
             return CLI_EXIT_OK;
         }
+        if (!strcmp(arg, "--nvidia")) /* rollback check: --strict-nvidia-schema */
+            arg = "--strict-nvidia-schema";
         eq = strchr(arg, '=');
         if (str_copy(name, arg, sizeof(name)) >= sizeof(name))
             return cli_usage_error("config", "unknown option '%.64s'", arg);

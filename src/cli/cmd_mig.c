@@ -4,6 +4,7 @@
  * exit codes (facts B.3-B.5), applying with explicit placements, per-GPU rollback and
  * --dry-run; and `mig plan`, the planner with explanations and stranded capacity. Wiring
  * over mig/ (config, planner, applier) and gpu/ (NVML). docs/mig.md. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -213,7 +214,7 @@ static int parse(int argc, char **argv, struct mig_args *a)
 
 static int fail(struct error *err)
 {
-    fprintf(stderr, "Error: %s\n", err->msg);
+    fprintf(stderr, "gpuslice mig: %s\n", err->msg);
     return CLI_EXIT_FAILURE;
 }
 
@@ -477,47 +478,57 @@ out:
 
 /* ---- export / generate-config ----------------------------------------------------------- */
 
-struct spec_entry {
-    uint32_t filter;
-    uint64_t devices; /* bit per GPU index */
-    bool enabled;
-    const struct mig_gpu_model *m;
-    struct mig_want want;
-};
-
-static json_t *entry_json(const struct spec_entry *e, bool all, bool with_filter)
+static int cmp_key(const void *a, const void *b)
 {
-    json_t *o = json_object(), *devs;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* mig-devices: profile -> count (sub-profiles: 1c.3g.40gb), keys sorted as mig-parted's
+ * YAML writes its map, so an export diffs clean against mig-parted's. */
+static json_t *mig_devices_json(const struct mig_gpu_model *m, const struct mig_want *w)
+{
+    json_t *md = json_object(), *sorted = json_object();
+    const char *keys[MIG_MAX_PROFILES * MIG_MAX_CI];
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+
+    for (size_t i = 0; m && i < m->n_profiles && i < MIG_MAX_PROFILES; i++) {
+        const struct mig_profile *p = &m->profiles[i];
+        if (w->counts[i])
+            json_object_set_new(md, p->name, json_integer(w->counts[i]));
+        for (unsigned c = MIG_MAX_CI - 1; c >= 1; c--)
+            if (w->ci[i][c]) {
+                char name[48];
+                mig_ci_name(p, c, name, sizeof(name));
+                json_object_set_new(md, name, json_integer(w->ci[i][c]));
+            }
+    }
+    json_object_foreach(md, k, v)
+    {
+        if (n < GS_ARRAY_SIZE(keys))
+            keys[n++] = k;
+    }
+    qsort(keys, n, sizeof(*keys), cmp_key);
+    for (size_t i = 0; i < n; i++)
+        json_object_set(sorted, keys[i], json_object_get(md, keys[i]));
+    json_decref(md);
+    return sorted;
+}
+
+/* A generate-config entry: every GPU of m (its first PCI id as the filter on a node of
+ * several models) with MIG on and w. */
+static json_t *entry_json(const struct mig_gpu_model *m, const struct mig_want *w, bool with_filter)
+{
+    json_t *o = json_object();
     if (with_filter) {
         char id[16];
-        snprintf(id, sizeof(id), "0x%08X", e->filter);
+        snprintf(id, sizeof(id), "0x%08X", m->pci_ids[0]);
         json_object_set_new(o, "device-filter", json_pack("[s]", id));
     }
-    if (all) {
-        devs = json_string("all");
-    } else {
-        devs = json_array();
-        for (unsigned i = 0; i < 64; i++)
-            if ((e->devices >> i) & 1)
-                json_array_append_new(devs, json_integer(i));
-    }
-    json_object_set_new(o, "devices", devs);
-    json_object_set_new(o, "mig-enabled", json_boolean(e->enabled));
-    if (e->enabled) {
-        json_t *md = json_object();
-        for (size_t i = 0; e->m && i < e->m->n_profiles && i < MIG_MAX_PROFILES; i++) {
-            const struct mig_profile *p = &e->m->profiles[i];
-            if (e->want.counts[i])
-                json_object_set_new(md, p->name, json_integer(e->want.counts[i]));
-            for (unsigned c = MIG_MAX_CI - 1; c >= 1; c--) /* sub-profiles: 1c.3g.40gb */
-                if (e->want.ci[i][c]) {
-                    char name[48];
-                    mig_ci_name(p, c, name, sizeof(name));
-                    json_object_set_new(md, name, json_integer(e->want.ci[i][c]));
-                }
-        }
-        json_object_set_new(o, "mig-devices", md);
-    }
+    json_object_set_new(o, "devices", json_string("all"));
+    json_object_set_new(o, "mig-enabled", json_true());
+    json_object_set_new(o, "mig-devices", mig_devices_json(m, w));
     return o;
 }
 
@@ -572,7 +583,9 @@ static void yaml_value(FILE *f, json_t *v, int indent, bool in_list)
         }
         fprintf(f, "]\n");
     } else if (json_is_string(v)) {
-        fprintf(f, "%s\n", json_string_value(v));
+        /* quoted where YAML would read a number: device-filter: "0x20B010DE" */
+        const char *str = json_string_value(v);
+        fprintf(f, isdigit((unsigned char)str[0]) ? "\"%s\"\n" : "%s\n", str);
     } else if (json_is_boolean(v)) {
         fprintf(f, "%s\n", json_is_true(v) ? "true" : "false");
     } else if (json_is_integer(v)) {
@@ -584,7 +597,7 @@ static int emit(const struct mig_args *a, json_t *root, const char *path)
 {
     FILE *f = path && *path ? fopen(path, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "Error: cannot write %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "gpuslice mig: cannot write %s: %s\n", path, strerror(errno));
         return CLI_EXIT_FAILURE;
     }
     if (a->output && strcmp(a->output, "json") == 0) {
@@ -605,54 +618,120 @@ static json_t *config_doc(const char *label, json_t *entries)
     return json_pack("{s:s, s:o}", "version", "v1", "mig-configs", configs);
 }
 
+/* One entry of an export, merged as mig-parted's mergeMigConfigSpecs does: GPUs with the
+ * same mode and mig-devices share it, whatever their model. */
+struct export_entry {
+    uint32_t filters[MIG_NODE_MAX_GPUS]; /* sorted, distinct */
+    size_t n_filters;
+    uint64_t devices; /* bit per GPU index */
+    bool enabled;
+    json_t *md; /* mig-devices, owned; {} with MIG off, as mig-parted writes it */
+};
+
+static void filter_add(uint32_t *filters, size_t *n, uint32_t f)
+{
+    size_t i = 0;
+    while (i < *n && filters[i] < f)
+        i++;
+    if (i < *n && filters[i] == f)
+        return;
+    memmove(&filters[i + 1], &filters[i], (*n - i) * sizeof(*filters));
+    filters[i] = f;
+    (*n)++;
+}
+
+/* GPUs of a PCI id: mig-parted's dfDevices. */
+static uint64_t filter_devices(const struct mig_node *node, uint32_t filter)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < node->n && i < 64; i++)
+        if (node->gpus[i].cur.pci_device_id == filter)
+            mask |= 1ull << i;
+    return mask;
+}
+
+/* device-filter: none on a one-model node or a one-entry export, a string for one id, else
+ * the list; devices: "all" when the entry has every GPU of its filters. */
+static json_t *export_entry_json(const struct mig_node *node, const struct export_entry *e,
+                                 bool filters)
+{
+    json_t *o = json_object(), *devs;
+    uint64_t of_filters = 0;
+    char id[16];
+
+    for (size_t k = 0; k < e->n_filters; k++)
+        of_filters |= filter_devices(node, e->filters[k]);
+    if (filters && e->n_filters == 1) {
+        snprintf(id, sizeof(id), "0x%08X", e->filters[0]);
+        json_object_set_new(o, "device-filter", json_string(id));
+    } else if (filters) {
+        json_t *list = json_array();
+        for (size_t k = 0; k < e->n_filters; k++) {
+            snprintf(id, sizeof(id), "0x%08X", e->filters[k]);
+            json_array_append_new(list, json_string(id));
+        }
+        json_object_set_new(o, "device-filter", list);
+    }
+    if (of_filters == e->devices) {
+        devs = json_string("all");
+    } else {
+        devs = json_array();
+        for (unsigned i = 0; i < 64; i++)
+            if ((e->devices >> i) & 1)
+                json_array_append_new(devs, json_integer(i));
+    }
+    json_object_set_new(o, "devices", devs);
+    json_object_set_new(o, "mig-enabled", json_boolean(e->enabled));
+    json_object_set_new(o, "mig-devices", json_incref(e->md));
+    return o;
+}
+
 static int do_export(const struct mig_args *a)
 {
     struct gpu_nvml *n = NULL;
     struct mig_node *node = calloc(1, sizeof(*node));
-    struct spec_entry specs[MIG_NODE_MAX_GPUS];
-    size_t n_specs = 0, n_gpus = 0;
-    uint32_t first_filter = 0;
-    bool one_type = true;
+    struct export_entry *entries = calloc(MIG_NODE_MAX_GPUS, sizeof(*entries));
+    uint32_t all_filters[MIG_NODE_MAX_GPUS];
+    size_t n_entries = 0, n_all_filters = 0;
     struct error err = {0};
-    int r = node ? open_nvml(a, &n, &err) : error_set(&err, -ENOMEM, "out of memory");
+    int r = node && entries ? open_nvml(a, &n, &err) : error_set(&err, -ENOMEM, "out of memory");
 
     if (r == 0)
         r = mig_node_plan(n, NULL, false, node, &err);
-    for (size_t i = 0; r == 0 && i < node->n; i++) {
+    for (size_t i = 0; r == 0 && i < node->n && i < 64; i++) {
         const struct gpu_mig_state *s = &node->gpus[i].cur;
-        struct spec_entry e = {.filter = s->pci_device_id,
-                               .devices = 1ull << i,
-                               .enabled = s->enabled,
-                               .m = mig_model_find(s->name)};
-        if (!s->capable)
-            continue;
-        n_gpus++;
-        if (!first_filter)
-            first_filter = e.filter;
-        one_type &= e.filter == first_filter;
-        if (e.m && !mig_state_want(e.m, s, &e.want))
+        const struct mig_gpu_model *m = mig_model_find(s->name);
+        struct mig_want want = {0};
+        bool enabled = s->capable && s->enabled;
+        json_t *md;
+        size_t j = 0;
+
+        if (enabled && m && !mig_state_want(m, s, &want))
             fprintf(stderr,
                     "gpuslice mig export: GPU %zu has a GPU instance without compute "
                     "instances; it is left out\n",
                     i);
-        /* merge with an equal entry (same mode, same devices) */
-        size_t j = 0;
-        while (j < n_specs && !(specs[j].enabled == e.enabled && specs[j].m == e.m &&
-                                mig_want_equal(&specs[j].want, &e.want)))
+        md = enabled ? mig_devices_json(m, &want) : json_object();
+        while (j < n_entries && !(entries[j].enabled == enabled && json_equal(entries[j].md, md)))
             j++;
-        if (j < n_specs)
-            specs[j].devices |= e.devices;
+        if (j == n_entries)
+            entries[n_entries++] = (struct export_entry){.enabled = enabled, .md = md};
         else
-            specs[n_specs++] = e;
+            json_decref(md);
+        entries[j].devices |= 1ull << i;
+        filter_add(entries[j].filters, &entries[j].n_filters, s->pci_device_id);
+        filter_add(all_filters, &n_all_filters, s->pci_device_id);
     }
-    json_t *entries = json_array();
-    for (size_t j = 0; r == 0 && j < n_specs; j++) {
-        bool all = n_specs == 1 && (size_t)__builtin_popcountll(specs[j].devices) == n_gpus;
-        json_array_append_new(entries, entry_json(&specs[j], all, !(one_type || n_specs == 1)));
-    }
-    json_t *root = config_doc(a->label, entries);
+    json_t *list = json_array();
+    for (size_t j = 0; r == 0 && j < n_entries; j++)
+        json_array_append_new(
+            list, export_entry_json(node, &entries[j], n_all_filters > 1 && n_entries > 1));
+    json_t *root = config_doc(a->label, list);
     int rc = r < 0 ? fail(&err) : emit(a, root, NULL);
     json_decref(root);
+    for (size_t j = 0; j < n_entries; j++)
+        json_decref(entries[j].md);
+    free(entries);
     gpu_nvml_close(n);
     free(node);
     return rc;
@@ -671,11 +750,45 @@ static const struct mig_profile *plain_for(const struct mig_gpu_model *m, unsign
     return best;
 }
 
+/* A layout generate-config offers, under its config name. */
+struct named_want {
+    char label[64];
+    struct mig_want want;
+};
+
+/* What generate-config offers a model: [0] all-balanced (1g:2, 2g:1, 3g:1; 4-slice parts
+ * 1g:2, 2g:1), then all-<profile> ('+' as '.') with as many as fit. Returns the count
+ * (1 + the model's profiles, at most MIG_MAX_PROFILES + 1). */
+static size_t standard_wants(const struct mig_gpu_model *m, struct named_want *out)
+{
+    const struct mig_profile *p1 = plain_for(m, 1), *p2 = plain_for(m, 2), *p3 = plain_for(m, 3);
+    size_t n = 1;
+
+    memset(&out[0], 0, sizeof(out[0]));
+    str_copy(out[0].label, "all-balanced", sizeof(out[0].label));
+    if (p1)
+        out[0].want.counts[p1 - m->profiles] = 2;
+    if (p2)
+        out[0].want.counts[p2 - m->profiles] = 1;
+    if (p3 && m->compute_slices == 7)
+        out[0].want.counts[p3 - m->profiles] = 1;
+    for (size_t i = 0; i < m->n_profiles && i < MIG_MAX_PROFILES; i++, n++) {
+        char *c;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].want.counts[i] = m->profiles[i].max_instances;
+        snprintf(out[n].label, sizeof(out[n].label), "all-%s", m->profiles[i].name);
+        while ((c = strchr(out[n].label, '+')))
+            *c = '.';
+    }
+    return n;
+}
+
 static int do_generate(const struct mig_args *a)
 {
     struct gpu_nvml *n = NULL;
     struct mig_node *node = calloc(1, sizeof(*node));
     const struct mig_gpu_model *models[16];
+    struct named_want wants[MIG_MAX_PROFILES + 1];
     size_t n_models = 0;
     struct error err = {0};
     int r = node ? open_nvml(a, &n, &err) : error_set(&err, -ENOMEM, "out of memory");
@@ -702,33 +815,17 @@ static int do_generate(const struct mig_args *a)
         configs, "all-enabled",
         json_pack("[{s:s,s:b,s:{}}]", "devices", "all", "mig-enabled", 1, "mig-devices"));
     bool filter = n_models > 1;
-    /* all-<profile>: as many as fit; all-balanced: 1g:2, 2g:1, 3g:1 (4-slice parts: 1g:2, 2g:1) */
     json_t *balanced = json_array();
     for (size_t k = 0; k < n_models; k++) {
         const struct mig_gpu_model *m = models[k];
-        struct spec_entry e = {.filter = m->pci_ids[0], .enabled = true, .m = m};
-        const struct mig_profile *p1 = plain_for(m, 1), *p2 = plain_for(m, 2),
-                                 *p3 = plain_for(m, 3);
-        if (p1)
-            e.want.counts[p1 - m->profiles] = 2;
-        if (p2)
-            e.want.counts[p2 - m->profiles] = 1;
-        if (p3 && m->compute_slices == 7)
-            e.want.counts[p3 - m->profiles] = 1;
-        json_array_append_new(balanced, entry_json(&e, true, filter));
-        for (size_t i = 0; i < m->n_profiles; i++) {
-            char label[64], *c;
-            struct spec_entry one = {.filter = m->pci_ids[0], .enabled = true, .m = m};
-            one.want.counts[i] = m->profiles[i].max_instances;
-            snprintf(label, sizeof(label), "all-%s", m->profiles[i].name);
-            while ((c = strchr(label, '+')))
-                *c = '.';
-            json_t *list = json_object_get(configs, label);
+        size_t n_wants = standard_wants(m, wants);
+        for (size_t i = 0; i < n_wants; i++) {
+            json_t *list = i == 0 ? balanced : json_object_get(configs, wants[i].label);
             if (!list) {
                 list = json_array();
-                json_object_set_new(configs, label, list);
+                json_object_set_new(configs, wants[i].label, list);
             }
-            json_array_append_new(list, entry_json(&one, true, filter));
+            json_array_append_new(list, entry_json(m, &wants[i].want, filter));
         }
     }
     if (n_models)
@@ -964,6 +1061,32 @@ static json_t *plan_one(const struct mig_gpu_model *m, const struct mig_want *w,
     return o;
 }
 
+/* MIG off: the layouts the GPU could take, generate-config's (profiles are readable before
+ * MIG is enabled, on the hardware as in the catalog). */
+static json_t *possible_layouts(const struct mig_gpu_model *m, bool json, FILE *f)
+{
+    struct named_want wants[MIG_MAX_PROFILES + 1];
+    size_t n_wants = standard_wants(m, wants);
+    json_t *out = json_array();
+
+    if (!json)
+        fprintf(f, "  layouts it could take (mig apply -c NAME with generate-config's file):\n");
+    for (size_t i = 0; i < n_wants; i++) {
+        struct mig_layout l;
+        if (mig_plan_want(m, &wants[i].want, &l, NULL) < 0)
+            continue;
+        json_t *o = json_pack("{s:s}", "config", wants[i].label), *lj = layout_json(m, &l);
+        json_object_update(o, lj);
+        json_decref(lj);
+        json_array_append_new(out, o);
+        if (!json) {
+            fprintf(f, "  %s:\n", wants[i].label);
+            layout_text(m, &l, f);
+        }
+    }
+    return out;
+}
+
 /* The node's current layout per MIG GPU, with its stranded capacity. */
 static json_t *current_one(const struct mig_gpu_plan *p, bool json, FILE *f)
 {
@@ -993,6 +1116,8 @@ static json_t *current_one(const struct mig_gpu_plan *p, bool json, FILE *f)
         if (p->cur.enabled)
             layout_text(p->model, &l, f);
     }
+    if (!p->cur.enabled)
+        json_object_set_new(o, "possible", possible_layouts(p->model, json, f));
     return o;
 }
 

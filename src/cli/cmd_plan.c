@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "      --config-name NAME     named config in a directory (else 'default', or the\n"
             "                             only one)\n"
             "      --mig-strategy S       none, single or mixed (env MIG_STRATEGY)\n"
-            "  -o, --output FORMAT        text (default) or json\n"
+            "  -o, --output FORMAT        text (default) or json (--size too)\n"
             "      --nvml-library PATH    load this libnvidia-ml.so.1 (env "
             "GPUSLICE_NVML_LIBRARY)\n"
             "      --driver-root PATH     host driver root (env NVIDIA_DRIVER_ROOT; default /)\n"
@@ -38,8 +38,9 @@ static void usage(FILE *f)
             "      --size                 replicas that fit the largest process seen on each GPU\n"
             "                             (NVML), with the arithmetic and a config fragment\n"
             "      --per-process-memory M size for processes of M (4621MiB) instead\n"
-            "      --from-metrics H:P     size from the most one pod used on each GPU since the\n"
-            "                             running daemon started (its /metrics at H:P)\n"
+            "      --metrics-address H:P  size from the most one pod used on each GPU since the\n"
+            "                             running daemon started (its /metrics at H:P, as given\n"
+            "                             to it; --from-metrics is the old name)\n"
             "      --headroom P           memory kept free when sizing (default 10%%)\n"
             "  -h, --help                 show this help\n"
             "Every NVIDIA device plugin flag and env var is accepted (--mps-root,\n"
@@ -99,7 +100,8 @@ int cmd_plan(int argc, char **argv)
         {"size", no_argument, NULL, OPT_SIZE},
         {"per-process-memory", required_argument, NULL, OPT_PER_PROCESS},
         {"headroom", required_argument, NULL, OPT_HEADROOM},
-        {"from-metrics", required_argument, NULL, OPT_FROM_METRICS},
+        {"metrics-address", required_argument, NULL, OPT_FROM_METRICS},
+        {"from-metrics", required_argument, NULL, OPT_FROM_METRICS}, /* its name before 0.2 */
         {NULL, 0, NULL, 0},
     };
     struct size_args z = {.headroom_pct = 10};
@@ -124,10 +126,10 @@ int cmd_plan(int argc, char **argv)
     if (z.size) {
         char *metrics = NULL;
         if (z.from_metrics && cli_metrics_fetch(z.from_metrics, &metrics, &err) < 0) {
-            fprintf(stderr, "gpuslice plan: --from-metrics: %s\n", err.msg);
+            fprintf(stderr, "gpuslice plan: --metrics-address: %s\n", err.msg);
             goto out;
         }
-        rc = cli_plan_size(&node, z.per_process_mib, z.headroom_pct, metrics, stdout);
+        rc = cli_plan_size(&node, z.per_process_mib, z.headroom_pct, metrics, a.json, stdout);
         free(metrics);
         goto out;
     }

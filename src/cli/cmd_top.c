@@ -40,14 +40,16 @@ struct top_view {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: gpuslice top [--address HOST:PORT] [-o text|json] [--once]\n\n"
+    fprintf(f, "Usage: gpuslice top [--metrics-address HOST:PORT] [-o text|json] [--once]\n\n"
                "This node's GPUs and the pods on them, from the running device plugin's\n"
                "/metrics (start it with --metrics-address; our manifests do, on :9400):\n"
                "utilization, memory, temperature, power per GPU; memory and SM share per pod;\n"
                "the replicas that fit the largest pod's memory (its peak since the daemon\n"
                "started) with 10%% headroom.\n\n"
-               "      --address HOST:PORT  the daemon's endpoint (env GPUSLICE_METRICS_ADDRESS;\n"
-               "                           default 127.0.0.1:9400)\n"
+               "      --metrics-address HOST:PORT\n"
+               "                           the daemon's endpoint, as given to it (env\n"
+               "                           GPUSLICE_METRICS_ADDRESS; default 127.0.0.1:9400;\n"
+               "                           --address is the old name)\n"
                "  -o, --output FORMAT      text (default, refreshed every 2 s on a terminal)\n"
                "                           or json (one shot)\n"
                "      --once               print once and exit\n"
@@ -225,7 +227,8 @@ static void print_text(const struct top_view *v)
 int cmd_top(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"address", required_argument, NULL, 'a'},
+        {"metrics-address", required_argument, NULL, 'a'},
+        {"address", required_argument, NULL, 'a'}, /* its name before 0.2 */
         {"output", required_argument, NULL, 'o'},
         {"once", no_argument, NULL, '1'},
         {"help", no_argument, NULL, 'h'},

@@ -4,6 +4,8 @@
  * decides lives in the modules under src/. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,17 +38,44 @@ static const struct cli_command commands[] = {
 };
 
 /* argv[0] names under which the binary stands in for NVIDIA's programs (the image links
- * each to gpuslice), and the command each runs with the same flags. */
-static const struct {
+ * each to gpuslice), the command each runs with the same flags, and the name NVIDIA's
+ * program gives itself in `--version`/`-v` (NULL: NVIDIA's has no version flag). */
+static const struct alias {
     const char *argv0;
     const char *command;
+    const char *app_name;
+    bool subcommands; /* the version flag only before the subcommand (mig-parted) */
 } aliases[] = {
-    {"nvidia-device-plugin", "device-plugin"},
-    {"config-manager", "config-manager"},
-    {"gpu-feature-discovery", "feature-discovery"},
-    {"mps-control-daemon", "mps-control-daemon"},
-    {"nvidia-mig-parted", "mig"},
+    {"nvidia-device-plugin", "device-plugin", "NVIDIA Device Plugin", false},
+    {"config-manager", "config-manager", NULL, false},
+    {"gpu-feature-discovery", "feature-discovery", "GPU Feature Discovery", false},
+    {"mps-control-daemon", "mps-control-daemon", "NVIDIA MPS Control Daemon", false},
+    {"nvidia-mig-parted", "mig", "nvidia-mig-parted", true},
 };
+
+/* NVIDIA's programs (urfave/cli) take --version and -v (Go's flag syntax: one dash or two)
+ * anywhere among the program's own flags. */
+static bool wants_version(const struct alias *al, int argc, char **argv)
+{
+    for (int i = 1; al->app_name && i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0 || (al->subcommands && a[0] != '-'))
+            return false;
+        a += a[0] == '-' && a[1] == '-' ? 2 : a[0] == '-' ? 1 : 0;
+        if (a != argv[i] && (strcmp(a, "version") == 0 || strcmp(a, "v") == 0))
+            return true;
+    }
+    return false;
+}
+
+/* As urfave/cli prints it from NVIDIA's info.GetVersionString(): "<name> version <v>",
+ * then "commit: <c>"; a last line says what answers. */
+static int alias_version(const struct alias *al)
+{
+    printf("%s version %s\ncommit: %s\ngpuslice %s, standing in for %s\n", al->app_name, GS_VERSION,
+           GS_COMMIT, GS_VERSION, al->argv0);
+    return CLI_EXIT_OK;
+}
 
 static void usage(FILE *f)
 {
@@ -135,6 +164,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < GS_ARRAY_SIZE(aliases); i++) {
         if (strcmp(base, aliases[i].argv0) != 0)
             continue;
+        if (wants_version(&aliases[i], argc, argv))
+            return alias_version(&aliases[i]);
         cmd = find_command(aliases[i].command);
         if (cmd) {
             argv[0] = (char *)aliases[i].command;

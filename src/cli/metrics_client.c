@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_client.c: reading a running daemon's /metrics, for `top` and `plan --size
- * --from-metrics`: a plain HTTP/1.0 GET (the endpoint is node-local) and the exposition's
+ * --metrics-address`: a plain HTTP/1.0 GET (the endpoint is node-local) and the exposition's
  * lines, one sample at a time. */
 #include <errno.h>
 #include <netdb.h>

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sizing.c: `gpuslice plan --size` — replicas per GPU model from the largest process seen
  * on its GPUs through NVML, the most one pod used there as the running daemon recorded it
- * (--from-metrics), or --per-process-memory, with --headroom kept free, the
+ * (--metrics-address), or --per-process-memory, with --headroom kept free, the
  * arithmetic shown, and a config fragment to paste into the ConfigMap. The arithmetic is
  * model_size_replicas(); this file reads the node and prints. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "cli/cli.h"
 
@@ -69,82 +71,165 @@ static uint64_t recorded_peak(const char *metrics, const char *uuid, char *ret_p
     return 0;
 }
 
+/* One GPU's sizing: status "sized" with the arithmetic and where the size came from, "mig"
+ * (size its MIG devices instead) or "no-data" (nothing measured). NULL when out of memory. */
+static json_t *size_gpu(const struct inv_gpu *g, uint64_t per_process_mib, unsigned headroom_pct,
+                        const char *metrics)
+{
+    struct model_sizing s;
+    unsigned pid = 0;
+    char pod[300] = "";
+    uint64_t per = per_process_mib ? per_process_mib
+                   : metrics       ? recorded_peak(metrics, g->uuid, pod, sizeof(pod))
+                                   : largest_process(g, &pid);
+    json_t *o = json_pack("{s:i,s:s,s:s}", "index", g->index, "name", g->name, "uuid", g->uuid);
+
+    if (!o)
+        return NULL;
+    if (g->mig_enabled)
+        json_object_set_new(o, "status", json_string("mig"));
+    else if (!per || model_size_replicas(g->memory_mib, per, headroom_pct, &s) < 0)
+        json_object_set_new(o, "status", json_string("no-data"));
+    else {
+        json_t *r = json_pack("{s:s,s:I,s:I,s:I,s:f,s:i}", "status", "sized", "total_mib",
+                              (json_int_t)s.total_mib, "usable_mib", (json_int_t)s.usable_mib,
+                              "per_process_mib", (json_int_t)s.per_process_mib, "ratio",
+                              (double)s.ratio_x100 / 100.0, "replicas", s.replicas);
+        json_object_update(o, r);
+        json_decref(r);
+        if (per_process_mib)
+            json_object_set_new(o, "source", json_string("per-process-memory"));
+        else if (metrics)
+            json_object_set_new(o, "source", json_pack("{s:s}", "pod", pod));
+        else
+            json_object_set_new(o, "source", json_pack("{s:i}", "pid", pid));
+        json_object_set_new(o, "ratio_x100", json_integer((json_int_t)s.ratio_x100));
+    }
+    return o;
+}
+
+static void print_gpu(const json_t *o, unsigned headroom_pct, bool metrics, FILE *out)
+{
+    const char *status = json_string_value(json_object_get(o, "status"));
+    const char *name = json_string_value(json_object_get(o, "name"));
+    long long index = json_integer_value(json_object_get(o, "index"));
+    const json_t *src = json_object_get(o, "source");
+    long long x100 = json_integer_value(json_object_get(o, "ratio_x100"));
+    long long replicas = json_integer_value(json_object_get(o, "replicas"));
+
+    if (strcmp(status, "mig") == 0) {
+        fprintf(out, "  GPU %lld %s: MIG enabled, size its MIG devices instead\n", index, name);
+        return;
+    }
+    if (strcmp(status, "no-data") == 0) {
+        fprintf(out,
+                "  GPU %lld %s: %s; pass --per-process-memory (the peak of one workload, e.g. "
+                "4621MiB from nvidia-smi)\n",
+                index, name,
+                metrics ? "the daemon recorded no pod's memory on it" : "no process running");
+        return;
+    }
+    fprintf(out,
+            "  GPU %lld %s: %lld MiB x (100%% - %u%%) = %lld MiB usable / %lld MiB per process",
+            index, name, json_integer_value(json_object_get(o, "total_mib")), headroom_pct,
+            json_integer_value(json_object_get(o, "usable_mib")),
+            json_integer_value(json_object_get(o, "per_process_mib")));
+    if (json_object_get(src, "pod"))
+        fprintf(out, " (most one pod used since the daemon started: %s)",
+                json_string_value(json_object_get(src, "pod")));
+    else if (json_object_get(src, "pid"))
+        fprintf(out, " (largest seen: pid %lld)", json_integer_value(json_object_get(src, "pid")));
+    fprintf(out, " = %lld.%02lld -> %lld replica%s\n", x100 / 100, x100 % 100, replicas,
+            replicas == 1 ? "" : "s");
+}
+
+/* Per model, the replicas every GPU of it fits (the fewest), in order of first GPU. */
+static json_t *suggested_configs(const json_t *gpus)
+{
+    json_t *out = json_array(), *g;
+    size_t i;
+
+    json_array_foreach(gpus, i, g)
+    {
+        const char *name = json_string_value(json_object_get(g, "name"));
+        json_int_t r = json_integer_value(json_object_get(g, "replicas"));
+        json_t *c = NULL, *x;
+        size_t k;
+        if (strcmp(json_string_value(json_object_get(g, "status")), "sized") != 0)
+            continue;
+        json_array_foreach(out, k, x)
+        {
+            if (strcmp(json_string_value(json_object_get(x, "model")), name) == 0)
+                c = x;
+        }
+        if (!c)
+            json_array_append_new(out, json_pack("{s:s,s:I}", "model", name, "replicas", r));
+        else if (r < json_integer_value(json_object_get(c, "replicas")))
+            json_object_set_new(c, "replicas", json_integer(r));
+    }
+    json_array_foreach(out, i, g)
+    {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                 "      - name: nvidia.com/gpu\n        replicas: %lld\n",
+                 (long long)json_integer_value(json_object_get(g, "replicas")));
+        json_object_set_new(g, "config", json_string(text));
+    }
+    return out;
+}
+
 int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigned headroom_pct,
-                  const char *metrics, FILE *out)
+                  const char *metrics, bool json, FILE *out)
 {
     const struct inv_inventory *inv = node->inv;
-    char **models = strv_new();
-    unsigned *replicas = NULL;
-    size_t n_models = 0;
+    json_t *gpus = json_array(), *configs = NULL, *g;
     int rc = CLI_EXIT_OK;
+    size_t i;
 
-    replicas = calloc(inv->n_gpus ? inv->n_gpus : 1, sizeof(*replicas));
-    if (!models || !replicas) {
+    for (i = 0; gpus && i < inv->n_gpus; i++) {
+        json_t *o = size_gpu(&inv->gpus[i], per_process_mib, headroom_pct, metrics);
+        if (!o || json_array_append_new(gpus, o) < 0) {
+            json_decref(gpus);
+            gpus = NULL;
+        }
+    }
+    configs = gpus ? suggested_configs(gpus) : NULL;
+    if (!configs) {
         fprintf(stderr, "gpuslice plan: out of memory\n");
-        rc = CLI_EXIT_FAILURE;
-        goto out;
+        json_decref(gpus);
+        return CLI_EXIT_FAILURE;
     }
-    fprintf(out, "Sizing time-slicing replicas from measured memory (headroom %u%%):\n",
-            headroom_pct);
-    for (size_t i = 0; i < inv->n_gpus; i++) {
-        const struct inv_gpu *g = &inv->gpus[i];
-        struct model_sizing s;
-        unsigned pid = 0;
-        char pod[300] = "";
-        uint64_t per = per_process_mib ? per_process_mib
-                       : metrics       ? recorded_peak(metrics, g->uuid, pod, sizeof(pod))
-                                       : largest_process(g, &pid);
-        size_t k;
-
-        if (g->mig_enabled) {
-            fprintf(out, "  GPU %u %s: MIG enabled, size its MIG devices instead\n", g->index,
-                    g->name);
-            continue;
-        }
-        if (!per) {
-            fprintf(out,
-                    "  GPU %u %s: %s; pass --per-process-memory (the "
-                    "peak of one workload, e.g. 4621MiB from nvidia-smi)\n",
-                    g->index, g->name,
-                    metrics ? "the daemon recorded no pod's memory on it" : "no process running");
-            rc = CLI_EXIT_FAILURE;
-            continue;
-        }
-        if (model_size_replicas(g->memory_mib, per, headroom_pct, &s) < 0)
-            continue;
-        fprintf(out,
-                "  GPU %u %s: %llu MiB x (100%% - %u%%) = %llu MiB usable / %llu MiB per "
-                "process",
-                g->index, g->name, (unsigned long long)s.total_mib, headroom_pct,
-                (unsigned long long)s.usable_mib, (unsigned long long)s.per_process_mib);
-        if (!per_process_mib && metrics)
-            fprintf(out, " (most one pod used since the daemon started: %s)", pod);
-        else if (!per_process_mib)
-            fprintf(out, " (largest seen: pid %u)", pid);
-        fprintf(out, " = %llu.%02llu -> %u replica%s\n", (unsigned long long)(s.ratio_x100 / 100),
-                (unsigned long long)(s.ratio_x100 % 100), s.replicas, s.replicas == 1 ? "" : "s");
-        for (k = 0; k < n_models && strcmp(models[k], g->name) != 0; k++)
-            ;
-        if (k == n_models) {
-            if (strv_push(&models, g->name) < 0) {
-                rc = CLI_EXIT_FAILURE;
-                goto out;
-            }
-            replicas[n_models++] = s.replicas;
-        } else if (s.replicas < replicas[k]) {
-            replicas[k] = s.replicas; /* every GPU of the model must fit it */
+    json_array_foreach(gpus, i, g)
+    {
+        if (strcmp(json_string_value(json_object_get(g, "status")), "no-data") == 0)
+            rc = CLI_EXIT_FAILURE; /* a GPU nothing was measured on */
+        if (json)
+            json_object_del(g, "ratio_x100"); /* the text's exact figure; JSON has "ratio" */
+    }
+    if (json) {
+        json_t *root = json_pack("{s:i,s:O,s:O}", "headroom_pct", headroom_pct, "gpus", gpus,
+                                 "configs", configs);
+        char *text =
+            root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))
+                 : NULL;
+        fprintf(out, "%s\n", text ? text : "{}");
+        free(text);
+        json_decref(root);
+    } else {
+        fprintf(out, "Sizing time-slicing replicas from measured memory (headroom %u%%):\n",
+                headroom_pct);
+        json_array_foreach(gpus, i, g) print_gpu(g, headroom_pct, metrics != NULL, out);
+        json_array_foreach(configs, i, g)
+        {
+            size_t n = json_array_size(configs);
+            fprintf(out, "\nSuggested config%s%s (paste under a ConfigMap key):\n%s",
+                    n > 1 ? " for nodes with " : "",
+                    n > 1 ? json_string_value(json_object_get(g, "model")) : "",
+                    json_string_value(json_object_get(g, "config")));
         }
     }
-    for (size_t k = 0; k < n_models; k++) {
-        fprintf(out, "\nSuggested config%s%s (paste under a ConfigMap key):\n",
-                n_models > 1 ? " for nodes with " : "", n_models > 1 ? models[k] : "");
-        fprintf(out,
-                "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-                "      - name: nvidia.com/gpu\n        replicas: %u\n",
-                replicas[k]);
-    }
-out:
-    strv_free(models);
-    free(replicas);
+    json_decref(gpus);
+    json_decref(configs);
     return rc;
 }

@@ -104,6 +104,8 @@ struct cfg_replicated_resource {
     uint64_t memory_limit_mib;
     unsigned thread_percentage;
     struct cfg_pos pos;
+    /* where rename, devices, replicas and an MPS limit were written (line 0: not in a file) */
+    struct cfg_pos rename_pos, devices_pos, replicas_pos, limit_pos;
 };
 
 struct cfg_sharing {

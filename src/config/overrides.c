@@ -273,7 +273,8 @@ static const struct cfg_option options[] = {
      .allowed = NULL,
      .default_value = "false",
      .binaries = P | G,
-     .help = "refuse config fields NVIDIA's v1 schema lacks (memoryLimit, threadPercentage)"},
+     .help = "refuse what NVIDIA's plugin would reject or read differently (replicas 1, "
+             "resources, rename, devices, memoryLimit, threadPercentage)"},
 };
 
 #undef P

@@ -791,12 +791,15 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
     case 1:
         free(r->rename);
         r->rename = resource_name(c, v, path, pos);
+        r->rename_pos = pos;
         break;
     case 2:
         devices_field(c, v, path, pos, r);
+        r->devices_pos = pos;
         break;
     case 3:
         ud->has_replicas = true;
+        r->replicas_pos = pos;
         ret = want_int(c, v, path, pos, NULL, &n);
         if (ret == 0 && n >= 1 && n <= (int64_t)ud->max_replicas) {
             r->replicas = (unsigned)n;
@@ -821,6 +824,7 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
         }
         break;
     case 4:
+        r->limit_pos = pos;
         r->memory_limit_mib = memory_mib(s);
         if (!r->memory_limit_mib)
             cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, v),
@@ -829,6 +833,8 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
                       s ? s : kind_name(c, v));
         break;
     case 5:
+        if (!r->memory_limit_mib) /* the limit named first is memoryLimit's */
+            r->limit_pos = pos;
         ret = want_int(c, v, path, pos, NULL, &n);
         if (ret == 0 && n >= 1 && n <= 100)
             r->thread_percentage = (unsigned)n;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* validate.c: the checks that look at several entries at once — two sharing entries that
  * can claim the same device, renames that collide with other resource names, MPS limits —
- * and those that need the values after flags and env vars were applied. Syntax and
+ * and those that need the values after flags and env vars were applied, among them
+ * --strict-nvidia-schema's (what NVIDIA's plugin would refuse or read differently). Syntax and
  * self-consistency only: whether a device exists on this node is the model's business.
  * Pure: no I/O. Sorting keeps it O(n log n) for 100k entries. */
 #include <errno.h>
@@ -334,6 +335,87 @@ out:
     free(by_name);
 }
 
+/* The MPS limit extension of an entry: its field name, or NULL. */
+static const char *mps_limit_field(const struct cfg_replicated_resource *r)
+{
+    return r->memory_limit_mib ? "memoryLimit" : r->thread_percentage ? "threadPercentage" : NULL;
+}
+
+/* resources.gpus exactly as NVIDIA's default (one "*" -> nvidia.com/gpu): read the same. */
+static bool gpus_are_nvidia_default(const struct cfg_config *cfg)
+{
+    return cfg->n_gpus == 0 || (cfg->n_gpus == 1 && str_eq(cfg->gpus[0].pattern, "*") &&
+                                str_eq(cfg->gpus[0].name, "nvidia.com/gpu"));
+}
+
+static void nvidia_resources(struct cfg__ctx *c, const struct cfg_resource_pattern *p, size_t n,
+                             const char *key)
+{
+    char path[64];
+
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), "resources.%s[%zu]", key, i);
+        cfg__diag(c, CFG_SEV_ERROR, p[i].pos, path, p[i].name,
+                  "NVIDIA's plugin ignores resources.%s (\"Customizing the 'resources' field "
+                  "is not yet supported in the config. Ignoring...\") and would advertise "
+                  "these devices under its default name; remove it before rolling back",
+                  key);
+    }
+}
+
+/* Where a field of an entry was written, else the entry's own position. */
+static struct cfg_pos at(const struct cfg_replicated_resource *r, struct cfg_pos field)
+{
+    return field.line ? field : r->pos;
+}
+
+/* --strict-nvidia-schema (`config validate --nvidia`): what NVIDIA's plugin would refuse,
+ * or read differently than gpuslice does, is an error, so a config that passes behaves the
+ * same after a rollback to NVIDIA's plugin. NVIDIA's own message is quoted where it has
+ * one. */
+static void check_nvidia_schema(struct cfg__ctx *c)
+{
+    const struct cfg_config *cfg = c->cfg;
+    const char *block = cfg->sharing_strategy == CFG_SHARING_MPS ? "mps" : "timeSlicing";
+    char path[256], shared[CFG_RESOURCE_NAME_MAX + 16];
+
+    if (!gpus_are_nvidia_default(cfg))
+        nvidia_resources(c, cfg->gpus, cfg->n_gpus, "gpus");
+    nvidia_resources(c, cfg->mig, cfg->n_mig, "mig");
+    for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
+        const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
+        const char *limit = mps_limit_field(r);
+
+        entry_path(path, sizeof(path), cfg, i, "replicas");
+        if (r->replicas == 1)
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->replicas_pos), path, "1",
+                      "NVIDIA's plugin refuses replicas: 1 (\"number of replicas must be >= "
+                      "2\"); remove the entry to leave the resource unshared");
+        snprintf(shared, sizeof(shared), "%s.shared", r->name ? r->name : "");
+        entry_path(path, sizeof(path), cfg, i, "rename");
+        if (r->rename && !(cfg->sharing.rename_by_default && str_eq(r->rename, shared)))
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->rename_pos), path, r->rename,
+                      "NVIDIA's plugin ignores rename (\"Setting the 'rename' field in "
+                      "sharing.%s.resources is not yet supported in the config. "
+                      "Ignoring...\") and would advertise '%s'; remove it",
+                      block, cfg->sharing.rename_by_default ? shared : r->name);
+        entry_path(path, sizeof(path), cfg, i, "devices");
+        if (r->devices_kind != CFG_DEVICES_ALL)
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->devices_pos), path, NULL,
+                      "NVIDIA's plugin shares every device of '%s' (\"Customizing the "
+                      "'devices' field in sharing.%s.resources is not yet supported in the "
+                      "config. Ignoring...\"); remove devices, or keep gpuslice",
+                      r->name ? r->name : "", block);
+        entry_path(path, sizeof(path), cfg, i, limit);
+        if (limit && cfg->sharing_strategy == CFG_SHARING_MPS)
+            cfg__diag(c, CFG_SEV_ERROR, at(r, r->limit_pos), path, NULL,
+                      "%s is a gpuslice extension of the v1 schema and "
+                      "--strict-nvidia-schema is set; remove it (NVIDIA's plugin gives every "
+                      "client memory/replicas and 100/replicas threads)",
+                      limit);
+    }
+}
+
 void cfg__validate_overlaid(struct cfg__ctx *c, const struct cfg_overrides *o)
 {
     const struct cfg_config *cfg = c->cfg;
@@ -341,29 +423,21 @@ void cfg__validate_overlaid(struct cfg__ctx *c, const struct cfg_overrides *o)
     const char *strict = o ? cfg_overrides_get(o, CFG_OPT_STRICT_NVIDIA_SCHEMA) : NULL;
     struct cfg_pos none = {0, 0};
 
-    /* the MPS limit extension: MPS only, and not where NVIDIA's schema is required */
+    /* the MPS limit extension: MPS only */
     for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
         const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
-        const char *field = r->memory_limit_mib    ? "memoryLimit"
-                            : r->thread_percentage ? "threadPercentage"
-                                                   : NULL;
+        const char *field = mps_limit_field(r);
         char path[96];
-        if (!field)
+        if (!field || cfg->sharing_strategy == CFG_SHARING_MPS)
             continue;
-        snprintf(path, sizeof(path), "sharing.%s.resources[%zu].%s",
-                 cfg->sharing_strategy == CFG_SHARING_MPS ? "mps" : "timeSlicing", i, field);
-        if (cfg->sharing_strategy != CFG_SHARING_MPS)
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
-                      "%s limits MPS clients; time-slicing has no per-client limits (use "
-                      "sharing.mps, or remove it)",
-                      field);
-        else if (strict && strcmp(strict, "true") == 0)
-            cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
-                      "%s is a gpuslice extension of the v1 schema and "
-                      "--strict-nvidia-schema is set; remove it (NVIDIA's plugin gives every "
-                      "client memory/replicas and 100/replicas threads)",
-                      field);
+        snprintf(path, sizeof(path), "sharing.timeSlicing.resources[%zu].%s", i, field);
+        cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
+                  "%s limits MPS clients; time-slicing has no per-client limits (use "
+                  "sharing.mps, or remove it)",
+                  field);
     }
+    if (strict && strcmp(strict, "true") == 0)
+        check_nvidia_schema(c);
     if (cfg->sharing_strategy != CFG_SHARING_MPS)
         return;
     if (cfg->flags.mig_strategy == CFG_MIG_MIXED)

@@ -239,65 +239,89 @@ static void full_gpu_labels(struct builder *b, const struct model *m, const char
     putp(b, prefix, "memory", "%llu", (unsigned long long)first->memory_mib);
 }
 
-/* Under single: every MIG device of the model must have one profile, else -MIG-INVALID. */
+/* GFD's invalid-single labels (facts §4 edge cases): the model of the first MIG-enabled GPU
+ * with -MIG-INVALID, and nothing a selector could count on. family/compute stay. */
+static void invalid_single_labels(struct builder *b, const char *prefix, const struct group *g)
+{
+    const struct inv_gpu *named = g->gpus[0];
+    char product[INV_NAME_MAX];
+
+    for (size_t i = g->n; i-- > 0;)
+        if (g->gpus[i]->mig_enabled)
+            named = g->gpus[i];
+    labels_sanitise(named->name, product, sizeof(product));
+    putp(b, prefix, "product", "%s-MIG-INVALID", product);
+    putp(b, prefix, "count", "0");
+    putp(b, prefix, "replicas", "0");
+    putp(b, prefix, "sharing-strategy", "%s", "");
+    putp(b, prefix, "memory", "0");
+}
+
+/* Whether single can serve the node, as GFD decides it for the whole node: every GPU in
+ * MIG mode, none of them empty, and one MIG profile throughout. */
+static bool single_valid(const struct inv_inventory *inv)
+{
+    const char *profile = NULL;
+
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const struct inv_gpu *gpu = &inv->gpus[i];
+        if (!gpu->mig_enabled || !gpu->n_migs)
+            return false;
+        for (size_t k = 0; k < gpu->n_migs; k++) {
+            if (profile && strcmp(profile, gpu->migs[k].profile) != 0)
+                return false;
+            profile = gpu->migs[k].profile;
+        }
+    }
+    return profile != NULL;
+}
+
+/* Under a valid single: the GPUs' MIG devices as nvidia.com/gpu (the first one's
+ * attributes, all of them counted). */
 static void single_mig_labels(struct builder *b, const struct model *m, const char *prefix,
                               const struct group *g)
 {
-    const struct inv_mig_device *md = NULL;
-    const struct inv_gpu *parent = NULL;
+    const struct inv_gpu *parent = g->gpus[0];
+    const struct inv_mig_device *md = &parent->migs[0];
     const struct model_resource *res = NULL;
-    const struct model_device *d;
+    const struct model_device *d = served(m, parent->index, (int)md->index, &res);
+    unsigned replicas = d ? d->replicas : 0;
     char product[INV_NAME_MAX];
     size_t count = 0;
-    bool valid = true;
 
-    for (size_t i = 0; i < g->n; i++) {
-        if (!g->gpus[i]->mig_enabled)
-            valid = false; /* single needs every GPU of the node in MIG mode */
-        for (size_t k = 0; k < g->gpus[i]->n_migs; k++) {
-            const struct inv_mig_device *x = &g->gpus[i]->migs[k];
-            if (md && strcmp(md->profile, x->profile) != 0)
-                valid = false;
-            if (!md) {
-                md = x;
-                parent = g->gpus[i];
-            }
-            count++;
-        }
-    }
-    labels_sanitise(g->gpus[0]->name, product, sizeof(product));
-    if (!valid || !md) {
-        putp(b, prefix, "product", "%s-MIG-INVALID", product);
-        putp(b, prefix, "count", "%zu", g->n);
-        putp(b, prefix, "replicas", "0");
-        putp(b, prefix, "sharing-strategy", "none");
-        putp(b, prefix, "memory", "%llu", (unsigned long long)g->gpus[0]->memory_mib);
-        return;
-    }
-    d = served(m, parent->index, (int)md->index, &res);
+    for (size_t i = 0; i < g->n; i++)
+        count += g->gpus[i]->n_migs;
+    labels_sanitise(parent->name, product, sizeof(product));
     putp(b, prefix, "product", "%s-MIG-%s%s", product, md->profile,
-         shared_suffix(res, d ? d->replicas : 0, "nvidia.com/gpu") ? "-SHARED" : "");
+         shared_suffix(res, replicas, "nvidia.com/gpu") ? "-SHARED" : "");
     putp(b, prefix, "count", "%zu", count);
-    putp(b, prefix, "replicas", "%u", d ? d->replicas : 0);
-    putp(b, prefix, "sharing-strategy", "%s", sharing_name(res, d ? d->replicas : 0));
+    putp(b, prefix, "replicas", "%u", replicas);
+    putp(b, prefix, "sharing-strategy", "%s", sharing_name(res, replicas));
     mig_attribute_labels(b, prefix, md);
 }
 
-static void group_labels(struct builder *b, const struct model *m, const char *prefix,
-                         const struct group *g)
+static bool any_mig_enabled(const struct group *g)
 {
-    const struct inv_gpu *first = g->gpus[0];
-    bool any_mig = false;
-
     for (size_t i = 0; i < g->n; i++)
-        any_mig |= g->gpus[i]->mig_enabled;
-    if (m->settings.mig_strategy == CFG_MIG_SINGLE && any_mig)
+        if (g->gpus[i]->mig_enabled)
+            return true;
+    return false;
+}
+
+/* One set of nvidia.com/gpu.* style labels under prefix: g's GPUs as the strategy serves
+ * them (single: valid says whether it can), family and compute of arch. */
+static void group_labels(struct builder *b, const struct model *m, const char *prefix,
+                         const struct group *g, const struct inv_gpu *arch, bool valid)
+{
+    if (m->settings.mig_strategy != CFG_MIG_SINGLE || !any_mig_enabled(g))
+        full_gpu_labels(b, m, prefix, g);
+    else if (valid)
         single_mig_labels(b, m, prefix, g);
     else
-        full_gpu_labels(b, m, prefix, g);
-    putp(b, prefix, "family", "%s", family(first->cc_major, first->cc_minor));
-    putp(b, prefix, "compute.major", "%d", first->cc_major);
-    putp(b, prefix, "compute.minor", "%d", first->cc_minor);
+        invalid_single_labels(b, prefix, g);
+    putp(b, prefix, "family", "%s", family(arch->cc_major, arch->cc_minor));
+    putp(b, prefix, "compute.major", "%d", arch->cc_major);
+    putp(b, prefix, "compute.minor", "%d", arch->cc_minor);
 }
 
 /* Under mixed: nvidia.com/mig-<profile>.* per profile ('+' becomes '.'), in the order
@@ -484,6 +508,40 @@ static size_t make_groups(const struct inv_inventory *inv, struct group *groups,
     return n;
 }
 
+/* Every GPU of the node, in index order (up to a group's size). */
+static void node_group(const struct inv_inventory *inv, struct group *g)
+{
+    g->n = 0;
+    for (size_t i = 0; i < inv->n_gpus && g->n < GS_ARRAY_SIZE(g->gpus); i++)
+        g->gpus[g->n++] = &inv->gpus[i];
+}
+
+/* NVIDIA's own nvidia.com/gpu.* keys. GFD lets full GPUs override MIG-enabled ones and
+ * picks among models at random; we keep its preference, deterministically: the model of
+ * the first GPU by index that is served whole (MIG off), GPU 0's when every GPU has MIG
+ * on. Under single with MIG on anywhere, the node's MIG devices as one resource (or the
+ * invalid labels), the architecture still of that chosen GPU. groups[0] is the whole
+ * node, groups[1..n_groups] the models. */
+static void top_labels(struct builder *b, const struct model *m, const struct group *groups,
+                       size_t n_groups, bool valid)
+{
+    const struct group *node = &groups[0], *pick = &groups[1];
+    const struct inv_gpu *arch = node->gpus[0];
+
+    for (size_t i = 0; i < node->n; i++)
+        if (!node->gpus[i]->mig_enabled) {
+            arch = node->gpus[i];
+            break;
+        }
+    for (size_t k = 1; k <= n_groups; k++)
+        if (strcmp(groups[k].gpus[0]->name, arch->name) == 0)
+            pick = &groups[k];
+    if (m->settings.mig_strategy == CFG_MIG_SINGLE && any_mig_enabled(node))
+        group_labels(b, m, LABELS_PREFIX "gpu.", node, arch, valid);
+    else
+        group_labels(b, m, LABELS_PREFIX "gpu.", pick, arch, valid);
+}
+
 /* nvidia.com/gpu.clique=<cluster uuid>.<clique id>, as GFD's IMEX labeler: only when every
  * fabric-attached GPU names the same cluster and the same clique (a node whose GPUs
  * disagree gets no label, since a workload could not rely on either). */
@@ -519,7 +577,7 @@ int labels_compute(const struct inv_inventory *inv, const struct model *model,
     if (!inv || !model || !ret_set)
         return error_set(err, -EINVAL, "labels_compute: missing inventory or model");
     b.set = calloc(1, sizeof(*b.set));
-    groups = calloc(16, sizeof(*groups));
+    groups = calloc(16, sizeof(*groups)); /* [0]: the whole node, then one per model */
     if (!b.set || !groups) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
@@ -536,14 +594,14 @@ int labels_compute(const struct inv_inventory *inv, const struct model *model,
         r = node_labels(&b, inv, model, o, err);
         if (r < 0)
             goto out;
-        n_groups = make_groups(inv, groups, 16);
-        /* NVIDIA's keys carry the model of GPU 0 (GFD picks one at random) */
-        group_labels(&b, model, LABELS_PREFIX "gpu.", &groups[0]);
+        n_groups = make_groups(inv, groups + 1, 15);
+        node_group(inv, &groups[0]);
+        top_labels(&b, model, groups, n_groups, single_valid(inv));
         /* mixed-model nodes: every model also under nvidia.com/gpu.<n>. */
-        for (size_t k = 0; n_groups > 1 && k < n_groups; k++) {
+        for (size_t k = 1; n_groups > 1 && k <= n_groups; k++) {
             char prefix[64];
-            snprintf(prefix, sizeof(prefix), LABELS_PREFIX "gpu.%zu.", k);
-            group_labels(&b, model, prefix, &groups[k]);
+            snprintf(prefix, sizeof(prefix), LABELS_PREFIX "gpu.%zu.", k - 1);
+            group_labels(&b, model, prefix, &groups[k], groups[k].gpus[0], single_valid(inv));
         }
         if (model->settings.mig_strategy == CFG_MIG_MIXED)
             mixed_mig_labels(&b, inv, model);

@@ -73,8 +73,10 @@ static const struct mig_profile gh200_96[] =
 static const struct mig_profile h20[] =
     HOPPER_TABLE(10, 16, 20, 30, 40, 78, 11264, 23552, 47616, 95232, "1g.12gb", "1g.12gb+me",
                  "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb");
+/* H200: as a real H200 reports them (facts real-h200.md, driver 580.159.04); the -lgip
+ * GiB column of facts A.3 (32.25/69.50/139.75) is a quarter GiB short of these. */
 static const struct mig_profile h200[] =
-    HOPPER_TABLE(16, 26, 32, 60, 64, 132, 16384, 33024, 71168, 143104, "1g.18gb", "1g.18gb+me",
+    HOPPER_TABLE(16, 26, 32, 60, 64, 132, 16384, 33280, 71424, 143360, "1g.18gb", "1g.18gb+me",
                  "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb");
 
 static const struct mig_profile a30[] = {
@@ -110,6 +112,7 @@ static const struct mig_gpu_model models[] = {
     MODEL("NVIDIA H100 PCIe", ids_h100_pcie, 81559, 8, 7, h100_pcie),
     MODEL("NVIDIA H100 NVL", ids_h100_nvl, 95830, 8, 7, h100_nvl),
     MODEL("NVIDIA H200", ids_h200, 143771, 8, 7, h200),
+    MODEL("NVIDIA H200 NVL", ids_h200, 143771, 8, 7, h200), /* facts A.3: one table */
     MODEL("NVIDIA H20", ids_h20, 97871, 8, 7, h20),
     MODEL("NVIDIA GH200 480GB", ids_gh200, 97871, 8, 7, gh200_96),
 };

@@ -45,7 +45,7 @@ struct mig_gpu_model {
     size_t n_profiles;
 };
 
-/* The MIG-capable models we know (A100 40/80GB, A30, H100 SXM/PCIe/NVL, H200, H20,
+/* The MIG-capable models we know (A100 40/80GB, A30, H100 SXM/PCIe/NVL, H200 SXM/NVL, H20,
  * GH200): i from 0 until NULL. */
 const struct mig_gpu_model *mig_model_get(size_t i);
 /* By NVML name, case-insensitively, with or without the "NVIDIA " prefix, or by PCI device

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_cli_basics.sh: the binary's top-level contract — help, version, and exit code 2
-# with a clear message for unknown commands and options.
+# with a clear message for unknown commands and options; under NVIDIA's names (argv[0]),
+# NVIDIA's --version/-v.
 set -u
 BIN="$1"
 . "$(dirname "$0")/lib.sh"
@@ -13,4 +14,24 @@ check typo-hint 2 "did you mean 'version'" "$BIN" versoin
 check unknown-flag 2 "unknown option '--frob'" "$BIN" --frob
 check help-unknown 2 "unknown command 'nope'" "$BIN" help nope
 check version-extra 2 "unexpected argument" "$BIN" version extra
+# one error prefix: "gpuslice <command>: " (mig said "Error: ")
+check error-prefix-mig 1 "^gpuslice mig: cannot open '/nonexistent'" "$BIN" mig apply -f /nonexistent -c x
+# under NVIDIA's names, NVIDIA's flags: --version and -v print the version (urfave/cli's
+# "<name> version <v>"), exit 0, wherever they stand among the program's flags
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gs-cli-basics-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+for n in nvidia-device-plugin gpu-feature-discovery mps-control-daemon nvidia-mig-parted \
+    config-manager; do
+    ln -s "$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")" "$tmp/$n"
+done
+check dp-version 0 '^NVIDIA Device Plugin version [0-9.]*$' "$tmp/nvidia-device-plugin" --version
+check dp-v 0 '^commit: ' "$tmp/nvidia-device-plugin" --mig-strategy none -v
+check dp-go-flag 0 'NVIDIA Device Plugin version' "$tmp/nvidia-device-plugin" -version
+check gfd-version 0 '^GPU Feature Discovery version ' "$tmp/gpu-feature-discovery" -v
+check mps-version 0 '^NVIDIA MPS Control Daemon version ' "$tmp/mps-control-daemon" --version
+check mig-version 0 '^nvidia-mig-parted version ' "$tmp/nvidia-mig-parted" -v
+# mig-parted's version flag is the program's, not its subcommands'
+check mig-sub-v 2 "unknown option '-v'" "$tmp/nvidia-mig-parted" export -v
+# NVIDIA's config-manager has no version flag
+check cm-no-version 2 "unknown option '--version'" "$tmp/config-manager" --version
 exit $fail

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_cli_config.sh: `gpuslice config validate|show` — exit codes (0 valid, 1 invalid,
 # 2 usage), every error printed, summaries, flags/env precedence, ConfigMap directories
-# with kubelet's ..data layout and rejected config names.
+# with kubelet's ..data layout and rejected config names; --nvidia, the rollback check.
 set -u
 BIN="$1"
 DATA="$2"
@@ -88,4 +88,26 @@ if printf '%s' "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); c={
 else
     bad manifest-json "not the expected JSON report: $out"
 fi
+# --nvidia (= --strict-nvidia-schema): is the config safe to roll back to NVIDIA's plugin?
+# NVIDIA's own examples pass; what NVIDIA refuses or reads differently fails, quoting
+# NVIDIA's message where it has one
+for f in "$V"/nvidia-*.yaml "$V"/nvidia-*.json; do
+    flags=""
+    [ -f "$f.flags" ] && flags="--$(cat "$f.flags")"
+    check "nvidia-ok-$(basename "$f")" 0 "^valid: " "$BIN" config validate "$f" --nvidia $flags
+done
+check nvidia-replicas-1 1 'resources\[0\].replicas: NVIDIA.s plugin refuses replicas: 1 ("number of replicas must be >= 2")' \
+    "$BIN" config validate "$V/seed002-training.yaml" --nvidia
+check nvidia-per-model 1 "resources.gpus\[0\]: NVIDIA's plugin ignores resources.gpus" \
+    "$BIN" config validate "$V/ours-per-model.yaml" --strict-nvidia-schema
+check nvidia-devices 1 "Customizing the 'devices' field" \
+    "$BIN" config validate "$V/ours-devices-split.yaml" --nvidia
+check nvidia-rename 1 "NVIDIA's plugin ignores rename" \
+    "$BIN" config validate "$V/ours-rename.yaml" --nvidia
+check nvidia-mps-limits 1 "memoryLimit is a gpuslice extension" \
+    "$BIN" config validate "$V/ours-mps-limits.yaml" --nvidia
+check nvidia-env 1 "number of replicas must be >= 2" \
+    env GPUSLICE_STRICT_NVIDIA_SCHEMA=true "$BIN" config validate "$V/seed002-training.yaml"
+check nvidia-still-ours 0 "valid: " "$BIN" config validate "$V/seed002-training.yaml"
+check nvidia-help 0 "--nvidia, --strict-nvidia-schema" "$BIN" config --help
 exit $fail

@@ -106,6 +106,42 @@ check size-t4 0 "= 3.14 -> 3 replicas" "$BIN" plan --nvml-library "$LIB" --size
 check size-by-hand 0 "15360 MiB x (100% - 20%) = 12288 MiB usable / 4096 MiB per process = 3.00 -> 3" \
     "$BIN" plan --nvml-library "$LIB" --per-process-memory 4GiB --headroom 20%
 check size-bad-headroom 2 "give a percentage below 100" "$BIN" plan --nvml-library "$LIB" --size --headroom 150%
+# -o json: one JSON object (was the text), the same figures and the config fragment
+machine mixed-models
+out=$("$BIN" plan --nvml-library "$LIB" --size -o json 2>"$tmp/err"); rc=$?
+if [ $rc -ne 1 ]; then
+    bad size-json "exit $rc (want 1: GPUs with nothing measured): $(cat "$tmp/err")"
+elif printf '%s\n' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["headroom_pct"] == 10, d
+st = [g["status"] for g in d["gpus"]]
+assert st == ["mig", "no-data", "sized", "sized", "no-data", "no-data"], st
+l20 = d["gpus"][2]
+assert (l20["total_mib"], l20["usable_mib"], l20["per_process_mib"], l20["ratio"],
+        l20["replicas"], l20["source"]) == (46068, 41461, 4621, 8.97, 8, {"pid": 5002}), l20
+c, = d["configs"]
+assert c["model"] == "NVIDIA L20" and c["replicas"] == 8, c
+assert c["config"].endswith("- name: nvidia.com/gpu\n        replicas: 8\n"), c
+'; then
+    ok size-json
+else
+    bad size-json "unexpected JSON: $out"
+fi
+# the metrics endpoint has one name in every command (--metrics-address, as the daemon
+# takes it); the old spellings stay as aliases
+check metrics-address-plan 1 "gpuslice plan: --metrics-address: no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" plan --nvml-library "$LIB" --size --metrics-address 127.0.0.1:1
+check metrics-address-plan-old 1 "no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" plan --nvml-library "$LIB" --size --from-metrics 127.0.0.1:1
+check metrics-address-top 1 "gpuslice top: no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" top --metrics-address 127.0.0.1:1 --once
+check metrics-address-top-old 1 "no gpuslice metrics endpoint at 127.0.0.1:1" \
+    "$BIN" top --address 127.0.0.1:1 --once
+check metrics-address-help 0 "--metrics-address HOST:PORT" "$BIN" top --help
+machine t4-node
+check size-json-by-hand 0 '"source": "per-process-memory"' \
+    "$BIN" plan --nvml-library "$LIB" --per-process-memory 4GiB -o json
 # the daemon's config selection flags and env vars (one option parser for every command)
 CM="$(dirname "$MACHINES")/demo/time-slicing-config"
 check default-config 0 "time-slicing   8" env FAKE_NVML_MACHINE="$MACHINES/l20-node.yaml" \

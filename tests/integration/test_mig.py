@@ -109,6 +109,51 @@ class Mig(unittest.TestCase):
         j = json.loads(self.ok("export", "-o", "json", "-l", "mine").stdout)
         self.assertIn("mine", j["mig-configs"])
 
+    def test_export_two_models_reads_back_the_applied_config(self):
+        """Two MIG models and a T4: export writes what mig-parted writes (issue 20): one
+        entry per device-filter with `devices: all`, `mig-devices: {}` where MIG is off,
+        profile keys sorted; it reads back equal to the config applied, and asserts."""
+        path = os.path.join(self.dir, "two.yaml")
+        with open(path, "w") as f:
+            f.write('driver: "570.158.01"\ncuda: 12080\ngpus:\n'
+                    "  - {model: NVIDIA A100-SXM4-80GB, count: 2}\n"
+                    "  - {model: NVIDIA H100 80GB HBM3}\n  - {model: Tesla T4}\n")
+        self.env = dict(os.environ, FAKE_NVML_MACHINE=path, GPUSLICE_NVML_LIBRARY=NVML,
+                        FAKE_NVML_STATE=os.path.join(self.dir, "two.state"))
+        applied = [
+            {"device-filter": "0x20B210DE", "devices": "all", "mig-enabled": True,
+             "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}},
+            {"device-filter": "0x233010DE", "devices": "all", "mig-enabled": True,
+             "mig-devices": {"1c.3g.40gb": 3, "3g.40gb": 1}},
+            {"device-filter": "0x1EB810DE", "devices": "all", "mig-enabled": False,
+             "mig-devices": {}},
+        ]
+        cfg = os.path.join(self.dir, "cfg.yaml")
+        with open(cfg, "w") as f:
+            json.dump({"version": "v1", "mig-configs": {"two": applied}}, f)
+        self.ok("apply", "-f", cfg, "-c", "two")
+        out = self.ok("export").stdout
+        self.assertEqual(yaml.safe_load(out)["mig-configs"]["current"], applied)
+        self.assertIn('    - device-filter: "0x20B210DE"\n      devices: all\n', out)
+        self.assertIn("      mig-enabled: false\n      mig-devices: {}\n", out)
+        self.assertIn('        "1c.3g.40gb": 3\n        "3g.40gb": 1\n', out)
+        exp = os.path.join(self.dir, "export.yaml")
+        with open(exp, "w") as f:
+            f.write(out)
+        self.ok("assert", "-f", exp, "-c", "current")
+        # the same layout on both A100s, another on one of them: lists, as mig-parted
+        with open(cfg, "w") as f:
+            f.write("version: v1\nmig-configs:\n  split:\n"
+                    "    - devices: [0]\n      mig-enabled: true\n"
+                    "      mig-devices: {3g.40gb: 2}\n"
+                    "    - devices: [1, 2, 3]\n      mig-enabled: false\n")
+        self.ok("apply", "-f", cfg, "-c", "split")
+        self.assertEqual(self.export()["mig-configs"]["current"], [
+            {"device-filter": "0x20B210DE", "devices": [0], "mig-enabled": True,
+             "mig-devices": {"3g.40gb": 2}},
+            {"device-filter": ["0x1EB810DE", "0x20B210DE", "0x233010DE"], "devices": [1, 2, 3],
+             "mig-enabled": False, "mig-devices": {}}])
+
     def test_compute_instance_sub_profiles(self):
         """1c.3g.40gb x4 + 2c.3g.40gb x1 on A100-80GB: two 3g GPU instances holding those
         compute instances at NVIDIA's CI placements; assert and export round-trip; the MIG
@@ -310,6 +355,17 @@ class Mig(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("does not fit: memory slices run out", r.stdout)
         self.assertIn("closest layout that fits (1)", r.stdout)
+        # MIG off: the layouts the GPU could take (profiles are readable with MIG off)
+        r = self.ok("plan")
+        self.assertIn("GPU 0: NVIDIA A100-SXM4-80GB, MIG off\n", r.stdout)
+        self.assertIn("  all-balanced:\n", r.stdout)
+        cur, = json.loads(self.ok("plan", "-o", "json").stdout)
+        self.assertFalse(cur["mig_enabled"])
+        possible = {p["config"]: sorted(x["profile"] for x in p["placements"])
+                    for p in cur["possible"]}
+        self.assertEqual(possible["all-balanced"], ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"])
+        self.assertEqual(possible["all-1g.10gb"], ["1g.10gb"] * 7)
+        self.assertEqual(possible["all-7g.80gb"], ["7g.80gb"])
         # this node: its layout and stranded capacity
         self.ok("apply", "-f", DEFAULT, "-c", "all-1g.10gb")
         r = self.ok("plan", "-o", "json")

@@ -220,4 +220,14 @@ struct fake_machine *fake_current(void); /* valid between fake_enter and fake_le
 /* The GPU or MIG device a UUID names, or NULL. */
 struct fake_gpu *fake_find_uuid(const char *uuid, struct fake_ci **ret_ci);
 
+/* nvml_tools.c: NVML_GPU_INSTANCE_PROFILE_COUNT of the NVML m's CUDA version stands for
+ * (profile indexes from there on are INVALID_ARGUMENT, before it a missing profile is
+ * NOT_SUPPORTED). And the exported calls gpuslice does not make, so src/gpu/nvml.h does not
+ * declare them: mig-parted's. */
+unsigned fake_gi_profile_count(const struct fake_machine *m);
+NVML_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
+                                                          nvmlDevice_t *device);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device);
+
 #endif

@@ -119,9 +119,12 @@ bool fake_ci_shape(const struct fake_gi *gi, unsigned ci_index, unsigned *ret_sl
 {
     unsigned g = gi->profile->compute_slices, c, align = 1;
 
-    /* A 1g GI with twice the memory (REV2) only offers the REV1 1-slice CI (facts A.4). */
+    /* A 1g GI with twice the memory (REV2) offers the 1-slice CI under two profiles of one
+     * shape: 1_SLICE, which mig-parted asks for, and REV1, which `nvidia-smi -cgi 15 -C`
+     * creates (facts A.4; NVIDIA's DRA driver issue #1480). */
     if (gi->profile->index == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2) {
-        if (ci_index != NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1)
+        if (ci_index != NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE &&
+            ci_index != NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1)
             return false;
         *ret_slices = 1;
         *ret_align = 1;

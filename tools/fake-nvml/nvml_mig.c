@@ -208,7 +208,7 @@ static nvmlReturn_t profile_lookup(const struct fake_gpu *g, const struct fake_c
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!mig_capable(g, ci))
         return NVML_ERROR_NOT_SUPPORTED;
-    if (index >= NVML_GPU_INSTANCE_PROFILE_COUNT)
+    if (index >= fake_gi_profile_count(fake_current()))
         return NVML_ERROR_INVALID_ARGUMENT;
     *ret = fake_profile_by_index(&g->model, index);
     return *ret ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
@@ -247,9 +247,8 @@ static nvmlReturn_t profile_info_v(const char *fn, nvmlDevice_t device, unsigned
     if (!info || (info->version != nvmlGpuInstanceProfileInfo_v2 &&
                   info->version != nvmlGpuInstanceProfileInfo_v3))
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    /* MIG on or off: a real H200 with MIG disabled lists every profile (real-h200.md) */
     rc = by_id ? profile_by_id(g, ci, key, &p) : profile_lookup(g, ci, key, &p);
-    if (rc == NVML_SUCCESS && !mig_on(g))
-        rc = NVML_ERROR_NOT_SUPPORTED; /* the V call wants MIG enabled (facts C.5) */
     if (rc != NVML_SUCCESS)
         return fake_leave(rc);
     if (info->version == nvmlGpuInstanceProfileInfo_v3) {
@@ -386,9 +385,9 @@ nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile
     rc = profile_by_id(g, ci, profileId, &p);
     if (rc != NVML_SUCCESS)
         return fake_leave(rc);
-    if (!mig_on(g)) /* the header: NOT_SUPPORTED unless MIG mode is enabled */
-        return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-    for (size_t i = 0; i < FAKE_MAX_GI; i++) /* slot order is id order */
+    /* MIG off: SUCCESS with none, as a real H200 answers (the header's prose says
+     * NOT_SUPPORTED; the hardware does not) */
+    for (size_t i = 0; mig_on(g) && i < FAKE_MAX_GI; i++) /* slot order is id order */
         if (g->gis[i].in_use && g->gis[i].profile == p) {
             if (gpuInstances && n < *count)
                 gpuInstances[n] = (nvmlGpuInstance_t)&g->gis[i];

@@ -416,6 +416,68 @@ static void test_cfg_parse_buffer_warnings_table(void **state)
     }
 }
 
+/* --strict-nvidia-schema (config validate --nvidia): what NVIDIA's plugin refuses or reads
+ * differently is an error, with NVIDIA's message where it has one; the same configs are
+ * valid without it, and what NVIDIA reads the same way stays valid with it. */
+static void test_cfg_strict_nvidia_schema_table(void **state)
+{
+    static const struct {
+        const char *yaml, *expect; /* expect NULL: valid under strict too */
+    } cases[] = {
+        {TS("    - name: gpu\n      replicas: 1\n"),
+         "t.yaml:6:17: sharing.timeSlicing.resources[0].replicas: NVIDIA's plugin refuses "
+         "replicas: 1 (\"number of replicas must be >= 2\")"},
+        {TS("    - name: gpu\n      rename: gpu.big\n      replicas: 2\n"),
+         "t.yaml:6:15: sharing.timeSlicing.resources[0].rename: NVIDIA's plugin ignores rename "
+         "(\"Setting "
+         "the 'rename' field in sharing.timeSlicing.resources is not yet supported"},
+        {TS("    - name: gpu\n      devices: [0]\n      replicas: 2\n"),
+         "t.yaml:6:17: sharing.timeSlicing.resources[0].devices: NVIDIA's plugin shares every "
+         "device of "
+         "'nvidia.com/gpu'"},
+        {TS("    - name: gpu\n      devices: 2\n      replicas: 2\n"), "Customizing the 'devices'"},
+        {"resources:\n  gpus: [{pattern: '*T4*', name: t4}]\nsharing:\n  timeSlicing:\n"
+         "    resources:\n    - name: t4\n      replicas: 2\n",
+         "t.yaml:2:11: resources.gpus[0]: NVIDIA's plugin ignores resources.gpus"},
+        {"flags: {migStrategy: mixed}\nresources:\n  mig: [{pattern: '1g.10gb', name: small}]\n",
+         "resources.mig[0]: NVIDIA's plugin ignores resources.mig"},
+        {"flags: {mpsRoot: /m}\nsharing:\n  mps:\n    resources:\n    - name: gpu\n"
+         "      replicas: 2\n      memoryLimit: 8Gi\n",
+         "t.yaml:7:20: sharing.mps.resources[0].memoryLimit: memoryLimit is a gpuslice "
+         "extension"},
+        {"flags: {mpsRoot: /m}\nsharing:\n  mps:\n    resources:\n    - name: gpu\n"
+         "      replicas: 2\n      threadPercentage: 50\n",
+         "threadPercentage is a gpuslice extension"},
+        /* read the same by NVIDIA: fine */
+        {TS("    - name: gpu\n      replicas: 4\n"), NULL},
+        {"resources:\n  gpus: [{pattern: '*', name: nvidia.com/gpu}]\n", NULL},
+        {"sharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
+         "    - name: gpu\n      rename: gpu.shared\n      replicas: 2\n",
+         NULL},
+        {TS("    - name: gpu\n      devices: all\n      replicas: 2\n"), NULL},
+    };
+    struct cfg_overrides o;
+    struct error err = {0};
+
+    (void)state;
+    cfg_overrides_init(&o, CFG_BIN_PLUGIN);
+    assert_int_equal(cfg_overrides_set(&o, "--strict-nvidia-schema", "true", &err), 0);
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
+        struct cfg_config *c = NULL;
+        char *text = NULL;
+        int r = parse_text(cases[i].yaml, &o, &c, &text);
+        bool ok = cases[i].expect ? r == -EINVAL && strstr(text, cases[i].expect) : r == 0;
+        if (!ok)
+            print_error("input:\n%s\nwant: %s\ngot %d:\n%s\n", cases[i].yaml,
+                        cases[i].expect ? cases[i].expect : "valid", r, text);
+        assert_true(ok);
+        cfg_free(c);
+        free(text);
+        cfg_free(assert_parse_ok(cases[i].yaml)); /* gpuslice itself takes them all */
+    }
+    cfg_overrides_release(&o);
+}
+
 /* All problems are collected, not just the first. */
 static void test_cfg_parse_buffer_collects_all_errors(void **state)
 {
@@ -582,6 +644,7 @@ const struct CMUnitTest field_tests[] = {
     cmocka_unit_test(test_cfg_parse_buffer_device_list_strategy_forms),
     cmocka_unit_test(test_cfg_parse_buffer_rules_table),
     cmocka_unit_test(test_cfg_parse_buffer_warnings_table),
+    cmocka_unit_test(test_cfg_strict_nvidia_schema_table),
     cmocka_unit_test(test_cfg_parse_buffer_collects_all_errors),
     cmocka_unit_test(test_cfg_parse_buffer_limits),
     cmocka_unit_test(test_cfg_print_round_trip),

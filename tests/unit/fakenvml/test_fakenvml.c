@@ -449,6 +449,8 @@ static void test_possible_placements_per_model(void **state)
     OK(nvmlShutdown());
 }
 
+#define PROFILE_COUNT_NVML_12_8 0xD /* NVML_GPU_INSTANCE_PROFILE_COUNT in NVML 12.8 (facts A.2) */
+
 /* go-nvlib's formula, written again here so the catalog is checked independently. */
 static unsigned name_gb(unsigned long long mem_mib, unsigned long long total_mib)
 {
@@ -471,7 +473,8 @@ static void test_profile_info_names_match_go_nvlib_formula(void **state)
             nvmlGpuInstanceProfileInfo_t v1;
             char want[32];
             nvmlReturn_t rc = nvmlDeviceGetGpuInstanceProfileInfoV(dev(g), idx, &v2);
-            if (idx >= NVML_GPU_INSTANCE_PROFILE_COUNT) {
+            /* the machine's default CUDA 12.8 stands for NVML 12.8: 0xD profile indexes */
+            if (idx >= PROFILE_COUNT_NVML_12_8) {
                 assert_int_equal(rc, NVML_ERROR_INVALID_ARGUMENT);
                 continue;
             }
@@ -842,12 +845,28 @@ static void test_compute_instance_in_double_memory_1g(void **state)
     use_yaml(all_mig_models);
     OK(nvmlInit_v2());
     OK(nvmlDeviceCreateGpuInstanceWithPlacement(dev(2), 15, &pl, &gi));
-    assert_int_equal(nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, 0, 0, &info),
+    /* 1_SLICE (mig-parted asks for it) and 1_SLICE_REV1 (nvidia-smi -C), one shape */
+    for (unsigned profile = 0; profile <= 7; profile += 7) {
+        OK(nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, profile, 0, &info));
+        assert_int_equal(info.id, profile);
+        assert_int_equal(info.sliceCount, 1);
+        assert_int_equal(info.instanceCount, 1);
+        assert_int_equal(info.multiprocessorCount, 26);
+    }
+    assert_int_equal(nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, 1, 0, &info),
                      NVML_ERROR_NOT_SUPPORTED);
-    OK(nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, 7, 0, &info)); /* 1_SLICE_REV1 */
-    assert_int_equal(info.multiprocessorCount, 26);
     OK(nvmlGpuInstanceCreateComputeInstance(gi, 7, &ci));
+    /* one compute slice: the other profile no longer fits */
+    assert_int_equal(nvmlGpuInstanceCreateComputeInstance(gi, 0, &ci),
+                     NVML_ERROR_INSUFFICIENT_RESOURCES);
     OK(nvmlDeviceGetMigDeviceHandleByIndex(dev(2), 0, &mig));
+    OK(nvmlDeviceGetName(mig, name, sizeof(name)));
+    assert_string_equal(name, "NVIDIA H100 80GB HBM3 MIG 1g.20gb");
+    /* profile 0 on a second 1g.20gb: the same MIG device */
+    pl.start = 4;
+    OK(nvmlDeviceCreateGpuInstanceWithPlacement(dev(2), 15, &pl, &gi));
+    OK(nvmlGpuInstanceCreateComputeInstance(gi, 0, &ci));
+    OK(nvmlDeviceGetMigDeviceHandleByIndex(dev(2), 1, &mig));
     OK(nvmlDeviceGetName(mig, name, sizeof(name)));
     assert_string_equal(name, "NVIDIA H100 80GB HBM3 MIG 1g.20gb");
     OK(nvmlShutdown());

@@ -163,29 +163,115 @@ static void test_labels_mig_single_and_mixed(void **state)
     inv_free(inv);
 }
 
-/* A100 balanced (four profiles) under single: NVIDIA labels it -MIG-INVALID. */
-static void test_labels_mig_single_invalid(void **state)
+/* inv under single, where the model refuses it (keep_valid): GFD v0.19.3's invalid labels,
+ * nothing a selector could count on, the architecture kept. */
+static void expect_single_invalid(const struct inv_inventory *inv, const char *product)
 {
-    struct inv_inventory *inv = fx_a100_balanced();
     struct model_options mo = {.keep_valid = true};
     struct cfg_config cfg;
     struct model *m = NULL;
     struct labels_set *s;
     struct error err = {0};
 
-    (void)state;
     fx_cfg_init(&cfg);
     cfg.flags.mig_strategy = CFG_MIG_SINGLE;
     assert_int_equal(model_build(inv, &cfg, &mo, &m, &err), 0);
     s = compute(inv, m, &no_ts);
-    expect(s, "nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB-MIG-INVALID");
+    expect(s, "nvidia.com/gpu.product", product);
     expect(s, "nvidia.com/gpu.replicas", "0");
+    expect(s, "nvidia.com/gpu.count", "0");
+    expect(s, "nvidia.com/gpu.memory", "0");
+    expect(s, "nvidia.com/gpu.sharing-strategy", "");
+    expect(s, "nvidia.com/gpu.family", "ampere");
+    expect(s, "nvidia.com/gpu.multiprocessors", NULL);
+    labels_set_free(s);
+    model_free(m);
+}
+
+/* A100 balanced (four profiles) under single: NVIDIA labels it -MIG-INVALID. */
+static void test_labels_mig_single_invalid(void **state)
+{
+    struct inv_inventory *inv = fx_a100_balanced();
+
+    (void)state;
+    expect_single_invalid(inv, "NVIDIA-A100-SXM4-80GB-MIG-INVALID");
+    inv_free(inv);
+}
+
+/* single with MIG on GPU 0 and off on GPU 1 (one model): invalid for the whole node, as GFD
+ * decides it; under mixed NVIDIA's keys describe GPU 1, the one served whole. */
+static void test_labels_single_invalid_mig_on_and_off(void **state)
+{
+    struct inv_inventory *inv = fx_mixed_mig();
+    struct cfg_config cfg;
+    struct model *m;
+    struct labels_set *s;
+
+    (void)state;
+    expect_single_invalid(inv, "NVIDIA-A100-SXM4-80GB-MIG-INVALID");
+    fx_cfg_init(&cfg);
+    cfg.flags.mig_strategy = CFG_MIG_MIXED;
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB");
+    expect(s, "nvidia.com/gpu.count", "2");
+    expect(s, "nvidia.com/gpu.replicas", "1"); /* GPU 1's, not the MIG-enabled GPU 0's 0 */
+    expect(s, "nvidia.com/gpu.memory", "81920");
+    expect(s, "nvidia.com/mig-1g.10gb.count", "7");
     labels_set_free(s);
     model_free(m);
     inv_free(inv);
 }
 
-/* Two models: NVIDIA's keys carry GPU 0's model, every model has nvidia.com/gpu.<n>.* */
+/* Two models, GPU 0 in MIG mode: NVIDIA's keys describe GPU 1 (the first served whole),
+ * under every strategy but single; with MIG on everywhere, GPU 0 again. */
+static void test_labels_mixed_models_mig_on_gpu0(void **state)
+{
+    struct inv_inventory *inv = fx_l20_t4();
+    struct cfg_replicated_resource rule = fx_rule("nvidia.com/gpu", 2);
+    struct cfg_config cfg;
+    struct model *m;
+    struct labels_set *s;
+
+    (void)state;
+    str_copy(inv->gpus[0].name, "NVIDIA A100-SXM4-40GB", sizeof(inv->gpus[0].name));
+    inv->gpus[0].memory_mib = 40960;
+    inv->gpus[0].cc_minor = 0;
+    fx_add_mig(&inv->gpus[0], "3g.20gb", 20096, 1, 0);
+    fx_add_mig(&inv->gpus[0], "4g.20gb", 20096, 2, 0);
+    fx_cfg_init(&cfg);
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, false, false);
+    for (int strategy = CFG_MIG_NONE; strategy <= CFG_MIG_MIXED; strategy++) {
+        if (strategy == CFG_MIG_SINGLE)
+            continue;
+        cfg.flags.mig_strategy = (enum cfg_mig_strategy)strategy;
+        m = fx_build(inv, &cfg);
+        s = compute(inv, m, &no_ts);
+        expect(s, "nvidia.com/gpu.product", "Tesla-T4-SHARED");
+        expect(s, "nvidia.com/gpu.replicas", "2");
+        expect(s, "nvidia.com/gpu.sharing-strategy", "time-slicing");
+        expect(s, "nvidia.com/gpu.memory", "15360");
+        expect(s, "nvidia.com/gpu.family", "turing");
+        expect(s, "nvidia.com/gpu.0.product", "NVIDIA-A100-SXM4-40GB");
+        expect(s, "nvidia.com/gpu.0.replicas", "0");
+        labels_set_free(s);
+        model_free(m);
+    }
+
+    /* every GPU in MIG mode: GPU 0's model */
+    fx_add_mig(&inv->gpus[1], "1g.6gb", 5952, 1, 0);
+    cfg.flags.mig_strategy = CFG_MIG_MIXED;
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB");
+    expect(s, "nvidia.com/gpu.replicas", "0");
+    expect(s, "nvidia.com/gpu.family", "ampere");
+    labels_set_free(s);
+    model_free(m);
+    inv_free(inv);
+}
+
+/* Two models, MIG off: NVIDIA's keys carry GPU 0's model, every model has nvidia.com/gpu.<n>.* */
 static void test_labels_mixed_models(void **state)
 {
     struct inv_inventory *inv = fx_l20_t4();
@@ -336,6 +422,8 @@ int main(void)
         cmocka_unit_test(test_labels_mps),
         cmocka_unit_test(test_labels_mig_single_and_mixed),
         cmocka_unit_test(test_labels_mig_single_invalid),
+        cmocka_unit_test(test_labels_single_invalid_mig_on_and_off),
+        cmocka_unit_test(test_labels_mixed_models_mig_on_gpu0),
         cmocka_unit_test(test_labels_mixed_models),
         cmocka_unit_test(test_labels_node_facts),
         cmocka_unit_test(test_labels_sanitise_and_family),
