@@ -124,13 +124,7 @@ static bool wait_stop(struct kube_node_watch *w, unsigned ms)
     struct timespec deadline;
     bool stop;
 
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += ms / 1000;
-    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    time_deadline(&deadline, CLOCK_MONOTONIC, ms); /* w->cond waits on the monotonic clock */
     pthread_mutex_lock(&w->lock);
     while (!atomic_load(&w->cancel.stop))
         if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) == ETIMEDOUT)

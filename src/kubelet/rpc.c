@@ -730,10 +730,8 @@ static void *server_thread(void *arg)
     struct rpc_server *srv = arg;
 
     for (;;) {
-        gpr_timespec until =
-            srv->trim_pending ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                             gpr_time_from_millis(RPC_TRIM_QUIET_MS, GPR_TIMESPAN))
-                              : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+        gpr_timespec until = srv->trim_pending ? deadline_after_ms(RPC_TRIM_QUIET_MS)
+                                               : gpr_inf_future(GPR_CLOCK_MONOTONIC);
         grpc_event ev = grpc_completion_queue_next(srv->cq, until, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
@@ -759,7 +757,13 @@ int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct erro
     if (!srv)
         return error_set(err, -ENOMEM, "out of memory");
     pthread_mutex_init(&srv->lock, NULL);
-    pthread_cond_init(&srv->cond, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&srv->cond, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     grpc_call_details_init(&srv->new_details);
     grpc_metadata_array_init(&srv->new_md);
     srv->request_tag = (struct rpc_tag){TAG_REQUEST_CALL, NULL};
@@ -952,13 +956,8 @@ static bool server_wait(struct rpc_server *srv, const bool *flag, const size_t *
     struct timespec ts;
     bool done;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    /* srv->cond waits on the monotonic clock: a wall-clock step cannot stretch the wait */
+    time_deadline(&ts, CLOCK_MONOTONIC, (unsigned)(timeout_ms > 0 ? timeout_ms : 0));
     pthread_mutex_lock(&srv->lock);
     for (;;) {
         done = flag ? *flag : *count == 0;
