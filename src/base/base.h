@@ -143,6 +143,27 @@ int path_mkdir_p(const char *path, mode_t mode, struct error *err);
  * ignored (what cannot be removed stays). */
 void path_rm_tree(const char *path);
 
+/* ---- run-time loading (dl.c) -------------------------------------------------------------- */
+
+/* One symbol of a table: where its function pointer goes in the caller's struct. */
+struct dl_symbol {
+    const char *name;
+    size_t offset;
+};
+#define DL_SYMBOL(type, field, symbol)                                                             \
+    {                                                                                              \
+        (symbol), offsetof(type, field)                                                            \
+    }
+
+/* dlopens the first of names that loads (RTLD_NOW | RTLD_LOCAL) and resolves every symbol
+ * into table (table_size bytes, a struct of function pointers). All or nothing: on failure
+ * table is untouched, the library closed, and err says "cannot load <name>: <dlerror>"
+ * (-ELIBACC) or "cannot load <name>: it has no <symbol>" (-ELIBBAD); callers add their hint.
+ * *ret_handle (may be NULL: loaded for the life of the process) owns the library. */
+int dl_load_table(const char *const *names, size_t n_names, const struct dl_symbol *syms,
+                  size_t n_syms, void *table, size_t table_size, void **ret_handle,
+                  struct error *err);
+
 /* ---- time -------------------------------------------------------------------------------- */
 
 uint64_t time_now_ns(void); /* CLOCK_MONOTONIC */

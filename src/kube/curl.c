@@ -3,7 +3,6 @@
  * resolves the functions of struct kube_curl and runs curl_global_init once. Linking libcurl
  * instead would map its ~25 dependencies (OpenSSL, GnuTLS, Kerberos, p11-kit, ...) into the
  * daemon, about 5.5 MiB resident, even on nodes that never talk to the API server. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -17,14 +16,8 @@
     "install libcurl4 (Debian: libcurl4-openssl-dev for building, libcurl4 at run time) or run "   \
     "without --kubeconfig/in-cluster config"
 
-#define SYM(f)                                                                                     \
-    {                                                                                              \
-        "curl_" #f, offsetof(struct kube_curl, f)                                                  \
-    }
-static const struct {
-    const char *name;
-    size_t offset;
-} symbols[] = {
+#define SYM(f) DL_SYMBOL(struct kube_curl, f, "curl_" #f)
+static const struct dl_symbol symbols[] = {
     SYM(global_init),    SYM(easy_init),        SYM(easy_cleanup),        SYM(easy_setopt),
     SYM(easy_getinfo),   SYM(easy_perform),     SYM(easy_strerror),       SYM(multi_init),
     SYM(multi_cleanup),  SYM(multi_add_handle), SYM(multi_remove_handle), SYM(multi_perform),
@@ -35,35 +28,14 @@ static const struct {
 
 int kube__curl_open(const char *library, struct kube_curl *ret, struct error *err)
 {
-    struct kube_curl t = {0};
-    const char *why;
-    void *handle;
-    int r = 0;
+    struct error e = {0};
+    int r =
+        dl_load_table(&library, 1, symbols, GS_ARRAY_SIZE(symbols), ret, sizeof(*ret), NULL, &e);
 
-    (void)dlerror();
-    handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        why = dlerror();
-        return error_set(err, -ELIBACC, "cannot load %s: %s; " KUBE_CURL_HINT, library,
-                         why ? why : "unknown error");
-    }
-    for (size_t i = 0; i < GS_ARRAY_SIZE(symbols); i++) {
-        void *sym = dlsym(handle, symbols[i].name);
-        if (!sym) {
-            r = error_set(
-                err, -ELIBBAD,
-                "cannot load %s: it has no %s (libcurl 7.68 or newer is needed); " KUBE_CURL_HINT,
-                library, symbols[i].name);
-            goto out;
-        }
-        /* POSIX guarantees that a dlsym result converts to a function pointer. */
-        memcpy((char *)&t + symbols[i].offset, &sym, sizeof(sym));
-    }
-    *ret = t;
-out:
     if (r < 0)
-        dlclose(handle);
-    return r;
+        return error_set(err, r, "%s%s; " KUBE_CURL_HINT, e.msg,
+                         r == -ELIBBAD ? " (libcurl 7.68 or newer is needed)" : "");
+    return 0;
 }
 
 /* The process-wide state of the one load: written once under pthread_once, read-only after. */

@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <dlfcn.h>
 #include <microhttpd.h>
 
 #include "metrics/metrics.h"
@@ -25,8 +24,7 @@
 /* libmicrohttpd is loaded with dlopen when an endpoint is started, never linked: it pulls
  * in GnuTLS, p11-kit and nettle (+2.5 MiB resident), which a daemon without
  * --metrics-address should not pay for. The calls we make, resolved once: */
-static struct {
-    bool loaded;
+struct mhd_api {
     struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
                                        MHD_AccessHandlerCallback, void *, ...);
     void (*stop_daemon)(struct MHD_Daemon *);
@@ -40,50 +38,40 @@ static struct {
     const char *(*lookup_value)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
     const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *,
                                                            enum MHD_ConnectionInfoType, ...);
-} mhd;
+};
+#define MHD_SYM(field, name) DL_SYMBOL(struct mhd_api, field, name)
+static const struct dl_symbol mhd_symbols[] = {
+    MHD_SYM(start_daemon, "MHD_start_daemon"),
+    MHD_SYM(stop_daemon, "MHD_stop_daemon"),
+    MHD_SYM(create_response_from_buffer, "MHD_create_response_from_buffer"),
+    MHD_SYM(add_response_header, "MHD_add_response_header"),
+    MHD_SYM(queue_response, "MHD_queue_response"),
+    MHD_SYM(destroy_response, "MHD_destroy_response"),
+    MHD_SYM(get_daemon_info, "MHD_get_daemon_info"),
+    MHD_SYM(lookup_value, "MHD_lookup_connection_value"),
+    MHD_SYM(get_connection_info, "MHD_get_connection_info"),
+};
+#undef MHD_SYM
+/* The process-wide table, written once under mhd_lock and read-only after (like the logger's
+ * configuration, the one kind of global STYLE.md allows: set once, then only read). */
+static struct mhd_api mhd;
+static bool mhd_loaded;
 static pthread_mutex_t mhd_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int mhd_load(struct error *err)
 {
     static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
-    void *h = NULL;
+    struct error e = {0};
     int r = 0;
 
     pthread_mutex_lock(&mhd_lock);
-    if (mhd.loaded)
-        goto out;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !h; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        r = error_set(err, -ENOENT,
-                      "--metrics-address: cannot load libmicrohttpd (%s); "
-                      "install Debian's libmicrohttpd12",
-                      dlerror());
-        goto out;
+    if (!mhd_loaded) {
+        r = dl_load_table(names, GS_ARRAY_SIZE(names), mhd_symbols, GS_ARRAY_SIZE(mhd_symbols),
+                          &mhd, sizeof(mhd), NULL, &e); /* stays loaded for the process */
+        if (r < 0)
+            error_set(err, r, "--metrics-address: %s; install Debian's libmicrohttpd12", e.msg);
+        mhd_loaded = r == 0;
     }
-#define MHD_SYM(field, name)                                                                       \
-    do {                                                                                           \
-        *(void **)&mhd.field = dlsym(h, name);                                                     \
-        if (!mhd.field) {                                                                          \
-            r = error_set(err, -ENOENT, "--metrics-address: libmicrohttpd lacks %s", name);        \
-            goto out;                                                                              \
-        }                                                                                          \
-    } while (0)
-    MHD_SYM(start_daemon, "MHD_start_daemon");
-    MHD_SYM(stop_daemon, "MHD_stop_daemon");
-    MHD_SYM(create_response_from_buffer, "MHD_create_response_from_buffer");
-    MHD_SYM(add_response_header, "MHD_add_response_header");
-    MHD_SYM(queue_response, "MHD_queue_response");
-    MHD_SYM(destroy_response, "MHD_destroy_response");
-    MHD_SYM(get_daemon_info, "MHD_get_daemon_info");
-    MHD_SYM(lookup_value, "MHD_lookup_connection_value");
-    MHD_SYM(get_connection_info, "MHD_get_connection_info");
-#undef MHD_SYM
-    mhd.loaded = true;
-    h = NULL; /* stays loaded for the life of the process */
-out:
-    if (h)
-        dlclose(h);
     pthread_mutex_unlock(&mhd_lock);
     return r;
 }
