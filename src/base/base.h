@@ -35,6 +35,10 @@ int error_set(struct error *err, int code, const char *fmt, ...) GS_PRINTF(3, 4)
 /* Puts "<context>: " in front of the message already in err. No-op when err is NULL. */
 void error_prefix(struct error *err, const char *fmt, ...) GS_PRINTF(2, 3);
 void error_clear(struct error *err);
+/* error_set for a failed system call, in the manner of systemd's log_error_errno: the
+ * message is fmt's text, ": ", then strerror(errnum); returns -errnum. Pass errno (read
+ * before anything else can change it). */
+int error_set_errno(struct error *err, int errnum, const char *fmt, ...) GS_PRINTF(3, 4);
 
 /* ---- logging ----------------------------------------------------------------------------- */
 

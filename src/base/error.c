@@ -27,6 +27,23 @@ int error_set(struct error *err, int code, const char *fmt, ...)
     return code;
 }
 
+int error_set_errno(struct error *err, int errnum, const char *fmt, ...)
+{
+    int code = errnum > 0 ? -errnum : errnum;
+
+    if (err) {
+        char what[ERROR_MSG_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        int n = snprintf(err->msg, sizeof(err->msg), "%s: %s", what, strerror(-code));
+        error_truncate_mark(err, n);
+        err->code = code;
+    }
+    return code;
+}
+
 void error_prefix(struct error *err, const char *fmt, ...)
 {
     char prefix[ERROR_MSG_MAX];

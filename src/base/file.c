@@ -25,11 +25,11 @@ int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *r
      * open(2) waiting for a writer; it is refused below. */
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        r = error_set(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+        r = error_set_errno(err, errno, "cannot open '%s'", path);
         goto out;
     }
     if (fstat(fd, &st) < 0) {
-        r = error_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
+        r = error_set_errno(err, errno, "cannot stat '%s'", path);
         goto out;
     }
     if (S_ISDIR(st.st_mode)) {
@@ -62,7 +62,7 @@ int file_read_all(const char *path, size_t max_bytes, char **ret_data, size_t *r
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            r = error_set(err, -errno, "cannot read '%s': %s", path, strerror(errno));
+            r = error_set_errno(err, errno, "cannot read '%s'", path);
             goto out;
         }
         if (n == 0)
@@ -101,7 +101,7 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
     }
     fd = open(strbuf_str(&tmp), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0) {
-        r = error_set(err, -errno, "cannot create '%s': %s", strbuf_str(&tmp), strerror(errno));
+        r = error_set_errno(err, errno, "cannot create '%s'", strbuf_str(&tmp));
         goto out;
     }
     while (len > 0) {
@@ -109,25 +109,24 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            r = error_set(err, -errno, "cannot write '%s': %s", strbuf_str(&tmp), strerror(errno));
+            r = error_set_errno(err, errno, "cannot write '%s'", strbuf_str(&tmp));
             goto out;
         }
         p += n;
         len -= (size_t)n;
     }
     if (fchmod(fd, mode) < 0) {
-        r = error_set(err, -errno, "cannot chmod '%s': %s", strbuf_str(&tmp), strerror(errno));
+        r = error_set_errno(err, errno, "cannot chmod '%s'", strbuf_str(&tmp));
         goto out;
     }
     r = close(fd);
     fd = -1;
     if (r < 0) {
-        r = error_set(err, -errno, "cannot close '%s': %s", strbuf_str(&tmp), strerror(errno));
+        r = error_set_errno(err, errno, "cannot close '%s'", strbuf_str(&tmp));
         goto out;
     }
     if (rename(strbuf_str(&tmp), path) < 0) {
-        r = error_set(err, -errno, "cannot rename '%s' to '%s': %s", strbuf_str(&tmp), path,
-                      strerror(errno));
+        r = error_set_errno(err, errno, "cannot rename '%s' to '%s'", strbuf_str(&tmp), path);
         goto out;
     }
     r = 0;
@@ -186,7 +185,7 @@ int path_mkdir_p(const char *path, mode_t mode, struct error *err)
             char c = *s;
             *s = '\0';
             if (mkdir(p, mode) < 0 && errno != EEXIST) {
-                r = error_set(err, -errno, "creating directory %s: %s", p, strerror(errno));
+                r = error_set_errno(err, errno, "creating directory %s", p);
                 break;
             }
             *s = c;

@@ -236,7 +236,7 @@ static int run_hooks(const struct mig_args *a, const struct mig_hooks *h, const 
         fflush(stderr);
         pid_t pid = fork();
         if (pid < 0)
-            return error_set(err, -errno, "%s hook: fork: %s", name, strerror(errno));
+            return error_set_errno(err, errno, "%s hook: fork", name);
         if (pid == 0) {
             /* every flag's env var with its resolved value, then the hook's own (which win) */
             setenv("MIG_PARTED_CONFIG_FILE", a->config_file ? a->config_file : "", 1);

@@ -225,7 +225,7 @@ int cfg_list_names(const char *dir, char ***ret_names, struct error *err)
         return error_set(err, -ENOMEM, "out of memory");
     d = opendir(dir); /* glibc opens directories with O_CLOEXEC */
     if (!d) {
-        r = error_set(err, -errno, "cannot open config directory '%s': %s", dir, strerror(errno));
+        r = error_set_errno(err, errno, "cannot open config directory '%s'", dir);
         goto out;
     }
     for (de = readdir(d); de; de = readdir(d)) {
@@ -363,7 +363,7 @@ int cfg_load(const struct cfg_load_options *opts, struct cfg_config **ret_cfg,
         goto done;
     }
     if (stat(opts->path, &st) < 0) {
-        r = error_set(err, -errno, "cannot read config '%s': %s", opts->path, strerror(errno));
+        r = error_set_errno(err, errno, "cannot read config '%s'", opts->path);
         goto out;
     }
     if (S_ISDIR(st.st_mode)) {

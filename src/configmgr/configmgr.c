@@ -303,8 +303,7 @@ int cfgmgr_link_update(const char *dst, const char *target, bool *ret_changed, s
     }
     (void)unlink(strbuf_str(&tmp)); /* a leftover of a killed run with our pid */
     if (symlink(target, strbuf_str(&tmp)) < 0) {
-        r = error_set(err, -errno, "creating symlink %s -> %s: %s", strbuf_str(&tmp), target,
-                      strerror(errno));
+        r = error_set_errno(err, errno, "creating symlink %s -> %s", strbuf_str(&tmp), target);
         goto out;
     }
     if (rename(strbuf_str(&tmp), dst) < 0) {

@@ -62,7 +62,7 @@ int cfgmgr_find_process(const char *proc_root, const char *name, pid_t *ret_pid,
 
     dir = opendir(root);
     if (!dir)
-        return error_set(err, -errno, "listing processes in %s: %s", root, strerror(errno));
+        return error_set_errno(err, errno, "listing processes in %s", root);
     while ((de = readdir(dir))) {
         long pid;
 

@@ -466,12 +466,12 @@ static int daemon_setup_fds(struct daemon *d, sigset_t *mask, struct error *err)
     sigaddset(mask, SIGINT);
     sigaddset(mask, SIGQUIT);
     if (pthread_sigmask(SIG_BLOCK, mask, NULL) != 0)
-        return error_set(err, -errno, "blocking signals: %s", strerror(errno));
+        return error_set_errno(err, errno, "blocking signals");
     d->sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
     d->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     if (d->sfd < 0 || d->ifd < 0 || d->tfd < 0)
-        return error_set(err, -errno, "creating signalfd/inotify/timerfd: %s", strerror(errno));
+        return error_set_errno(err, errno, "creating signalfd/inotify/timerfd");
     if (!path_is_dir(d->o->plugin_dir)) {
         int r = path_mkdir_p(d->o->plugin_dir, 0750, err);
         if (r < 0)
@@ -485,7 +485,7 @@ static int daemon_setup_fds(struct daemon *d, sigset_t *mask, struct error *err)
     if (d->kubelet_dir) {
         d->wd_kubelet = inotify_add_watch(d->ifd, d->kubelet_dir, in_mask);
         if (d->wd_kubelet < 0)
-            return error_set(err, -errno, "watching %s: %s", d->kubelet_dir, strerror(errno));
+            return error_set_errno(err, errno, "watching %s", d->kubelet_dir);
     }
     return 0;
 }
@@ -651,7 +651,7 @@ int daemon_run(const struct daemon_options *o, struct error *err)
         if (poll(pfd, GS_ARRAY_SIZE(pfd), -1) < 0) {
             if (errno == EINTR)
                 continue;
-            r = error_set(err, -errno, "poll: %s", strerror(errno));
+            r = error_set_errno(err, errno, "poll");
             goto out;
         }
         if ((pfd[0].revents & POLLIN) && daemon_on_signal(&d))

@@ -366,7 +366,7 @@ int daemon__mig_start(struct daemon *d, struct error *err)
     m->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     d->mig = m;
     if (m->timer_fd < 0 || m->done_fd < 0)
-        return error_set(err, -errno, "MIG: timerfd/eventfd: %s", strerror(errno));
+        return error_set_errno(err, errno, "MIG: timerfd/eventfd");
     r = kube_node_watch_start(c, NULL, MIG_LABEL, NULL, &m->watch, err);
     if (r < 0) {
         error_prefix(err, "watching %s", MIG_LABEL);

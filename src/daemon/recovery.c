@@ -28,7 +28,7 @@ int daemon__recovery_setup(struct daemon *d, struct error *err)
         return 0;
     d->recovery_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     if (d->recovery_fd < 0)
-        return error_set(err, -errno, "creating the recovery timer: %s", strerror(errno));
+        return error_set_errno(err, errno, "creating the recovery timer");
     return 0;
 }
 

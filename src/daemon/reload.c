@@ -280,7 +280,7 @@ int daemon__reload_setup(struct daemon *d, struct error *err)
     d->inventory_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     d->retire_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     if (d->debounce_fd < 0 || d->inventory_fd < 0 || d->retire_fd < 0)
-        return error_set(err, -errno, "creating timerfds: %s", strerror(errno));
+        return error_set_errno(err, errno, "creating timerfds");
     if (d->o->inventory_interval_ms > 0)
         daemon__timer_set(d->inventory_fd, d->o->inventory_interval_ms, true);
     if (d->n_retiring) /* devices kept for pods at start: checked like retiring ones */

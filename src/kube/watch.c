@@ -384,7 +384,7 @@ int kube_node_watch_start(struct kube_client *c, const char *node, const char *l
     }
     w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (w->efd < 0) {
-        r = error_set(err, -errno, "eventfd: %s", strerror(errno));
+        r = error_set_errno(err, errno, "eventfd");
         goto out;
     }
     r = -pthread_create(&w->thread, NULL, watch_thread, w);

@@ -835,12 +835,12 @@ static int remove_stale_socket(const char *path, struct error *err)
     if (lstat(path, &st) < 0) {
         if (errno == ENOENT)
             return 0;
-        return error_set(err, -errno, "cannot stat '%s': %s", path, strerror(errno));
+        return error_set_errno(err, errno, "cannot stat '%s'", path);
     }
     if (!S_ISSOCK(st.st_mode))
         return error_set(err, -EEXIST, "'%s' exists and is not a socket; not removing it", path);
     if (unlink(path) < 0 && errno != ENOENT)
-        return error_set(err, -errno, "cannot remove stale socket '%s': %s", path, strerror(errno));
+        return error_set_errno(err, errno, "cannot remove stale socket '%s'", path);
     return 0;
 }
 
@@ -857,10 +857,10 @@ static int secure_socket(struct rpc_server *srv, struct error *err)
     int r = 0;
 
     if (fd < 0)
-        return error_set(err, -errno, "cannot open the socket '%s' we bound: %s", srv->socket_path,
-                         strerror(errno));
+        return error_set_errno(err, errno, "cannot open the socket '%s' we bound",
+                               srv->socket_path);
     if (fstat(fd, &st) < 0) {
-        r = error_set(err, -errno, "cannot stat '%s': %s", srv->socket_path, strerror(errno));
+        r = error_set_errno(err, errno, "cannot stat '%s'", srv->socket_path);
         goto out;
     }
     if (!S_ISSOCK(st.st_mode)) {
@@ -872,8 +872,7 @@ static int secure_socket(struct rpc_server *srv, struct error *err)
     }
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
     if (chmod(proc, 0600) < 0) {
-        r = error_set(err, -errno, "cannot set mode 0600 on '%s': %s", srv->socket_path,
-                      strerror(errno));
+        r = error_set_errno(err, errno, "cannot set mode 0600 on '%s'", srv->socket_path);
         goto out;
     }
     srv->have_sock_id = true;

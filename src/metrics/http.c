@@ -360,7 +360,7 @@ int metrics_server_start(const char *address, struct metrics_server **ret, struc
     str_copy(s->reason, "starting: resources not registered yet", sizeof(s->reason));
     s->ping_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (s->ping_fd < 0) {
-        r = error_set(err, -errno, "eventfd: %s", strerror(errno));
+        r = error_set_errno(err, errno, "eventfd");
         goto fail;
     }
     local_addrs(s);

@@ -396,7 +396,7 @@ static int dir_file(const char *dir, char **ret, struct error *err)
     size_t n = 0;
 
     if (!d)
-        return error_set(err, -errno, "cannot open %s: %s", dir, strerror(errno));
+        return error_set_errno(err, errno, "cannot open %s", dir);
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.')
             continue;

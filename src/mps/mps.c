@@ -143,13 +143,13 @@ int mps_control_command(const struct mps_options *o, const char *resource, const
     pid_t pid;
 
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
-        r = error_set(err, -errno, "pipe: %s", strerror(errno));
+        r = error_set_errno(err, errno, "pipe");
         goto out;
     }
     (void)mps_path(o->root, resource, "pipe", &pipe_dir);
     pid = fork();
     if (pid < 0) {
-        r = error_set(err, -errno, "fork: %s", strerror(errno));
+        r = error_set_errno(err, errno, "fork");
         goto out;
     }
     if (pid == 0) {
@@ -278,7 +278,7 @@ static int open_dir_nofollow(const struct mps_supervisor *s, const char *resourc
 
     fd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return error_set(err, -errno, "cannot open the MPS root %s: %s", s->root, strerror(errno));
+        return error_set_errno(err, errno, "cannot open the MPS root %s", s->root);
     r = strbuf_printf(&rel, "%s/%s", resource, leaf);
     for (comp = r == 0 ? rel.buf : NULL; comp && *comp; comp = end ? end + 1 : NULL) {
         end = strchr(comp, '/');
@@ -380,8 +380,8 @@ static int prepare_dirs(struct mps_supervisor *s, struct daemon *d, bool *ret_or
     *ret_orphan = stop_orphan(s, d, pipe_fd);
     /* a daemon that died leaves its control pipe: not a sign the new one listens */
     if (unlinkat(pipe_fd, "control", 0) < 0 && errno != ENOENT)
-        r = error_set(err, -errno, "cannot remove the stale %s/%s/pipe/control: %s", s->root,
-                      d->spec.resource, strerror(errno));
+        r = error_set_errno(err, errno, "cannot remove the stale %s/%s/pipe/control", s->root,
+                            d->spec.resource);
 out:
     if (pipe_fd >= 0)
         close(pipe_fd);
@@ -410,7 +410,7 @@ static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *e
         goto out;
     pid_t pid = fork();
     if (pid < 0) {
-        r = error_set(err, -errno, "fork: %s", strerror(errno));
+        r = error_set_errno(err, errno, "fork");
         goto out;
     }
     if (pid == 0) {
@@ -425,7 +425,7 @@ static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *e
     d->pidfd = pidfd_of(pid);
     if (d->pidfd < 0) {
         kill_wait(pid, -1);
-        r = error_set(err, -errno, "pidfd_open: %s", strerror(errno));
+        r = error_set_errno(err, errno, "pidfd_open");
         goto out;
     }
     /* the daemon is ready when its control endpoint exists (pipe/control) */
@@ -586,7 +586,7 @@ int mps_supervisor_new(const struct mps_options *o, struct mps_supervisor **ret,
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev) < 0) {
         int e = errno ? errno : ENOMEM;
         mps_supervisor_free(s);
-        return error_set(err, -e, "MPS supervisor: %s", strerror(e));
+        return error_set_errno(err, e, "MPS supervisor");
     }
     if (s->o.probe_interval_ms)
         s->next_probe_ms = time_now_ms() + s->o.probe_interval_ms;

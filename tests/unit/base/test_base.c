@@ -25,6 +25,18 @@ static void test_error_set_forces_negative_and_formats(void **state)
     assert_int_equal(error_set(NULL, -ENOENT, "ignored"), -ENOENT);
 }
 
+static void test_error_set_errno_appends_strerror(void **state)
+{
+    struct error err = {0};
+    assert_int_equal(error_set_errno(&err, ENOENT, "cannot open '%s'", "/x"), -ENOENT);
+    assert_int_equal(err.code, -ENOENT);
+    assert_string_equal(err.msg, "cannot open '/x': No such file or directory");
+    /* a negative errno too, and NULL */
+    assert_int_equal(error_set_errno(&err, -EACCES, "chmod"), -EACCES);
+    assert_string_equal(err.msg, "chmod: Permission denied");
+    assert_int_equal(error_set_errno(NULL, EIO, "ignored"), -EIO);
+}
+
 static void test_error_prefix_adds_context(void **state)
 {
     struct error err = {0};
@@ -343,6 +355,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_set_forces_negative_and_formats),
+        cmocka_unit_test(test_error_set_errno_appends_strerror),
         cmocka_unit_test(test_error_prefix_adds_context),
         cmocka_unit_test(test_error_set_truncates_long_messages),
         cmocka_unit_test(test_strbuf_append_and_take),
