@@ -262,120 +262,137 @@ static int parse_entry(struct parse *ps, struct fy_node *n, struct mig_config_en
     return 0;
 }
 
-int mig_config_parse(const char *src, size_t len, const char *file, struct mig_config **ret,
-                     struct error *err)
+/* The YAML document of src, its syntax errors collected with their position (libfyaml
+ * prints nothing). *ret_doc owned by the caller (fy_document_destroy). */
+static int load_document(const struct parse *ps, struct fy_document **ret_doc)
 {
-    struct parse ps = {.file = file ? file : "<config>", .src = src, .len = len, .err = err};
     struct fy_parse_cfg pc = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
     struct fy_document *doc = NULL;
-    struct fy_diag *diag = NULL;
     struct fy_diag_cfg dcfg;
-    struct fy_node *root, *configs = NULL, *version = NULL;
-    struct mig_config *c = calloc(1, sizeof(*c));
-    void *it = NULL;
+    struct fy_diag *diag;
     int r = 0;
 
-    if (!c)
-        return error_set(err, -ENOMEM, "out of memory");
-    /* syntax errors collected (with their position), not printed on stderr by libfyaml */
     fy_diag_cfg_default(&dcfg);
     dcfg.fp = NULL;
     dcfg.colorize = false;
     diag = fy_diag_create(&dcfg);
-    if (!diag) {
-        r = error_set(err, -ENOMEM, "out of memory creating the YAML parser");
-        goto out;
-    }
+    if (!diag)
+        return error_set(ps->err, -ENOMEM, "out of memory creating the YAML parser");
     fy_diag_set_collect_errors(diag, true);
     pc.diag = diag;
-    doc = fy_document_build_from_string(&pc, src, len);
+    doc = fy_document_build_from_string(&pc, ps->src, ps->len);
     if (!doc || fy_document_resolve(doc) != 0) {
         void *dit = NULL;
         struct fy_diag_error *de = fy_diag_errors_iterate(diag, &dit);
 
         if (de && de->line > 0)
-            r = error_set(err, -EINVAL, "%s:%d:%d: not valid YAML: %s; fix the syntax there",
-                          ps.file, de->line, de->column, de->msg ? de->msg : "syntax error");
+            r = error_set(ps->err, -EINVAL, "%s:%d:%d: not valid YAML: %s; fix the syntax there",
+                          ps->file, de->line, de->column, de->msg ? de->msg : "syntax error");
         else
-            r = error_set(err, -EINVAL, "%s: not valid YAML", ps.file);
-        goto out;
+            r = error_set(ps->err, -EINVAL, "%s: not valid YAML", ps->file);
+        fy_document_destroy(doc);
+        doc = NULL;
     }
-    root = fy_document_root(doc);
-    if (!root || fy_node_get_type(root) != FYNT_MAPPING) {
-        r = error_set(err, -EINVAL, "%s: expected a mapping with version and mig-configs", ps.file);
-        goto out;
-    }
-    for (struct fy_node_pair *p = fy_node_mapping_iterate(root, &it); p;
+    fy_diag_destroy(diag);
+    *ret_doc = doc;
+    return r;
+}
+
+/* The top level: version v1 and a non-empty mig-configs mapping (*ret_configs). */
+static int parse_top(struct parse *ps, struct fy_node *root, struct fy_node **ret_configs)
+{
+    struct fy_node *configs = NULL, *version = NULL;
+    void *it = NULL;
+    char *v;
+    int r = 0;
+
+    if (!root || fy_node_get_type(root) != FYNT_MAPPING)
+        return error_set(ps->err, -EINVAL, "%s: expected a mapping with version and mig-configs",
+                         ps->file);
+    for (struct fy_node_pair *p = fy_node_mapping_iterate(root, &it); p && r == 0;
          p = fy_node_mapping_iterate(root, &it)) {
-        char *k = text(&ps, fy_node_pair_key(p));
+        char *k = text(ps, fy_node_pair_key(p));
         if (k && strcmp(k, "version") == 0)
             version = fy_node_pair_value(p);
         else if (k && strcmp(k, "mig-configs") == 0)
             configs = fy_node_pair_value(p);
         else
-            r = perr(&ps, fy_node_pair_key(p), "unexpected field: %s", k ? k : "?");
+            r = perr(ps, fy_node_pair_key(p), "unexpected field: %s", k ? k : "?");
         free(k);
-        if (r < 0)
-            goto out;
     }
-    if (!version) {
-        r = error_set(err, -EINVAL, "%s: unable to parse with missing 'version' field", ps.file);
-        goto out;
-    }
-    char *v = text(&ps, version);
-    if (!v || strcmp(v, "v1") != 0) {
-        r = perr(&ps, version, "unknown version: %s", v ? v : "?");
-        free(v);
-        goto out;
-    }
+    if (r < 0)
+        return r;
+    if (!version)
+        return error_set(ps->err, -EINVAL, "%s: unable to parse with missing 'version' field",
+                         ps->file);
+    v = text(ps, version);
+    if (!v || strcmp(v, "v1") != 0)
+        r = perr(ps, version, "unknown version: %s", v ? v : "?");
     free(v);
+    if (r < 0)
+        return r;
     if (!configs || fy_node_get_type(configs) != FYNT_MAPPING ||
-        fy_node_mapping_item_count(configs) == 0) {
-        r = error_set(err, -EINVAL, "%s: at least one entry in 'mig-configs' is required", ps.file);
+        fy_node_mapping_item_count(configs) == 0)
+        return error_set(ps->err, -EINVAL, "%s: at least one entry in 'mig-configs' is required",
+                         ps->file);
+    *ret_configs = configs;
+    return 0;
+}
+
+/* One named layout: its label and a non-empty list of entries. */
+static int parse_set(struct parse *ps, struct fy_node_pair *p, struct mig_config_set *set)
+{
+    struct fy_node *list = fy_node_pair_value(p);
+    void *lit = NULL;
+    size_t k = 0;
+    int r = 0;
+
+    set->label = text(ps, fy_node_pair_key(p));
+    set->line = line_of(fy_node_pair_key(p));
+    if (!set->label)
+        return perr(ps, fy_node_pair_key(p), "a mig-configs label must be a string");
+    if (!list || fy_node_get_type(list) != FYNT_SEQUENCE || fy_node_sequence_item_count(list) == 0)
+        return perr(ps, fy_node_pair_key(p), "mig-configs '%s' needs a list of at least one entry",
+                    set->label);
+    set->n = (size_t)fy_node_sequence_item_count(list);
+    set->entries = calloc(set->n, sizeof(*set->entries));
+    if (!set->entries)
+        return error_set(ps->err, -ENOMEM, "out of memory");
+    for (struct fy_node *e = fy_node_sequence_iterate(list, &lit); e && r == 0;
+         e = fy_node_sequence_iterate(list, &lit))
+        r = parse_entry(ps, e, &set->entries[k++]);
+    return r;
+}
+
+int mig_config_parse(const char *src, size_t len, const char *file, struct mig_config **ret,
+                     struct error *err)
+{
+    struct parse ps = {.file = file ? file : "<config>", .src = src, .len = len, .err = err};
+    struct fy_document *doc = NULL;
+    struct fy_node *configs = NULL;
+    struct mig_config *c = calloc(1, sizeof(*c));
+    void *it = NULL;
+    size_t i = 0;
+    int r;
+
+    if (!c)
+        return error_set(err, -ENOMEM, "out of memory");
+    r = load_document(&ps, &doc);
+    if (r == 0)
+        r = parse_top(&ps, fy_document_root(doc), &configs);
+    if (r < 0)
         goto out;
-    }
     c->n = (size_t)fy_node_mapping_item_count(configs);
     c->sets = calloc(c->n, sizeof(*c->sets));
     if (!c->sets) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
     }
-    it = NULL;
-    size_t i = 0;
     for (struct fy_node_pair *p = fy_node_mapping_iterate(configs, &it); p && r == 0;
-         p = fy_node_mapping_iterate(configs, &it), i++) {
-        struct mig_config_set *set = &c->sets[i];
-        struct fy_node *list = fy_node_pair_value(p);
-        void *lit = NULL;
-        set->label = text(&ps, fy_node_pair_key(p));
-        set->line = line_of(fy_node_pair_key(p));
-        if (!set->label) {
-            r = perr(&ps, fy_node_pair_key(p), "a mig-configs label must be a string");
-            break;
-        }
-        if (!list || fy_node_get_type(list) != FYNT_SEQUENCE ||
-            fy_node_sequence_item_count(list) == 0) {
-            r = perr(&ps, fy_node_pair_key(p),
-                     "mig-configs '%s' needs a list of at least one "
-                     "entry",
-                     set->label);
-            break;
-        }
-        set->n = (size_t)fy_node_sequence_item_count(list);
-        set->entries = calloc(set->n, sizeof(*set->entries));
-        if (!set->entries) {
-            r = error_set(err, -ENOMEM, "out of memory");
-            break;
-        }
-        size_t k = 0;
-        for (struct fy_node *e = fy_node_sequence_iterate(list, &lit); e && r == 0;
-             e = fy_node_sequence_iterate(list, &lit))
-            r = parse_entry(&ps, e, &set->entries[k++]);
-    }
+         p = fy_node_mapping_iterate(configs, &it))
+        r = parse_set(&ps, p, &c->sets[i++]);
 out:
     fy_document_destroy(doc);
-    if (diag)
-        fy_diag_destroy(diag);
     if (r < 0) {
         mig_config_free(c);
         return r;
