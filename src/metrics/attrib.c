@@ -38,6 +38,44 @@ static void container_id(const char *seg, size_t n, char *out, size_t size)
     copy_id(seg, n, out, size, false);
 }
 
+/* The pod UID a cgroup path segment names: systemd's kubepods-<qos>-pod<uid_with_
+ * underscores>.slice or cgroupfs' pod<uid>; NULL otherwise. */
+static const char *segment_pod(const char *seg, size_t n, size_t *ret_len)
+{
+    const char *m = n > 3 ? memmem(seg, n, "-pod", 4) : NULL;
+
+    if (m && n > 6 && strncmp(seg + n - 6, ".slice", 6) == 0) {
+        *ret_len = (size_t)(seg + n - 6 - (m + 4));
+        return m + 4;
+    }
+    if (n > 3 && strncmp(seg, "pod", 3) == 0) {
+        *ret_len = n - 3;
+        return seg + 3;
+    }
+    return NULL;
+}
+
+/* One line's path (after "<id>:<controllers>:") segment by segment: the pod UID into uid,
+ * the last segment (the container's) into *ret_last. */
+static void path_pod(const char *p, const char *stop, char *uid, size_t uid_size,
+                     const char **ret_last, size_t *ret_last_len)
+{
+    while (p < stop) {
+        const char *slash = memchr(p + 1, '/', (size_t)(stop - p - 1));
+        const char *seg = *p == '/' ? p + 1 : p;
+        size_t n = (size_t)((slash ? slash : stop) - seg), pod_len = 0;
+        const char *pod = segment_pod(seg, n, &pod_len);
+
+        if (pod && pod_len >= 32)
+            copy_id(pod, pod_len, uid, uid_size, true);
+        if (n) {
+            *ret_last = seg;
+            *ret_last_len = n;
+        }
+        p = slash ? slash : stop;
+    }
+}
+
 int metrics_cgroup_pod(const char *text, char *uid, size_t uid_size, char *cid, size_t cid_size)
 {
     uid[0] = cid[0] = '\0';
@@ -47,31 +85,9 @@ int metrics_cgroup_pod(const char *text, char *uid, size_t uid_size, char *cid, 
         const char *path = memchr(line, ':', len);
         path = path ? memchr(path + 1, ':', len - (size_t)(path + 1 - line)) : NULL;
         if (path && memmem(path, len - (size_t)(path - line), "kubepods", 8)) {
-            const char *p = path + 1, *stop = line + len, *last = NULL;
+            const char *last = NULL;
             size_t last_len = 0;
-            while (p < stop) {
-                const char *slash = memchr(p + 1, '/', (size_t)(stop - p - 1));
-                const char *seg = *p == '/' ? p + 1 : p;
-                size_t n = (size_t)((slash ? slash : stop) - seg);
-                const char *pod = NULL;
-                size_t pod_len = 0;
-                /* systemd: kubepods-besteffort-pod<uid_with_underscores>.slice */
-                const char *m = n > 3 ? memmem(seg, n, "-pod", 4) : NULL;
-                if (m && n > 6 && strncmp(seg + n - 6, ".slice", 6) == 0) {
-                    pod = m + 4;
-                    pod_len = (size_t)(seg + n - 6 - pod);
-                } else if (n > 3 && strncmp(seg, "pod", 3) == 0) { /* cgroupfs: pod<uid> */
-                    pod = seg + 3;
-                    pod_len = n - 3;
-                }
-                if (pod && pod_len >= 32)
-                    copy_id(pod, pod_len, uid, uid_size, true);
-                if (n) {
-                    last = seg;
-                    last_len = n;
-                }
-                p = slash ? slash : stop;
-            }
+            path_pod(path + 1, line + len, uid, uid_size, &last, &last_len);
             if (uid[0]) {
                 if (last)
                     container_id(last, last_len, cid, cid_size);

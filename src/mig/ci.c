@@ -46,6 +46,23 @@ static bool ci_place(unsigned g, const unsigned *sizes, size_t n, size_t k, unsi
 /* The compute instances of w->ci[k] packed into GPU instances of profile k: groups written
  * to out[0..max) as placements (p set, start unset), their number returned; more than max
  * returns max + 1. */
+/* First fit: the first of the n groups that takes one more compute instance of c slices
+ * (out[g] updated), or n when none does. */
+static size_t fit_one(const struct mig_profile *p, unsigned c, struct mig_placement *out, size_t n)
+{
+    for (size_t g = 0; g < n; g++) {
+        struct mig_placement t = out[g];
+        if (t.n_ci == MIG_MAX_CI)
+            continue;
+        t.ci_size[t.n_ci++] = c; /* sizes stay largest first */
+        if (ci_place(p->compute_slices, t.ci_size, t.n_ci, 0, 0, t.ci_start)) {
+            out[g] = t;
+            return g;
+        }
+    }
+    return n;
+}
+
 static size_t pack(const struct mig_profile *p, const unsigned *want, struct mig_placement *out,
                    size_t max)
 {
@@ -53,18 +70,7 @@ static size_t pack(const struct mig_profile *p, const unsigned *want, struct mig
 
     for (unsigned c = MIG_MAX_CI - 1; c >= 1; c--) {
         for (unsigned i = 0; i < want[c]; i++) {
-            size_t g = 0;
-            for (; g < n; g++) {
-                struct mig_placement t = out[g];
-                if (t.n_ci == MIG_MAX_CI)
-                    continue;
-                t.ci_size[t.n_ci++] = c; /* sizes stay largest first */
-                if (ci_place(p->compute_slices, t.ci_size, t.n_ci, 0, 0, t.ci_start)) {
-                    out[g] = t;
-                    break;
-                }
-            }
-            if (g < n)
+            if (fit_one(p, c, out, n) < n)
                 continue;
             if (n == max)
                 return max + 1;
