@@ -58,6 +58,21 @@ static int add_device(struct dp_pod_devices *l, size_t *alloc, const char *conta
     return d->pod && d->resource && d->id && (d->container || !container) ? 0 : -ENOMEM;
 }
 
+/* Every device ID one container of pod holds, added to l. */
+static int add_container(struct dp_pod_devices *l, size_t *alloc, const V1__PodResources *pod,
+                         const V1__ContainerResources *ct)
+{
+    int r = 0;
+
+    for (size_t d = 0; d < ct->n_devices && r == 0; d++) {
+        const V1__ContainerDevices *cd = ct->devices[d];
+        for (size_t i = 0; i < cd->n_device_ids && r == 0; i++)
+            r = add_device(l, alloc, ct->name, cd->resource_name, cd->device_ids[i],
+                           pod->namespace_, pod->name);
+    }
+    return r;
+}
+
 int dp_pod_resources_list(const char *socket_path, int timeout_ms, struct dp_pod_devices *ret,
                           struct error *err)
 {
@@ -78,23 +93,14 @@ int dp_pod_resources_list(const char *socket_path, int timeout_ms, struct dp_pod
         r = error_set(err, -EBADMSG, "pod-resources List: malformed response");
         goto out;
     }
-    for (size_t p = 0; p < resp->n_pod_resources; p++) {
-        const V1__PodResources *pod = resp->pod_resources[p];
-        for (size_t c = 0; c < pod->n_containers; c++) {
-            const V1__ContainerResources *ct = pod->containers[c];
-            for (size_t d = 0; d < ct->n_devices; d++) {
-                const V1__ContainerDevices *cd = ct->devices[d];
-                for (size_t i = 0; i < cd->n_device_ids; i++) {
-                    r = add_device(&l, &alloc, ct->name, cd->resource_name, cd->device_ids[i],
-                                   pod->namespace_, pod->name);
-                    if (r < 0) {
-                        error_set(err, r, "pod-resources List: %s",
-                                  r == -E2BIG ? "too many devices" : "out of memory");
-                        goto out;
-                    }
-                }
-            }
-        }
+    for (size_t p = 0; p < resp->n_pod_resources && r == 0; p++)
+        for (size_t c = 0; c < resp->pod_resources[p]->n_containers && r == 0; c++)
+            r = add_container(&l, &alloc, resp->pod_resources[p],
+                              resp->pod_resources[p]->containers[c]);
+    if (r < 0) {
+        error_set(err, r, "pod-resources List: %s",
+                  r == -E2BIG ? "too many devices" : "out of memory");
+        goto out;
     }
     *ret = l;
     l = (struct dp_pod_devices){0};
