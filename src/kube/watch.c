@@ -260,72 +260,100 @@ static int do_watch(struct kube_node_watch *w, long *ret_status, struct error *e
     return r;
 }
 
+/* The watch thread's backoff: the current wait, watches in a row that ended at once, and
+ * whether the last watch got 410 Gone before it delivered anything. */
+struct watch_backoff {
+    unsigned ms, n_quick;
+    bool gone_at_once;
+};
+
+enum watch_next { WATCH_AGAIN, WATCH_FAILED, WATCH_STOP };
+
+static unsigned backoff_doubled(unsigned ms)
+{
+    return ms * 2 > KUBE_WATCH_BACKOFF_MAX_MS ? KUBE_WATCH_BACKOFF_MAX_MS : ms * 2;
+}
+
+/* A list (w->rv unset). */
+static enum watch_next list_step(struct kube_node_watch *w, struct watch_backoff *b,
+                                 struct error *err)
+{
+    int r = do_list(w, err);
+
+    if (r == -ECANCELED)
+        return WATCH_STOP;
+    if (r < 0)
+        return WATCH_FAILED;
+    set_reach(w, true, NULL);
+    /* a list between two 410s proves nothing: keep backing off then */
+    if (!b->gone_at_once)
+        b->ms = KUBE_WATCH_BACKOFF_MIN_MS;
+    return WATCH_AGAIN;
+}
+
+/* A watch from w->rv. */
+static enum watch_next watch_step(struct kube_node_watch *w, struct watch_backoff *b,
+                                  struct error *err)
+{
+    uint64_t t0 = time_now_ms();
+    long status = 0;
+    bool open_a_while;
+    int r = do_watch(w, &status, err);
+
+    if (r == -ECANCELED)
+        return WATCH_STOP;
+    open_a_while = w->n_stream_events > 0 || time_now_ms() - t0 >= 1000;
+    if (r == -ESTALE) { /* resourceVersion compacted away: list again */
+        count(w, &w->stats.n_gone);
+        free(w->rv);
+        w->rv = NULL;
+        /* Once after a watch that lived is compaction: re-list at once. A watch that answers
+         * 410 straight after a fresh list is a misbehaving server: back off (it made us
+         * re-list 500-2,400 times a second). */
+        if (!open_a_while && b->gone_at_once) {
+            if (wait_stop(w, b->ms))
+                return WATCH_STOP;
+            b->ms = backoff_doubled(b->ms);
+        }
+        b->gone_at_once = !open_a_while;
+        return WATCH_AGAIN;
+    }
+    b->gone_at_once = false;
+    /* The server ended the watch (timeoutSeconds), or the network or an API server restart
+     * cut an open stream: watch again from the last resourceVersion at once (a failure to
+     * reconnect counts as one). Streams that keep ending at once get the backoff, so a
+     * misbehaving server is not hammered. */
+    if (r >= 0 || (status >= 200 && status <= 299 && !w->stream_failed)) {
+        b->n_quick = open_a_while ? 0 : b->n_quick + 1;
+        if (b->n_quick >= 2 && wait_stop(w, b->ms))
+            return WATCH_STOP;
+        return WATCH_AGAIN;
+    }
+    return WATCH_FAILED;
+}
+
 static void *watch_thread(void *userdata)
 {
     struct kube_node_watch *w = userdata;
-    unsigned backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS, n_quick = 0;
-    bool gone_at_once = false; /* the last watch got 410 before it delivered anything */
+    struct watch_backoff b = {.ms = KUBE_WATCH_BACKOFF_MIN_MS};
     struct error err;
-    int r;
 
     while (!atomic_load(&w->cancel.stop)) {
+        enum watch_next next;
+
         error_clear(&err);
-        if (!w->rv) {
-            r = do_list(w, &err);
-            if (r == -ECANCELED)
-                break;
-            if (r >= 0) {
-                set_reach(w, true, NULL);
-                /* a list between two 410s proves nothing: keep backing off then */
-                if (!gone_at_once)
-                    backoff_ms = KUBE_WATCH_BACKOFF_MIN_MS;
-                continue;
-            }
-        } else {
-            uint64_t t0 = time_now_ms();
-            long status = 0;
-            bool open_a_while;
-            r = do_watch(w, &status, &err);
-            if (r == -ECANCELED)
-                break;
-            open_a_while = w->n_stream_events > 0 || time_now_ms() - t0 >= 1000;
-            if (r == -ESTALE) { /* resourceVersion compacted away: list again */
-                count(w, &w->stats.n_gone);
-                free(w->rv);
-                w->rv = NULL;
-                /* Once after a watch that lived is compaction: re-list at once. A watch
-                 * that answers 410 straight after a fresh list is a misbehaving server:
-                 * back off (it made us re-list 500-2,400 times a second). */
-                if (!open_a_while && gone_at_once) {
-                    if (wait_stop(w, backoff_ms))
-                        break;
-                    backoff_ms = backoff_ms * 2 > KUBE_WATCH_BACKOFF_MAX_MS
-                                     ? KUBE_WATCH_BACKOFF_MAX_MS
-                                     : backoff_ms * 2;
-                }
-                gone_at_once = !open_a_while;
-                continue;
-            }
-            gone_at_once = false;
-            /* The server ended the watch (timeoutSeconds), or the network or an API server
-             * restart cut an open stream: watch again from the last resourceVersion at once
-             * (a failure to reconnect counts as one). Streams that keep ending at once get
-             * the backoff, so a misbehaving server is not hammered. */
-            if (r >= 0 || (status >= 200 && status <= 299 && !w->stream_failed)) {
-                n_quick = open_a_while ? 0 : n_quick + 1;
-                if (n_quick >= 2 && wait_stop(w, backoff_ms))
-                    break;
-                continue;
-            }
-        }
+        next = w->rv ? watch_step(w, &b, &err) : list_step(w, &b, &err);
+        if (next == WATCH_STOP)
+            break;
+        if (next == WATCH_AGAIN)
+            continue;
         /* A failure. After it, list again: changes made meanwhile may be compacted away. */
         set_reach(w, false, &err);
         free(w->rv);
         w->rv = NULL;
-        if (wait_stop(w, backoff_ms))
+        if (wait_stop(w, b.ms))
             break;
-        backoff_ms =
-            backoff_ms * 2 > KUBE_WATCH_BACKOFF_MAX_MS ? KUBE_WATCH_BACKOFF_MAX_MS : backoff_ms * 2;
+        b.ms = backoff_doubled(b.ms);
     }
     return NULL;
 }
