@@ -503,16 +503,55 @@ static bool newly_removed(const struct daemon *d, const struct model *m)
     return false;
 }
 
+/* Who holds the devices a change removes: the answer just taken, or NULL (kept as they are
+ * until a retire check decides; see daemon__apply). */
+struct holders_now {
+    const struct dp_pod_devices *pods;
+    bool reachable, verbose;
+};
+
+/* Which of removed (devices of ores the new model drops) stay, as an owned strv, logging
+ * who holds the newly kept ones (every one when h->verbose) and the ones released. NULL on
+ * ENOMEM. */
+static char **held_of(const struct holders_now *h, const struct model_resource *ores,
+                      char *const *removed)
+{
+    char **held = strv_new();
+
+    for (size_t j = 0; held && removed[j]; j++) {
+        const struct model_device *od = model_resource_find_device(ores, removed[j]);
+        bool was_retiring = od && !od->healthy;
+        const char *pod = !h->pods       ? "" /* kept quietly: the retire check decides */
+                          : h->reachable ? dp_pod_devices_holder(h->pods, ores->name, removed[j])
+                                         : "unknown (pod-resources unreachable)";
+
+        if (!pod) {
+            if (was_retiring)
+                log_info("resource=%s device=%s released by its pod, removed", ores->name,
+                         removed[j]);
+            continue;
+        }
+        if (h->pods && (h->verbose || !was_retiring))
+            log_info("resource=%s device=%s held by pod %s: kept Unhealthy until released",
+                     ores->name, removed[j], pod);
+        if (strv_push(&held, removed[j]) < 0) {
+            strv_free(held);
+            held = NULL;
+        }
+    }
+    return held;
+}
+
 static int retire_held(struct daemon *d, struct model *m, bool verbose, struct error *err)
 {
     char **retiring = strv_new();
     const struct model *om = dp_snapshot_model(d->snap);
-    const struct dp_pod_devices *pods = NULL;
-    bool asked = false, reachable = false;
+    struct holders_now h = {.verbose = verbose};
+    bool asked = false;
     size_t total = 0;
     int r = 0;
 
-    for (size_t i = 0; i < om->n_resources; i++) {
+    for (size_t i = 0; i < om->n_resources && r >= 0; i++) {
         const struct model_resource *ores = &om->resources[i];
         char **removed = NULL, **held = NULL;
 
@@ -524,56 +563,21 @@ static int retire_held(struct daemon *d, struct model *m, bool verbose, struct e
             /* NULL only when daemon__apply did not wait for an answer: the devices removed
              * are retiring already (or the holders cannot be read at all), kept as they are
              * until the retire check decides with an answer of its own */
-            pods = daemon__holders_view(d, &reachable);
+            h.pods = daemon__holders_view(d, &h.reachable);
             /* holders that could not be known are named once they can be */
-            if (pods && reachable && d->retire_unknown)
-                verbose = true;
-            if (pods)
-                d->retire_unknown = !reachable;
+            h.verbose |= h.pods && h.reachable && d->retire_unknown;
+            if (h.pods)
+                d->retire_unknown = !h.reachable;
         }
-        held = strv_new();
-        for (size_t j = 0; held && removed[j]; j++) {
-            const char *pod = !pods       ? NULL
-                              : reachable ? dp_pod_devices_holder(pods, ores->name, removed[j])
-                                          : "unknown (pod-resources unreachable)";
-            if (!pods) { /* kept quietly: the retire check decides and logs */
-                if (strv_push(&held, removed[j]) < 0) {
-                    strv_free(held);
-                    held = NULL;
-                }
-                continue;
-            }
-            const struct model_device *od = model_resource_find_device(ores, removed[j]);
-            bool was_retiring = od && !od->healthy;
-
-            if (!pod) {
-                if (was_retiring)
-                    log_info("resource=%s device=%s released by its pod, removed", ores->name,
-                             removed[j]);
-                continue;
-            }
-            if (verbose || !was_retiring)
-                log_info("resource=%s device=%s held by pod %s: kept Unhealthy until released",
-                         ores->name, removed[j], pod);
-            if (strv_push(&held, removed[j]) < 0) {
-                strv_free(held);
-                held = NULL;
-            }
-        }
-        if (!held) {
-            strv_free(removed);
-            r = error_set(err, -ENOMEM, "out of memory");
-            break;
-        }
-        r = model_retire_devices(m, ores, (const char *const *)held, strv_length(held), err);
+        held = held_of(&h, ores, removed);
+        r = held ? model_retire_devices(m, ores, (const char *const *)held, strv_length(held), err)
+                 : error_set(err, -ENOMEM, "out of memory");
         for (size_t j = 0; r >= 0 && held[j]; j++)
             if (retiring_add(&retiring, ores->name, held[j]) < 0)
                 r = error_set(err, -ENOMEM, "out of memory");
         strv_free(removed);
         strv_free(held);
-        if (r < 0)
-            break;
-        total += (size_t)r;
+        total += r > 0 ? (size_t)r : 0;
     }
     if (r < 0) {
         strv_free(retiring);
