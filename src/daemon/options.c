@@ -189,6 +189,39 @@ static int parse_interval(const char *flag, const char *v, int64_t *ret, struct 
     return 0;
 }
 
+static int parse_labels_mode(struct daemon_options *o, const char *flag, const char *v,
+                             struct error *err)
+{
+    static const struct {
+        const char *name;
+        enum daemon_labels_mode mode;
+    } modes[] = {{"off", DAEMON_LABELS_OFF},
+                 {"", DAEMON_LABELS_OFF},
+                 {"nfd-file", DAEMON_LABELS_NFD_FILE},
+                 {"node-feature", DAEMON_LABELS_NODE_FEATURE},
+                 {"node", DAEMON_LABELS_NODE}};
+
+    for (size_t i = 0; i < GS_ARRAY_SIZE(modes); i++)
+        if (strcmp(v, modes[i].name) == 0) {
+            o->labels = modes[i].mode;
+            return 0;
+        }
+    return error_set(err, -EINVAL, "%s must be off, nfd-file, node-feature or node, not '%s'", flag,
+                     v);
+}
+
+static int parse_mps_control(struct daemon_options *o, const char *flag, const char *v,
+                             struct error *err)
+{
+    if (strcmp(v, "internal") == 0)
+        o->mps_control = DAEMON_MPS_INTERNAL;
+    else if (strcmp(v, "external") == 0)
+        o->mps_control = DAEMON_MPS_EXTERNAL;
+    else
+        return error_set(err, -EINVAL, "%s must be internal or external, not '%s'", flag, v);
+    return 0;
+}
+
 static int set_own(struct daemon_options *o, enum own_flag id, const char *flag, const char *v,
                    struct error *err)
 {
@@ -240,20 +273,7 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
         o->pod_resources_socket = v;
         break;
     case OWN_LABELS:
-        if (strcmp(v, "off") == 0 || !*v)
-            o->labels = DAEMON_LABELS_OFF;
-        else if (strcmp(v, "nfd-file") == 0)
-            o->labels = DAEMON_LABELS_NFD_FILE;
-        else if (strcmp(v, "node-feature") == 0)
-            o->labels = DAEMON_LABELS_NODE_FEATURE;
-        else if (strcmp(v, "node") == 0)
-            o->labels = DAEMON_LABELS_NODE;
-        else
-            return error_set(err, -EINVAL,
-                             "%s must be off, nfd-file, node-feature or node, "
-                             "not '%s'",
-                             flag, v);
-        break;
+        return parse_labels_mode(o, flag, v, err);
     case OWN_LABELS_OUTPUT:
         o->labels_output_file = v;
         break;
@@ -269,13 +289,7 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
         o->mig_config_file = *v ? v : NULL;
         break;
     case OWN_MPS_CONTROL:
-        if (strcmp(v, "internal") == 0)
-            o->mps_control = DAEMON_MPS_INTERNAL;
-        else if (strcmp(v, "external") == 0)
-            o->mps_control = DAEMON_MPS_EXTERNAL;
-        else
-            return error_set(err, -EINVAL, "%s must be internal or external, not '%s'", flag, v);
-        break;
+        return parse_mps_control(o, flag, v, err);
     case OWN_MPS_CONTROL_BINARY:
         o->mps_control_binary = *v ? v : NULL;
         break;
@@ -347,10 +361,37 @@ static int parse_long(struct daemon_options *o, int argc, char **argv, int *i, s
     return cfg_overrides_set(&o->overrides, name, value, err);
 }
 
-int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
-                         const char *(*getenv_fn)(const char *), struct error *err)
+/* The defaults, then the environment (NVIDIA's variables and ours). */
+static int options_from_env(struct daemon_options *o, const char *(*getenv_fn)(const char *),
+                            struct error *err)
 {
-    unsigned cdi_bits;
+    /* env values go through the flag parser: same checks, same messages */
+    static const struct {
+        const char *env;
+        enum own_flag id;
+    } env_own[] = {
+        {"DEFAULT_CONFIG", OWN_DEFAULT_CONFIG},
+        {"FALLBACK_STRATEGIES", OWN_FALLBACKS},
+        {"NODE_LABEL", OWN_NODE_LABEL},
+        {"KUBECONFIG", OWN_KUBECONFIG},
+        {"GPUSLICE_KUBE_API_SERVER", OWN_KUBE_API_SERVER},
+        {"INVENTORY_INTERVAL", OWN_INVENTORY_INTERVAL},
+        {"RETIRE_CHECK_INTERVAL", OWN_RETIRE_CHECK},
+        {"POD_RESOURCES_SOCKET", OWN_POD_RESOURCES},
+        {"GPUSLICE_LABELS", OWN_LABELS},
+        {"GFD_OUTPUT_FILE", OWN_LABELS_OUTPUT},
+        {"GPUSLICE_METRICS_ADDRESS", OWN_METRICS_ADDRESS},
+        {"GPUSLICE_HEALTH_RECOVERY_AFTER", OWN_HEALTH_RECOVERY},
+        {"CDI_SPEC_DIR", OWN_CDI_SPEC_DIR},
+        {"MIG_CONFIG_FILE", OWN_MIG_CONFIG_FILE},
+        {"MIG_DRAIN_TIMEOUT", OWN_MIG_DRAIN_TIMEOUT},
+        {"GPUSLICE_MPS_CONTROL_MODE", OWN_MPS_CONTROL},
+        {"GPUSLICE_MPS_CONTROL", OWN_MPS_CONTROL_BINARY},
+        {"GPUSLICE_MPS_PROBE_INTERVAL", OWN_MPS_PROBE_INTERVAL},
+        {"GPUSLICE_MPS_MOUNT_SHM", OWN_MPS_MOUNT_SHM},
+        {"GPUSLICE_METRICS_SAMPLE_INTERVAL", OWN_METRICS_SAMPLE},
+        {"GPUSLICE_HOST_PROC", OWN_HOST_PROC},
+    };
     int r;
 
     memset(o, 0, sizeof(*o));
@@ -374,40 +415,11 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     o->node_name = getenv_fn("NODE_NAME");
     o->labels_namespace = getenv_fn("NAMESPACE");
     o->pod_name = getenv_fn("POD_NAME");
-    {
-        /* env values go through the flag parser: same checks, same messages */
-        static const struct {
-            const char *env;
-            enum own_flag id;
-        } env_own[] = {
-            {"DEFAULT_CONFIG", OWN_DEFAULT_CONFIG},
-            {"FALLBACK_STRATEGIES", OWN_FALLBACKS},
-            {"NODE_LABEL", OWN_NODE_LABEL},
-            {"KUBECONFIG", OWN_KUBECONFIG},
-            {"GPUSLICE_KUBE_API_SERVER", OWN_KUBE_API_SERVER},
-            {"INVENTORY_INTERVAL", OWN_INVENTORY_INTERVAL},
-            {"RETIRE_CHECK_INTERVAL", OWN_RETIRE_CHECK},
-            {"POD_RESOURCES_SOCKET", OWN_POD_RESOURCES},
-            {"GPUSLICE_LABELS", OWN_LABELS},
-            {"GFD_OUTPUT_FILE", OWN_LABELS_OUTPUT},
-            {"GPUSLICE_METRICS_ADDRESS", OWN_METRICS_ADDRESS},
-            {"GPUSLICE_HEALTH_RECOVERY_AFTER", OWN_HEALTH_RECOVERY},
-            {"CDI_SPEC_DIR", OWN_CDI_SPEC_DIR},
-            {"MIG_CONFIG_FILE", OWN_MIG_CONFIG_FILE},
-            {"MIG_DRAIN_TIMEOUT", OWN_MIG_DRAIN_TIMEOUT},
-            {"GPUSLICE_MPS_CONTROL_MODE", OWN_MPS_CONTROL},
-            {"GPUSLICE_MPS_CONTROL", OWN_MPS_CONTROL_BINARY},
-            {"GPUSLICE_MPS_PROBE_INTERVAL", OWN_MPS_PROBE_INTERVAL},
-            {"GPUSLICE_MPS_MOUNT_SHM", OWN_MPS_MOUNT_SHM},
-            {"GPUSLICE_METRICS_SAMPLE_INTERVAL", OWN_METRICS_SAMPLE},
-            {"GPUSLICE_HOST_PROC", OWN_HOST_PROC},
-        };
-        for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
-            const char *v = getenv_fn(env_own[i].env);
-            r = v ? set_own(o, env_own[i].id, env_own[i].env, v, err) : 0;
-            if (r < 0)
-                return r;
-        }
+    for (size_t i = 0; i < GS_ARRAY_SIZE(env_own); i++) {
+        const char *v = getenv_fn(env_own[i].env);
+        r = v ? set_own(o, env_own[i].id, env_own[i].env, v, err) : 0;
+        if (r < 0)
+            return r;
     }
     o->nvml.library_path = getenv_fn("GPUSLICE_NVML_LIBRARY");
     o->disable_healthchecks = getenv_fn("DP_DISABLE_HEALTHCHECKS");
@@ -417,21 +429,17 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
     if (getenv_fn("GPUSLICE_LOG_FORMAT"))
         (void)log_format_parse(getenv_fn("GPUSLICE_LOG_FORMAT"), &o->log_format);
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+    return 0;
+}
 
-        if (strcmp(a, "-h") == 0) {
-            o->help = true;
-        } else if (strcmp(a, "-v") == 0) {
-            o->log_level = LOG_LEVEL_DEBUG;
-        } else if (str_startswith(a, "--") && a[2]) {
-            r = parse_long(o, argc, argv, &i, err);
-            if (r < 0)
-                return r;
-        } else {
-            return error_set(err, -EINVAL, "unexpected argument '%s'", a);
-        }
-    }
+/* What follows from the flags and env once both are read: empty means unset, defaults, the
+ * CDI lists checked. */
+static int options_finish(struct daemon_options *o, const char *(*getenv_fn)(const char *),
+                          struct error *err)
+{
+    unsigned cdi_bits;
+    int r;
+
     o->config_file = cfg_overrides_get(&o->overrides, CFG_OPT_CONFIG_FILE);
     if (o->config_file && !*o->config_file)
         o->config_file = NULL;
@@ -457,6 +465,31 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
         r = cdi_parse_disabled_hooks(cfg_overrides_get(&o->overrides, CFG_OPT_CDI_DISABLE_HOOKS),
                                      &cdi_bits, err);
     return r;
+}
+
+int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
+                         const char *(*getenv_fn)(const char *), struct error *err)
+{
+    int r = options_from_env(o, getenv_fn, err);
+
+    if (r < 0)
+        return r;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if (strcmp(a, "-h") == 0) {
+            o->help = true;
+        } else if (strcmp(a, "-v") == 0) {
+            o->log_level = LOG_LEVEL_DEBUG;
+        } else if (str_startswith(a, "--") && a[2]) {
+            r = parse_long(o, argc, argv, &i, err);
+            if (r < 0)
+                return r;
+        } else {
+            return error_set(err, -EINVAL, "unexpected argument '%s'", a);
+        }
+    }
+    return options_finish(o, getenv_fn, err);
 }
 
 void daemon_options_release(struct daemon_options *o)
