@@ -84,6 +84,88 @@ static const char *env_or(const char *name, const char *def)
     return v && *v ? v : def;
 }
 
+static bool known_verb(const char *verb)
+{
+    static const char *const verbs[] = {"apply",      "assert",  "export", "generate-config",
+                                        "checkpoint", "restore", "plan"};
+    for (size_t i = 0; i < GS_ARRAY_SIZE(verbs); i++)
+        if (strcmp(verbs[i], verb) == 0)
+            return true;
+    return false;
+}
+
+/* mig-parted's environment variables, before the flags. */
+static void args_from_env(struct mig_args *a, bool ckpt)
+{
+    bool gen = strcmp(a->verb, "generate-config") == 0;
+
+    a->config_file = env_or(ckpt  ? "MIG_PARTED_CHECKPOINT_FILE"
+                            : gen ? "MIG_PARTED_OUTPUT_FILE"
+                                  : "MIG_PARTED_CONFIG_FILE",
+                            NULL);
+    a->selected = env_or("MIG_PARTED_SELECTED_CONFIG", NULL);
+    a->hooks_file = env_or("MIG_PARTED_HOOKS_FILE", NULL);
+    a->skip_reset = env_bool("MIG_PARTED_SKIP_RESET");
+    a->mode_only = env_bool("MIG_PARTED_MODE_CHANGE_ONLY");
+    a->valid_config = env_bool("MIG_PARTED_VALID_CONFIG");
+    a->output = env_or("MIG_PARTED_OUTPUT_FORMAT", NULL);
+    a->label = env_or("MIG_PARTED_CONFIG_LABEL", "current");
+    gpu_nvml_options_from_env(&a->nvml);
+}
+
+/* One option c (getopt's answer): -1 to go on, or the exit code to return. */
+static int set_option(struct mig_args *a, int c, const char *arg, char **argv)
+{
+    switch (c) {
+    case 'f':
+        a->config_file = arg;
+        break;
+    case 'c':
+        a->selected = arg;
+        break;
+    case 'k':
+        a->hooks_file = arg;
+        break;
+    case 's':
+        a->skip_reset = true;
+        break;
+    case 'm':
+        a->mode_only = true;
+        break;
+    case 'a':
+        a->valid_config = true;
+        break;
+    case 'o':
+        a->output = arg;
+        break;
+    case 'l':
+        a->label = arg;
+        break;
+    case 'd':
+        a->debug = true;
+        break;
+    case OPT_DRY_RUN:
+        a->dry_run = true;
+        break;
+    case OPT_GPU_MODEL:
+        a->gpu_model = arg;
+        break;
+    case OPT_WANT:
+        a->want = arg;
+        break;
+    case OPT_GPUS:
+        if (parse_uint(arg, &a->gpus) < 0 || a->gpus == 0 || a->gpus > 64)
+            return cli_usage_error("mig", "--gpus takes 1 to 64, not '%s'", arg);
+        break;
+    case 'h':
+        usage(stdout);
+        return CLI_EXIT_OK;
+    default:
+        return cli_getopt_error("mig", c, argv);
+    }
+    return -1;
+}
+
 static int parse(int argc, char **argv, struct mig_args *a)
 {
     static const struct option opts[] = {
@@ -122,79 +204,16 @@ static int parse(int argc, char **argv, struct mig_args *a)
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     a->verb = argv[1];
-    static const char *const verbs[] = {"apply",      "assert",  "export", "generate-config",
-                                        "checkpoint", "restore", "plan"};
-    bool known = false;
-    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-        known |= strcmp(verbs[i], a->verb) == 0;
-    if (!known)
+    if (!known_verb(a->verb))
         return cli_usage_error("mig", "unknown command '%s'", a->verb);
     bool ckpt = strcmp(a->verb, "checkpoint") == 0 || strcmp(a->verb, "restore") == 0;
-    bool gen = strcmp(a->verb, "generate-config") == 0;
-    a->config_file = env_or(ckpt  ? "MIG_PARTED_CHECKPOINT_FILE"
-                            : gen ? "MIG_PARTED_OUTPUT_FILE"
-                                  : "MIG_PARTED_CONFIG_FILE",
-                            NULL);
-    a->selected = env_or("MIG_PARTED_SELECTED_CONFIG", NULL);
-    a->hooks_file = env_or("MIG_PARTED_HOOKS_FILE", NULL);
-    a->skip_reset = env_bool("MIG_PARTED_SKIP_RESET");
-    a->mode_only = env_bool("MIG_PARTED_MODE_CHANGE_ONLY");
-    a->valid_config = env_bool("MIG_PARTED_VALID_CONFIG");
-    a->output = env_or("MIG_PARTED_OUTPUT_FORMAT", NULL);
-    a->label = env_or("MIG_PARTED_CONFIG_LABEL", "current");
-    gpu_nvml_options_from_env(&a->nvml);
+    args_from_env(a, ckpt);
     opterr = 0;
     optind = 2;
     while ((c = getopt_long(argc, argv, ":f:c:k:smao:l:dh", opts, NULL)) != -1) {
-        if (cli_nvml_option(c, optarg, &a->nvml))
-            continue;
-        switch (c) {
-        case 'f':
-            a->config_file = optarg;
-            break;
-        case 'c':
-            a->selected = optarg;
-            break;
-        case 'k':
-            a->hooks_file = optarg;
-            break;
-        case 's':
-            a->skip_reset = true;
-            break;
-        case 'm':
-            a->mode_only = true;
-            break;
-        case 'a':
-            a->valid_config = true;
-            break;
-        case 'o':
-            a->output = optarg;
-            break;
-        case 'l':
-            a->label = optarg;
-            break;
-        case 'd':
-            a->debug = true;
-            break;
-        case OPT_DRY_RUN:
-            a->dry_run = true;
-            break;
-        case OPT_GPU_MODEL:
-            a->gpu_model = optarg;
-            break;
-        case OPT_WANT:
-            a->want = optarg;
-            break;
-        case OPT_GPUS:
-            if (parse_uint(optarg, &a->gpus) < 0 || a->gpus == 0 || a->gpus > 64)
-                return cli_usage_error("mig", "--gpus takes 1 to 64, not '%s'", optarg);
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_getopt_error("mig", c, argv);
-        }
+        int r = cli_nvml_option(c, optarg, &a->nvml) ? -1 : set_option(a, c, optarg, argv);
+        if (r >= 0)
+            return r;
     }
     if (optind < argc)
         return cli_usage_error("mig", "unexpected argument '%s'", argv[optind]);
@@ -1121,6 +1140,76 @@ static json_t *current_one(const struct mig_gpu_plan *p, bool json, FILE *f)
     return o;
 }
 
+/* What `plan` works out for one offline model (--gpu-model): from --want or the entry of
+ * -f/-c that selects it. */
+static int offline_want(const struct mig_args *a, const struct mig_config_set *set,
+                        const struct mig_gpu_model **ret_model, struct mig_want *w,
+                        struct error *err)
+{
+    const struct mig_gpu_model *m = mig_model_find(a->gpu_model);
+    int r;
+
+    *w = (struct mig_want){0};
+    if (!m) {
+        struct strbuf known = STRBUF_INIT;
+        for (size_t i = 0; mig_model_get(i); i++)
+            (void)strbuf_printf(&known, "%s%s", i ? ", " : "", mig_model_get(i)->name);
+        r = error_set(err, -EINVAL, "unknown GPU model '%s'; known: %s", a->gpu_model,
+                      strbuf_str(&known));
+        strbuf_release(&known);
+        return r;
+    }
+    *ret_model = m;
+    if (a->want)
+        return mig_parse_want(m, a->want, w, err);
+    if (set) {
+        const struct mig_config_entry *e = mig_config_for_gpu(set, 0, m->pci_ids[0]);
+        return e ? mig_config_want(e, m, w, err)
+                 : error_set(err, -EINVAL, "no entry of '%s' selects a %s", set->label, m->name);
+    }
+    return error_set(err, -EINVAL, "--gpu-model needs --want or -f/-c");
+}
+
+/* One GPU of this node: planned (--want, -f/-c) or shown as it is. Adds its JSON to out;
+ * *fits cleared when it does not fit. */
+static int plan_node_gpu(const struct mig_args *a, const struct mig_config_set *set,
+                         struct mig_gpu_plan *p, bool json, json_t *out, bool *fits,
+                         struct error *err)
+{
+    struct mig_want w;
+    char who[32];
+    int r;
+
+    if (!p->cur.capable)
+        return 0;
+    p->model = mig_model_find(p->cur.name);
+    if (!p->model)
+        return 0;
+    snprintf(who, sizeof(who), "GPU %u", p->index);
+    if (a->want) {
+        r = mig_parse_want(p->model, a->want, &w, err);
+    } else if (set) {
+        const struct mig_config_entry *e = mig_config_for_gpu(set, p->index, p->cur.pci_device_id);
+        if (!e)
+            return 0;
+        if (!e->mig_enabled) {
+            if (!json)
+                printf("%s: %s, MIG off\n", who, p->model->name);
+            return 0;
+        }
+        r = mig_config_want(e, p->model, &w, err);
+    } else {
+        json_array_append_new(out, current_one(p, json, stdout));
+        return 0;
+    }
+    if (r == 0) {
+        json_t *o = plan_one(p->model, &w, json, stdout, who);
+        *fits &= json_is_true(json_object_get(o, "fits"));
+        json_array_append_new(out, o);
+    }
+    return r;
+}
+
 static int do_plan(const struct mig_args *a)
 {
     bool json = a->output && strcmp(a->output, "json") == 0;
@@ -1137,24 +1226,9 @@ static int do_plan(const struct mig_args *a)
         r = load_set(a, &cfg, &set, &err);
     if (r == 0 && a->gpu_model) {
         /* offline: the profile tables, no NVML */
-        const struct mig_gpu_model *m = mig_model_find(a->gpu_model);
-        struct mig_want w = {0};
-        if (!m) {
-            struct strbuf known = STRBUF_INIT;
-            for (size_t i = 0; mig_model_get(i); i++)
-                (void)strbuf_printf(&known, "%s%s", i ? ", " : "", mig_model_get(i)->name);
-            r = error_set(&err, -EINVAL, "unknown GPU model '%s'; known: %s", a->gpu_model,
-                          strbuf_str(&known));
-            strbuf_release(&known);
-        } else if (a->want) {
-            r = mig_parse_want(m, a->want, &w, &err);
-        } else if (set) {
-            const struct mig_config_entry *e = mig_config_for_gpu(set, 0, m->pci_ids[0]);
-            r = e ? mig_config_want(e, m, &w, &err)
-                  : error_set(&err, -EINVAL, "no entry of '%s' selects a %s", set->label, m->name);
-        } else {
-            r = error_set(&err, -EINVAL, "--gpu-model needs --want or -f/-c");
-        }
+        const struct mig_gpu_model *m = NULL;
+        struct mig_want w;
+        r = offline_want(a, set, &m, &w, &err);
         for (unsigned g = 0; r == 0 && g < (a->gpus ? a->gpus : 1); g++) {
             char who[32];
             snprintf(who, sizeof(who), "GPU %u", g);
@@ -1167,39 +1241,8 @@ static int do_plan(const struct mig_args *a)
         r = node ? open_nvml(a, &n, &err) : error_set(&err, -ENOMEM, "out of memory");
         if (r == 0)
             r = mig_node_plan(n, NULL, false, node, &err);
-        for (size_t i = 0; r == 0 && i < node->n; i++) {
-            struct mig_gpu_plan *p = &node->gpus[i];
-            struct mig_want w;
-            char who[32];
-            if (!p->cur.capable)
-                continue;
-            p->model = mig_model_find(p->cur.name);
-            if (!p->model)
-                continue;
-            snprintf(who, sizeof(who), "GPU %u", p->index);
-            if (a->want) {
-                r = mig_parse_want(p->model, a->want, &w, &err);
-            } else if (set) {
-                const struct mig_config_entry *e =
-                    mig_config_for_gpu(set, p->index, p->cur.pci_device_id);
-                if (!e)
-                    continue;
-                if (!e->mig_enabled) {
-                    if (!json)
-                        printf("%s: %s, MIG off\n", who, p->model->name);
-                    continue;
-                }
-                r = mig_config_want(e, p->model, &w, &err);
-            } else {
-                json_array_append_new(out, current_one(p, json, stdout));
-                continue;
-            }
-            if (r == 0) {
-                json_t *o = plan_one(p->model, &w, json, stdout, who);
-                all_fit &= json_is_true(json_object_get(o, "fits"));
-                json_array_append_new(out, o);
-            }
-        }
+        for (size_t i = 0; r == 0 && i < node->n; i++)
+            r = plan_node_gpu(a, set, &node->gpus[i], json, out, &all_fit, &err);
     }
     if (r == 0 && json) {
         char *text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
