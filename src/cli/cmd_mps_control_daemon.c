@@ -66,6 +66,46 @@ static int on_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
     return -1;
 }
 
+/* SIGHUP: config-manager switched the config; start/stop daemons to match. */
+static void reload(struct cli_node_args *a, struct mps_supervisor *sup,
+                   struct mps_daemon_spec *specs)
+{
+    struct cli_node fresh = {0};
+    struct error err = {0};
+    int n;
+
+    if (cli_node_load(a, false, true, &fresh) < 0)
+        return;
+    n = daemon_mps_specs(fresh.model, specs, &err);
+    if (n < 0)
+        log_error("mps-control-daemon: %s; keeping the running daemons", err.msg);
+    else if (mps_supervisor_set(sup, specs, (size_t)n, &err) < 0)
+        log_error("mps-control-daemon: %s (retrying)", err.msg);
+    cli_node_release_node(&fresh);
+}
+
+/* Supervises until SIGTERM or SIGINT (signals on sfd). */
+static void serve(struct cli_node_args *a, struct mps_supervisor *sup,
+                  struct mps_daemon_spec *specs, int sfd)
+{
+    for (;;) {
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+                              {.fd = mps_supervisor_fd(sup), .events = POLLIN}};
+        struct signalfd_siginfo si;
+        bool changed;
+
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents)
+            mps_supervisor_dispatch(sup, &changed);
+        if (!p[0].revents || read(sfd, &si, sizeof(si)) != sizeof(si))
+            continue;
+        if (si.ssi_signo != SIGHUP)
+            return;
+        reload(a, sup, specs);
+    }
+}
+
 int cmd_mps_control_daemon(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -149,33 +189,7 @@ int cmd_mps_control_daemon(int argc, char **argv)
         log_warn("mps-control-daemon: the config shares no resource with MPS: nothing to run");
     if (mps_supervisor_set(sup, specs, (size_t)n, &err) < 0)
         log_error("mps-control-daemon: %s (retrying)", err.msg);
-    for (;;) {
-        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
-                              {.fd = mps_supervisor_fd(sup), .events = POLLIN}};
-        if (poll(p, 2, -1) < 0)
-            continue;
-        if (p[1].revents) {
-            bool changed;
-            mps_supervisor_dispatch(sup, &changed);
-        }
-        if (p[0].revents) {
-            struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof(si)) != sizeof(si))
-                continue;
-            if (si.ssi_signo != SIGHUP)
-                break;
-            /* config-manager switched the config: start/stop daemons to match */
-            struct cli_node fresh = {0};
-            if (cli_node_load(&a, false, true, &fresh) == 0) {
-                n = daemon_mps_specs(fresh.model, specs, &err);
-                if (n < 0)
-                    log_error("mps-control-daemon: %s; keeping the running daemons", err.msg);
-                else if (mps_supervisor_set(sup, specs, (size_t)n, &err) < 0)
-                    log_error("mps-control-daemon: %s (retrying)", err.msg);
-                cli_node_release_node(&fresh);
-            }
-        }
-    }
+    serve(&a, sup, specs, sfd);
     rc = CLI_EXIT_OK;
 out:
     mps_supervisor_free(sup);
