@@ -276,6 +276,27 @@ static void take_name_back(struct daemon *d, const char *socket_name)
     strbuf_release(&path);
 }
 
+/* Slot i's server could not start: try again (slots follow the model's resources). */
+static void restart_slot(struct daemon *d, size_t i)
+{
+    const struct model *m = dp_snapshot_model(d->snap);
+    struct daemon__slot *s = &d->slots[i];
+    const char *name = i < m->n_resources ? m->resources[i].name : NULL;
+    struct error err = {0};
+
+    if (!name) {
+        s->retry_at_ms = 0;
+        return;
+    }
+    take_name_back(d, m->resources[i].socket_name);
+    if (daemon__slot_start(d, s, name, &err) < 0) {
+        log_warn("restarting resource=%s: %s; retrying in %u ms", name, err.msg, s->backoff_ms);
+        return;
+    }
+    log_info("resource=%s serving again", name);
+    daemon__slot_register(d, s, true);
+}
+
 static void daemon_on_timer(struct daemon *d)
 {
     uint64_t ticks, now = time_now_ms();
@@ -285,24 +306,10 @@ static void daemon_on_timer(struct daemon *d)
         struct daemon__slot *s = &d->slots[i];
         if (s->registered || !s->retry_at_ms || s->retry_at_ms > now)
             continue;
-        if (!s->p) { /* its server could not start: slots follow the model's resources */
-            const struct model *m = dp_snapshot_model(d->snap);
-            struct error err = {0};
-            const char *name = i < m->n_resources ? m->resources[i].name : NULL;
-            if (name)
-                take_name_back(d, m->resources[i].socket_name);
-            if (!name) {
-                s->retry_at_ms = 0;
-            } else if (daemon__slot_start(d, s, name, &err) < 0) {
-                log_warn("restarting resource=%s: %s; retrying in %u ms", name, err.msg,
-                         s->backoff_ms);
-            } else {
-                log_info("resource=%s serving again", name);
-                daemon__slot_register(d, s, true);
-            }
-            continue;
-        }
-        daemon__slot_register(d, s, true);
+        if (s->p)
+            daemon__slot_register(d, s, true);
+        else
+            restart_slot(d, i);
     }
 }
 
@@ -344,6 +351,53 @@ static void daemon_check_sockets(struct daemon *d, bool register_now)
     }
 }
 
+/* One inotify event: config events handled, the kubelet's socket created or one of ours
+ * removed or replaced noted. */
+static void on_inotify_event(struct daemon *d, const struct inotify_event *ev,
+                             bool *kubelet_created, bool *deleted)
+{
+    bool is_kubelet = d->kubelet_name && ev->len > 0 && strcmp(ev->name, d->kubelet_name) == 0;
+
+    if (ev->wd == d->wd_config && ev->wd != d->wd_plugin && ev->wd != d->wd_kubelet) {
+        daemon__on_config_event(d, ev);
+        return;
+    }
+    if (ev->wd == d->wd_config)
+        daemon__on_config_event(d, ev);
+    if (ev->wd == d->wd_config_parent && d->wd_config_parent >= 0)
+        daemon__on_config_parent_event(d, ev);
+    if (ev->wd == d->wd_kubelet && is_kubelet && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+        *kubelet_created = true;
+    /* a socket removed, or another file put at a socket's name */
+    if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) ||
+        (ev->wd == d->wd_plugin && (ev->mask & (IN_CREATE | IN_MOVED_TO)) && !is_kubelet))
+        *deleted = true;
+}
+
+/* The kubelet restarted (its socket is new): every served resource registers again. */
+static void register_all_again(struct daemon *d)
+{
+    struct daemon__sock_id now = sock_id_of(d->kubelet_socket);
+
+    log_info("kubelet socket %s was created (kubelet restart), registering again",
+             d->kubelet_socket);
+    for (size_t i = 0; i < d->n_slots; i++) {
+        if (!d->slots[i].p)
+            continue;
+        /* Already registered with this very socket (its creation was still queued when we
+         * registered, e.g. at start-up): registering again would only make the kubelet drop
+         * and redo the ListAndWatch stream. */
+        if (d->slots[i].registered && sock_id_equal(&d->slots[i].kubelet_id, &now)) {
+            log_debug("resource=%s already registered with this kubelet socket",
+                      dp_plugin_resource_name(d->slots[i].p));
+            continue;
+        }
+        d->slots[i].backoff_ms = 0;
+        d->slots[i].fast_retries = DAEMON_FAST_RETRIES;
+        daemon__slot_register(d, &d->slots[i], true);
+    }
+}
+
 static void daemon_on_inotify(struct daemon *d)
 {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -354,48 +408,14 @@ static void daemon_on_inotify(struct daemon *d)
         for (char *p = buf; p < buf + n;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
             p += sizeof(*ev) + ev->len;
-            if (ev->wd == d->wd_config && ev->wd != d->wd_plugin && ev->wd != d->wd_kubelet) {
-                daemon__on_config_event(d, ev);
-                continue;
-            }
-            if (ev->wd == d->wd_config)
-                daemon__on_config_event(d, ev);
-            if (ev->wd == d->wd_config_parent && d->wd_config_parent >= 0)
-                daemon__on_config_parent_event(d, ev);
-            if (ev->len > 0 && ev->wd == d->wd_kubelet && d->kubelet_name &&
-                strcmp(ev->name, d->kubelet_name) == 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
-                kubelet_created = true;
-            /* a socket removed, or another file put at a socket's name */
-            if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) ||
-                (ev->wd == d->wd_plugin && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
-                 !(d->kubelet_name && ev->len > 0 && strcmp(ev->name, d->kubelet_name) == 0)))
-                deleted = true;
+            on_inotify_event(d, ev, &kubelet_created, &deleted);
         }
     }
-    /* when kubelet.sock came back in the same batch, the loop below registers everyone */
+    /* when kubelet.sock came back in the same batch, register_all_again registers everyone */
     if (deleted)
         daemon_check_sockets(d, !(kubelet_created && d->kubelet_socket));
-    if (kubelet_created && d->kubelet_socket) {
-        struct daemon__sock_id now = sock_id_of(d->kubelet_socket);
-
-        log_info("kubelet socket %s was created (kubelet restart), registering again",
-                 d->kubelet_socket);
-        for (size_t i = 0; i < d->n_slots; i++) {
-            if (!d->slots[i].p)
-                continue;
-            /* Already registered with this very socket (its creation was still queued when
-             * we registered, e.g. at start-up): registering again would only make the
-             * kubelet drop and redo the ListAndWatch stream. */
-            if (d->slots[i].registered && sock_id_equal(&d->slots[i].kubelet_id, &now)) {
-                log_debug("resource=%s already registered with this kubelet socket",
-                          dp_plugin_resource_name(d->slots[i].p));
-                continue;
-            }
-            d->slots[i].backoff_ms = 0;
-            d->slots[i].fast_retries = DAEMON_FAST_RETRIES;
-            daemon__slot_register(d, &d->slots[i], true);
-        }
-    }
+    if (kubelet_created && d->kubelet_socket)
+        register_all_again(d);
 }
 
 void daemon__push_all(struct daemon *d)
@@ -403,6 +423,31 @@ void daemon__push_all(struct daemon *d)
     for (size_t i = 0; i < d->n_slots; i++)
         if (d->slots[i].p)
             dp_plugin_push(d->slots[i].p);
+}
+
+/* One XID on one device: marked Unhealthy when the policy calls it critical. Returns the
+ * devices changed (0 when ignored). */
+static int on_xid(struct daemon *d, const struct daemon__health_msg *msg)
+{
+    int changed;
+
+    if (!daemon_xid_is_critical(&d->xid, msg->xid)) {
+        log_info("health: ignoring xid=%llu gpu=%s (not critical by policy)", msg->xid, msg->uuid);
+        return 0;
+    }
+    daemon__remember_unhealthy(d, msg);
+    changed = dp_snapshot_set_health(d->snap, msg->uuid, msg->gi_id, msg->ci_id, false);
+    if (changed == -ENOENT) {
+        log_info("health: xid=%llu for unknown device %s, ignoring", msg->xid, msg->uuid);
+        return 0;
+    }
+    if (msg->gi_id != INV_ID_NONE)
+        log_warn("health: xid=%llu gpu=%s gi=%u ci=%u: devices=%d marked Unhealthy", msg->xid,
+                 msg->uuid, msg->gi_id, msg->ci_id, changed);
+    else
+        log_warn("health: xid=%llu gpu=%s: devices=%d marked Unhealthy", msg->xid, msg->uuid,
+                 changed);
+    return changed;
 }
 
 /* An XID event from the health thread, or a lost GPU back after a reset. */
@@ -422,24 +467,7 @@ static void daemon_on_health(struct daemon *d)
             changed = dp_snapshot_set_all_health(d->snap, false);
             log_error("health: %s, marking every device unhealthy (devices=%d)", msg.text, changed);
         } else {
-            if (daemon_xid_is_critical(&d->xid, msg.xid))
-                daemon__remember_unhealthy(d, &msg);
-            if (!daemon_xid_is_critical(&d->xid, msg.xid)) {
-                log_info("health: ignoring xid=%llu gpu=%s (not critical by policy)", msg.xid,
-                         msg.uuid);
-                continue;
-            }
-            changed = dp_snapshot_set_health(d->snap, msg.uuid, msg.gi_id, msg.ci_id, false);
-            if (changed == -ENOENT) {
-                log_info("health: xid=%llu for unknown device %s, ignoring", msg.xid, msg.uuid);
-                continue;
-            }
-            if (msg.gi_id != INV_ID_NONE)
-                log_warn("health: xid=%llu gpu=%s gi=%u ci=%u: devices=%d marked Unhealthy",
-                         msg.xid, msg.uuid, msg.gi_id, msg.ci_id, changed);
-            else
-                log_warn("health: xid=%llu gpu=%s: devices=%d marked Unhealthy", msg.xid, msg.uuid,
-                         changed);
+            changed = on_xid(d, &msg);
         }
         if (changed > 0)
             daemon__push_all(d);
@@ -542,6 +570,122 @@ struct loop_fd {
     void (*on_ready)(struct daemon *d);
 };
 
+/* Everything up to serving: policies, fds, config, inventory, the first snapshot, CDI,
+ * MPS, the plugins registered, then the features around them. */
+static int daemon_start(struct daemon *d, struct error *err)
+{
+    char **warnings = NULL;
+    sigset_t mask;
+    int r;
+
+    r = daemon_xid_policy_init(&d->xid, d->o->disable_healthchecks, d->o->enable_healthchecks,
+                               &warnings, err);
+    for (size_t i = 0; r == 0 && warnings[i]; i++)
+        log_warn("%s", warnings[i]);
+    strv_free(warnings);
+    if (r == 0)
+        r = daemon_resolve_kubelet(d, err);
+    /* Signals first: a SIGTERM during startup must still stop us cleanly. */
+    if (r == 0)
+        r = daemon_setup_fds(d, &mask, err);
+    if (r < 0)
+        return r;
+    daemon__kube_start(d);
+    r = daemon__holders_start(d, err);
+    if (r == 0)
+        r = daemon__load_initial(d, err);
+    if (r == 0)
+        r = daemon__reload_setup(d, err);
+    if (r == 0)
+        r = daemon__recovery_setup(d, err);
+    if (r == 0)
+        r = daemon__cdi_update(d, d->snap, d->cfg, true, err);
+    /* MPS resources are served once their control daemons run */
+    if (r == 0)
+        r = daemon__mps_update(d, d->snap, err);
+    if (r == 0)
+        r = daemon__mps_wait_external(d, d->sfd, err);
+    if (r == 0)
+        r = daemon_start_plugins(d, err);
+    if (r < 0)
+        return r;
+    if (daemon__mps_any_down(d)) /* a control daemon did not start: its devices Unhealthy */
+        daemon__apply(d, 0, "MPS control daemon");
+    d->health = daemon__health_start(d->o, &d->xid, d->snap);
+    daemon__recovery_watch(d);
+    daemon__labels_start(d);
+    daemon__labels_update(d);
+    daemon__metrics_start(d);
+    return daemon__mig_start(d, err);
+}
+
+/* Serves until SIGTERM/SIGINT (0) or a failed poll. */
+static int daemon_loop(struct daemon *d, struct error *err)
+{
+    for (;;) {
+        /* The handler table: every fd the loop waits on and what handles it, in the order
+         * they are served (health before config work; -1 fds are ignored by poll). */
+        const struct loop_fd fds[] = {
+            {d->sfd, NULL}, /* signals: handled first, may end the loop */
+            {daemon__health_fd(d->health), daemon_on_health},
+            {d->ifd, daemon_on_inotify},
+            {d->tfd, daemon_on_timer},
+            {daemon__kube_fd(d->kube), daemon__kube_on_event},
+            {d->debounce_fd, daemon__on_debounce},
+            {d->inventory_fd, daemon__on_inventory_timer},
+            {d->retire_fd, daemon__on_retire_timer},
+            {daemon__metrics_fd(d), daemon__metrics_on_ping},
+            {d->recovery_fd, daemon__on_recovery_timer},
+            {daemon__mig_watch_fd(d), daemon__mig_on_label},
+            {daemon__mig_timer_fd(d), daemon__mig_on_timer},
+            {daemon__mig_done_fd(d), daemon__mig_on_done},
+            {daemon__mps_fd(d), daemon__mps_on_event},
+            {d->cdi_retry_fd, daemon__cdi_on_retry},
+            {daemon__holders_fd(d), daemon__on_holders},
+        };
+        struct pollfd pfd[GS_ARRAY_SIZE(fds)];
+
+        for (size_t i = 0; i < GS_ARRAY_SIZE(fds); i++)
+            pfd[i] = (struct pollfd){.fd = fds[i].fd, .events = POLLIN};
+        daemon_arm_timer(d);
+        if (poll(pfd, GS_ARRAY_SIZE(pfd), -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return error_set_errno(err, errno, "poll");
+        }
+        if ((pfd[0].revents & POLLIN) && daemon_on_signal(d))
+            return 0;
+        for (size_t i = 1; i < GS_ARRAY_SIZE(fds); i++)
+            if (pfd[i].revents & POLLIN)
+                fds[i].on_ready(d);
+    }
+}
+
+static void daemon_teardown(struct daemon *d)
+{
+    daemon__mig_stop(d);
+    daemon__mps_stop(d);
+    daemon__recovery_release(d);
+    daemon__cdi_release(d);
+    daemon__holders_stop(d);
+    daemon__metrics_stop(d);
+    daemon__labels_stop(d);
+    daemon__health_stop(d->health);
+    daemon_stop_plugins(d);
+    daemon__kube_stop(d);
+    daemon__reload_release(d);
+    dp_snapshot_unref(d->snap);
+    free(d->cdi_json);
+    free(d->kubelet_socket);
+    free(d->kubelet_dir);
+    if (d->sfd >= 0)
+        close(d->sfd);
+    if (d->ifd >= 0)
+        close(d->ifd);
+    if (d->tfd >= 0)
+        close(d->tfd);
+}
+
 int daemon_run(const struct daemon_options *o, struct error *err)
 {
     struct daemon d = {.o = o,
@@ -557,8 +701,6 @@ int daemon_run(const struct daemon_options *o, struct error *err)
                        .retire_fd = -1,
                        .recovery_fd = -1,
                        .cdi_retry_fd = -1};
-    char **warnings = NULL;
-    sigset_t mask;
     int r;
 
     /* A log reader (or any peer) going away must not kill the daemon and leave its sockets
@@ -573,116 +715,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
     d.env.device_exists = env_device_exists;
     d.env.mig_cap_path = env_mig_cap_path;
     d.env.new_id = env_new_id;
-    r = daemon_xid_policy_init(&d.xid, o->disable_healthchecks, o->enable_healthchecks, &warnings,
-                               err);
-    if (r < 0)
-        goto out;
-    for (size_t i = 0; warnings[i]; i++)
-        log_warn("%s", warnings[i]);
-    r = daemon_resolve_kubelet(&d, err);
-    if (r < 0)
-        goto out;
-    /* Signals first: a SIGTERM during startup must still stop us cleanly. */
-    r = daemon_setup_fds(&d, &mask, err);
-    if (r < 0)
-        goto out;
-    daemon__kube_start(&d);
-    r = daemon__holders_start(&d, err);
-    if (r < 0)
-        goto out;
-    r = daemon__load_initial(&d, err);
-    if (r < 0)
-        goto out;
-    r = daemon__reload_setup(&d, err);
-    if (r < 0)
-        goto out;
-    r = daemon__recovery_setup(&d, err);
-    if (r < 0)
-        goto out;
-    r = daemon__cdi_update(&d, d.snap, d.cfg, true, err);
-    if (r < 0)
-        goto out;
-    /* MPS resources are served once their control daemons run */
-    r = daemon__mps_update(&d, d.snap, err);
+    r = daemon_start(&d, err);
     if (r == 0)
-        r = daemon__mps_wait_external(&d, d.sfd, err);
-    if (r < 0)
-        goto out;
-    r = daemon_start_plugins(&d, err);
-    if (r < 0)
-        goto out;
-    if (daemon__mps_any_down(&d)) /* a control daemon did not start: its devices Unhealthy */
-        daemon__apply(&d, 0, "MPS control daemon");
-    d.health = daemon__health_start(o, &d.xid, d.snap);
-    daemon__recovery_watch(&d);
-    daemon__labels_start(&d);
-    daemon__labels_update(&d);
-    daemon__metrics_start(&d);
-    r = daemon__mig_start(&d, err);
-    if (r < 0)
-        goto out;
-
-    for (;;) {
-        /* The handler table: every fd the loop waits on and what handles it, in the order
-         * they are served (health before config work; -1 fds are ignored by poll). */
-        const struct loop_fd fds[] = {
-            {d.sfd, NULL}, /* signals: handled first, may end the loop */
-            {daemon__health_fd(d.health), daemon_on_health},
-            {d.ifd, daemon_on_inotify},
-            {d.tfd, daemon_on_timer},
-            {daemon__kube_fd(d.kube), daemon__kube_on_event},
-            {d.debounce_fd, daemon__on_debounce},
-            {d.inventory_fd, daemon__on_inventory_timer},
-            {d.retire_fd, daemon__on_retire_timer},
-            {daemon__metrics_fd(&d), daemon__metrics_on_ping},
-            {d.recovery_fd, daemon__on_recovery_timer},
-            {daemon__mig_watch_fd(&d), daemon__mig_on_label},
-            {daemon__mig_timer_fd(&d), daemon__mig_on_timer},
-            {daemon__mig_done_fd(&d), daemon__mig_on_done},
-            {daemon__mps_fd(&d), daemon__mps_on_event},
-            {d.cdi_retry_fd, daemon__cdi_on_retry},
-            {daemon__holders_fd(&d), daemon__on_holders},
-        };
-        struct pollfd pfd[GS_ARRAY_SIZE(fds)];
-
-        for (size_t i = 0; i < GS_ARRAY_SIZE(fds); i++)
-            pfd[i] = (struct pollfd){.fd = fds[i].fd, .events = POLLIN};
-        daemon_arm_timer(&d);
-        if (poll(pfd, GS_ARRAY_SIZE(pfd), -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            r = error_set_errno(err, errno, "poll");
-            goto out;
-        }
-        if ((pfd[0].revents & POLLIN) && daemon_on_signal(&d))
-            break;
-        for (size_t i = 1; i < GS_ARRAY_SIZE(fds); i++)
-            if (pfd[i].revents & POLLIN)
-                fds[i].on_ready(&d);
-    }
-    r = 0;
-out:
-    daemon__mig_stop(&d);
-    daemon__mps_stop(&d);
-    daemon__recovery_release(&d);
-    daemon__cdi_release(&d);
-    daemon__holders_stop(&d);
-    daemon__metrics_stop(&d);
-    daemon__labels_stop(&d);
-    daemon__health_stop(d.health);
-    daemon_stop_plugins(&d);
-    daemon__kube_stop(&d);
-    daemon__reload_release(&d);
-    dp_snapshot_unref(d.snap);
-    strv_free(warnings);
-    free(d.cdi_json);
-    free(d.kubelet_socket);
-    free(d.kubelet_dir);
-    if (d.sfd >= 0)
-        close(d.sfd);
-    if (d.ifd >= 0)
-        close(d.ifd);
-    if (d.tfd >= 0)
-        close(d.tfd);
+        r = daemon_loop(&d, err);
+    daemon_teardown(&d);
     return r;
 }
