@@ -277,45 +277,60 @@ static void record_peaks(struct daemon__sampler *s, const struct inv_inventory *
     }
 }
 
-static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
-                   const struct gpu_sample *smp, const struct sampler_dev *devs, size_t n_devs,
-                   const struct dp_pod_devices *names, const struct dp_pod_devices *uids,
-                   struct strbuf *sb)
+/* One process's memory and SM share counted to its pod's entry. */
+static void pod_use_add_process(struct pod_use *u, const struct gpu_sample_proc *pr)
 {
-    struct pod_uses use = {0};
+    u->bytes += pr->used_bytes;
+    if (pr->sm_util >= 0)
+        u->sm = (u->sm < 0 ? 0 : u->sm) + pr->sm_util;
+}
 
-    /* replicas held by each pod (and container) on each GPU */
+/* Replicas held by each pod (and container) on each GPU, from pod-resources' names and the
+ * checkpoint's UIDs. */
+static void count_replicas(const struct inv_inventory *inv, const struct sampler_dev *devs,
+                           size_t n_devs, const struct dp_pod_devices *names,
+                           const struct dp_pod_devices *uids, struct pod_uses *use)
+{
     for (size_t i = 0; names && i < n_devs; i++) {
         const struct dp_pod_device *pd = dp_pod_devices_find(names, devs[i].resource, devs[i].id);
         const char *container = pd && pd->container ? pd->container : "";
-        for (size_t g = 0; pd && g < inv->n_gpus; g++) {
-            if (strcmp(inv->gpus[g].uuid, devs[i].gpu_uuid) != 0)
-                continue;
-            struct pod_use *u = NULL;
-            for (size_t k = 0; k < use.n && !u; k++)
-                if (use.v[k].gpu == g && strcmp(use.v[k].ns_name, pd->pod) == 0 &&
-                    strcmp(use.v[k].resource, devs[i].resource) == 0 &&
-                    strcmp(use.v[k].container, container) == 0)
-                    u = &use.v[k];
-            if (!u) {
-                u = use_add(&use, (unsigned)g);
-                if (!u)
-                    continue;
-                str_copy(u->ns_name, pd->pod, sizeof(u->ns_name));
-                str_copy(u->container, container, sizeof(u->container));
-                str_copy(u->resource, devs[i].resource, sizeof(u->resource));
-                const char *id = holder(uids, devs[i].resource, devs[i].id);
-                if (id && str_startswith(id, "uid "))
-                    str_copy(u->uid, id + 4, sizeof(u->uid));
-            }
-            u->replicas++;
-        }
-    }
+        size_t g = 0;
+        struct pod_use *u = NULL;
 
-    /* each GPU's (and GPU instance's) labels, holder included, once for every field */
+        while (pd && g < inv->n_gpus && strcmp(inv->gpus[g].uuid, devs[i].gpu_uuid) != 0)
+            g++;
+        if (!pd || g == inv->n_gpus)
+            continue;
+        for (size_t k = 0; k < use->n && !u; k++)
+            if (use->v[k].gpu == g && strcmp(use->v[k].ns_name, pd->pod) == 0 &&
+                strcmp(use->v[k].resource, devs[i].resource) == 0 &&
+                strcmp(use->v[k].container, container) == 0)
+                u = &use->v[k];
+        if (!u) {
+            const char *id = holder(uids, devs[i].resource, devs[i].id);
+            u = use_add(use, (unsigned)g);
+            if (!u)
+                continue;
+            str_copy(u->ns_name, pd->pod, sizeof(u->ns_name));
+            str_copy(u->container, container, sizeof(u->container));
+            str_copy(u->resource, devs[i].resource, sizeof(u->resource));
+            if (id && str_startswith(id, "uid "))
+                str_copy(u->uid, id + 4, sizeof(u->uid));
+        }
+        u->replicas++;
+    }
+}
+
+/* dcgm's fields: each GPU's (and GPU instance's) labels, holder included, built once for
+ * every field. */
+static void render_gpu_fields(const struct daemon__sampler *s, const struct inv_inventory *inv,
+                              const struct gpu_sample *smp, const struct sampler_dev *devs,
+                              size_t n_devs, const struct dp_pod_devices *names, struct strbuf *sb)
+{
     const size_t per_gpu = 1 + GPU_SAMPLE_MAX_GIS;
     struct strbuf *lab = calloc(inv->n_gpus * per_gpu + 1, sizeof(*lab));
     struct strbuf host = STRBUF_INIT;
+
     host_labels(&host, s, inv);
     for (size_t g = 0; lab && g < inv->n_gpus; g++) {
         const char *container, *pod;
@@ -334,16 +349,66 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
         strbuf_release(&lab[i]);
     free(lab);
     strbuf_release(&host);
+}
 
-    /* processes -> pods: the cgroup says which pod (UID); the checkpoint/pod-resources join
-     * names it; processes in no pod are the host's */
+/* The entry of pod uid on GPU g that its processes count to: its only container's there;
+ * with several containers holding devices there, a pod-level entry (container ""): the
+ * cgroup names the container by id, the kubelet by name, and nothing here links the two.
+ * Made (named after what is known of the pod) when missing; NULL on ENOMEM. */
+static struct pod_use *process_entry(struct pod_uses *use, size_t g, const char *uid)
+{
+    const struct pod_use *named = NULL;
+    struct pod_use *u = NULL;
+    char ns_name[sizeof(u->ns_name)] = "", resource[sizeof(u->resource)] = "";
+    size_t same = 0;
+
+    for (size_t j = 0; j < use->n; j++)
+        if (use->v[j].gpu == g && strcmp(use->v[j].uid, uid) == 0 && use->v[j].replicas) {
+            same++;
+            u = &use->v[j];
+        }
+    if (same > 1) {
+        u = NULL;
+        for (size_t j = 0; j < use->n && !u; j++)
+            if (use->v[j].gpu == g && strcmp(use->v[j].uid, uid) == 0 && !use->v[j].replicas &&
+                !use->v[j].container[0])
+                u = &use->v[j];
+    }
+    if (u)
+        return u;
+    /* pod level, or a pod known by its UID only */
+    for (size_t j = 0; j < use->n; j++)
+        if (use->v[j].gpu == g && strcmp(use->v[j].uid, uid) == 0)
+            named = &use->v[j];
+    if (named) { /* copied first: use_add may move the array */
+        str_copy(ns_name, named->ns_name, sizeof(ns_name));
+        str_copy(resource, named->resource, sizeof(resource));
+    }
+    u = use_add(use, (unsigned)g);
+    if (u) {
+        str_copy(u->uid, uid, sizeof(u->uid));
+        str_copy(u->ns_name, ns_name, sizeof(u->ns_name));
+        str_copy(u->resource, resource, sizeof(u->resource));
+    }
+    return u;
+}
+
+/* Processes -> pods: the cgroup says which pod (UID); the checkpoint/pod-resources join
+ * names it; processes in no pod are the host's (written here). Returns how many processes
+ * /proc does not show (no host PID namespace). */
+static size_t attribute_processes(const struct daemon__sampler *s, const struct inv_inventory *inv,
+                                  const struct gpu_sample *smp, struct pod_uses *use,
+                                  struct strbuf *sb)
+{
+    size_t unseen = 0;
+
     head(sb, "gpuslice_host_gpu_memory_used_bytes", "gauge",
          "GPU memory used by processes that are in no pod (host processes)");
-    size_t unseen = 0; /* NVML shows them, /proc does not: no host PID namespace */
     for (size_t g = 0; g < inv->n_gpus; g++) {
         for (size_t p = 0; p < smp[g].n_procs; p++) {
             const struct gpu_sample_proc *pr = &smp[g].procs[p];
-            char path[256], uid[64], cid[80], *text = NULL;
+            char path[256], uid[64], cid[80], gpu[24], pid[16], *text = NULL;
+            struct pod_use *u;
             snprintf(path, sizeof(path), "%s/%u/cgroup",
                      s->o->host_proc ? s->o->host_proc : "/proc", pr->pid);
             int rr = file_read_all(path, 65536, &text, NULL, NULL);
@@ -354,61 +419,26 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
                 unseen++;
                 continue;
             }
-            if (!in_pod) {
-                char gpu[24], pid[16];
-                snprintf(gpu, sizeof(gpu), "%zu", g);
-                snprintf(pid, sizeof(pid), "%u", pr->pid);
-                (void)strbuf_puts(sb, "gpuslice_host_gpu_memory_used_bytes{");
-                label(sb, "gpu", gpu, true);
-                label(sb, "pid", pid, false);
-                (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pr->used_bytes);
+            if (in_pod) {
+                u = process_entry(use, g, uid);
+                if (u)
+                    pod_use_add_process(u, pr);
                 continue;
             }
-            /* the pod's entry on this GPU; with several containers holding devices there,
-             * the processes go to a pod-level entry (container ""): the cgroup names the
-             * container by id, the kubelet by name, and nothing here links the two */
-            struct pod_use *u = NULL;
-            size_t same = 0;
-            for (size_t j = 0; j < use.n; j++)
-                if (use.v[j].gpu == g && strcmp(use.v[j].uid, uid) == 0 && use.v[j].replicas) {
-                    same++;
-                    u = &use.v[j];
-                }
-            if (same > 1) {
-                u = NULL;
-                for (size_t j = 0; j < use.n && !u; j++)
-                    if (use.v[j].gpu == g && strcmp(use.v[j].uid, uid) == 0 && !use.v[j].replicas &&
-                        !use.v[j].container[0])
-                        u = &use.v[j];
-            }
-            if (!u) { /* pod level, or a pod known by its UID only */
-                const struct pod_use *named = NULL;
-                for (size_t j = 0; j < use.n; j++)
-                    if (use.v[j].gpu == g && strcmp(use.v[j].uid, uid) == 0)
-                        named = &use.v[j];
-                char ns_name[sizeof(u->ns_name)] = "", resource[sizeof(u->resource)] = "";
-                if (named) { /* copied first: use_add may move the array */
-                    str_copy(ns_name, named->ns_name, sizeof(ns_name));
-                    str_copy(resource, named->resource, sizeof(resource));
-                }
-                u = use_add(&use, (unsigned)g);
-                if (u) {
-                    str_copy(u->uid, uid, sizeof(u->uid));
-                    str_copy(u->ns_name, ns_name, sizeof(u->ns_name));
-                    str_copy(u->resource, resource, sizeof(u->resource));
-                }
-            }
-            if (u) {
-                u->bytes += pr->used_bytes;
-                if (pr->sm_util >= 0)
-                    u->sm = (u->sm < 0 ? 0 : u->sm) + pr->sm_util;
-            }
+            snprintf(gpu, sizeof(gpu), "%zu", g);
+            snprintf(pid, sizeof(pid), "%u", pr->pid);
+            (void)strbuf_puts(sb, "gpuslice_host_gpu_memory_used_bytes{");
+            label(sb, "gpu", gpu, true);
+            label(sb, "pid", pid, false);
+            (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pr->used_bytes);
         }
     }
-    head(sb, "gpuslice_gpu_processes_unattributed", "gauge",
-         "GPU processes whose /proc/<pid>/cgroup cannot be read (run with the host PID "
-         "namespace or mount the host's /proc at --host-proc)");
-    (void)strbuf_printf(sb, "gpuslice_gpu_processes_unattributed %zu\n", unseen);
+    return unseen;
+}
+
+/* The per-pod families: memory, SM share, replicas. */
+static void render_pod_series(const struct pod_uses *use, struct strbuf *sb)
+{
     static const char *const pod_metrics[3][2] = {
         {"gpuslice_pod_gpu_memory_used_bytes", "GPU memory used by the pod's processes"},
         {"gpuslice_pod_gpu_sm_utilization_ratio",
@@ -417,8 +447,8 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
     };
     for (size_t m = 0; m < 3; m++) {
         head(sb, pod_metrics[m][0], "gauge", pod_metrics[m][1]);
-        for (size_t k = 0; k < use.n; k++) {
-            const struct pod_use *u = &use.v[k];
+        for (size_t k = 0; k < use->n; k++) {
+            const struct pod_use *u = &use->v[k];
             const char *slash = strchr(u->ns_name, '/');
             char ns[128] = "", gpu[16];
             if ((m == 1 && u->sm < 0) || (m == 2 && !u->replicas) || (m < 2 && !u->bytes))
@@ -441,7 +471,12 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
                 (void)strbuf_printf(sb, "} %u\n", u->replicas);
         }
     }
-    record_peaks(s, inv, &use);
+}
+
+/* The most one pod used on each GPU since the daemon started. */
+static void render_peaks(const struct daemon__sampler *s, const struct inv_inventory *inv,
+                         struct strbuf *sb)
+{
     head(sb, "gpuslice_gpu_pod_memory_peak_bytes", "gauge",
          "The most GPU memory one pod used on this GPU since the daemon started (size replicas "
          "from it: gpuslice plan --size --from-metrics).");
@@ -465,6 +500,26 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
         label(sb, "pod_uid", pk->uid, false);
         (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pk->bytes);
     }
+}
+
+static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
+                   const struct gpu_sample *smp, const struct sampler_dev *devs, size_t n_devs,
+                   const struct dp_pod_devices *names, const struct dp_pod_devices *uids,
+                   struct strbuf *sb)
+{
+    struct pod_uses use = {0};
+    size_t unseen;
+
+    count_replicas(inv, devs, n_devs, names, uids, &use);
+    render_gpu_fields(s, inv, smp, devs, n_devs, names, sb);
+    unseen = attribute_processes(s, inv, smp, &use, sb);
+    head(sb, "gpuslice_gpu_processes_unattributed", "gauge",
+         "GPU processes whose /proc/<pid>/cgroup cannot be read (run with the host PID "
+         "namespace or mount the host's /proc at --host-proc)");
+    (void)strbuf_printf(sb, "gpuslice_gpu_processes_unattributed %zu\n", unseen);
+    render_pod_series(&use, sb);
+    record_peaks(s, inv, &use);
+    render_peaks(s, inv, sb);
     free(use.v);
 }
 
