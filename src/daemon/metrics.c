@@ -96,11 +96,6 @@ void daemon__metrics_on_ping(struct daemon *d)
     metrics_server_pong(d->metrics);
 }
 
-static int family(struct strbuf *sb, const char *name, const char *type, const char *help)
-{
-    return strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 static int with_resource(struct strbuf *sb, const char *metric, const char *resource,
                          const char *extra, unsigned long long v)
 {
@@ -123,9 +118,9 @@ static int render_allocations(const struct daemon *d, struct strbuf *sb)
     for (int errors = 0; errors < 2 && r == 0; errors++) { /* one family at a time */
         const char *name =
             errors ? "gpuslice_allocation_errors_total" : "gpuslice_allocations_total";
-        r = family(sb, name, "counter",
-                   errors ? "Allocate calls refused, per resource."
-                          : "Allocate calls per resource.");
+        r = metrics_family(sb, name, "counter",
+                           errors ? "Allocate calls refused, per resource."
+                                  : "Allocate calls per resource.");
         for (size_t i = 0; i < d->n_slots && r == 0; i++) {
             struct dp_plugin_stats st;
             if (!d->slots[i].p)
@@ -176,21 +171,21 @@ static int render_health(const struct daemon *d, const struct model *m,
                          const struct inv_inventory *inv, struct strbuf *sb)
 {
     static const char *const fixed[] = {"event-wait-failed", "recovered", "reset"};
-    int r = family(sb, "gpuslice_xid_marked_devices", "gauge",
-                   "Devices made Unhealthy by a critical XID.");
+    int r = metrics_family(sb, "gpuslice_xid_marked_devices", "gauge",
+                           "Devices made Unhealthy by a critical XID.");
 
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_xid_marked_devices %zu\n", xid_marked_devices(d, m));
     if (r == 0)
-        r = family(
+        r = metrics_family(
             sb, "gpuslice_health_recoveries_total", "counter",
             "Devices Healthy again: no XID for --health-recovery-after, or a lost GPU reset.");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_health_recoveries_total %llu\n", d->health_recoveries);
     if (r == 0)
-        r = family(sb, "gpuslice_health_changes_total", "counter",
-                   "Device health changes by reason: xid-<n> (from the first such XID on), "
-                   "event-wait-failed, recovered, reset.");
+        r = metrics_family(sb, "gpuslice_health_changes_total", "counter",
+                           "Device health changes by reason: xid-<n> (from the first such XID on), "
+                           "event-wait-failed, recovered, reset.");
     for (size_t f = 0; r == 0 && f < GS_ARRAY_SIZE(fixed); f++) {
         unsigned long long n = 0;
         for (size_t i = 0; i < d->n_health_reasons; i++)
@@ -207,9 +202,9 @@ static int render_health(const struct daemon *d, const struct model *m,
                               d->health_reasons[i].reason, d->health_reasons[i].n);
     }
     if (r == 0 && d->health && inv && inv->n_gpus)
-        r = family(sb, "gpuslice_xid_errors_total", "counter",
-                   "XID errors reported on the GPU, critical or not (the last one: "
-                   "DCGM_FI_DEV_XID_ERRORS).");
+        r = metrics_family(sb, "gpuslice_xid_errors_total", "counter",
+                           "XID errors reported on the GPU, critical or not (the last one: "
+                           "DCGM_FI_DEV_XID_ERRORS).");
     for (size_t g = 0; r == 0 && d->health && inv && g < inv->n_gpus; g++) {
         unsigned long long n;
         (void)daemon__health_last_xid(d->health, inv->gpus[g].uuid, &n);
@@ -223,12 +218,13 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
 {
     const struct model *m = d->snap ? dp_snapshot_model(d->snap) : NULL;
     size_t registered = 0, served = 0;
-    int r = family(sb, "gpuslice_build_info", "gauge", "Build of the running gpuslice.");
+    int r = metrics_family(sb, "gpuslice_build_info", "gauge", "Build of the running gpuslice.");
 
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_build_info{version=\"%s\"} 1\n", GS_VERSION);
     if (r == 0)
-        r = family(sb, "gpuslice_devices", "gauge", "Devices advertised per resource and health.");
+        r = metrics_family(sb, "gpuslice_devices", "gauge",
+                           "Devices advertised per resource and health.");
     for (size_t i = 0; m && i < m->n_resources && r == 0; i++) {
         const struct model_resource *res = &m->resources[i];
         unsigned long long healthy = 0;
@@ -243,8 +239,9 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
      * advertised Unhealthy */
     const struct inv_inventory *inv = d->snap ? dp_snapshot_inventory(d->snap) : NULL;
     if (r == 0 && inv && inv->n_gpus)
-        r = family(sb, "gpuslice_gpu_unhealthy_devices", "gauge",
-                   "Devices of the GPU (whole, replicas, MIG devices) advertised Unhealthy.");
+        r = metrics_family(
+            sb, "gpuslice_gpu_unhealthy_devices", "gauge",
+            "Devices of the GPU (whole, replicas, MIG devices) advertised Unhealthy.");
     for (size_t g = 0; r == 0 && inv && m && g < inv->n_gpus; g++) {
         unsigned long long bad = 0;
         for (size_t i = 0; i < m->n_resources; i++)
@@ -256,8 +253,8 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
                           inv->gpus[g].index, inv->gpus[g].uuid, bad);
     }
     if (r == 0)
-        r = family(sb, "gpuslice_resource_registered", "gauge",
-                   "1 when the resource is registered with the kubelet.");
+        r = metrics_family(sb, "gpuslice_resource_registered", "gauge",
+                           "1 when the resource is registered with the kubelet.");
     for (size_t i = 0; i < d->n_slots && r == 0; i++) {
         if (!d->slots[i].p)
             continue;
@@ -269,19 +266,19 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
     if (r == 0)
         r = render_allocations(d, sb);
     if (r == 0)
-        r = family(sb, "gpuslice_config_reloads_total", "counter",
-                   "Config, label and inventory changes applied.");
+        r = metrics_family(sb, "gpuslice_config_reloads_total", "counter",
+                           "Config, label and inventory changes applied.");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_config_reloads_total %llu\n", d->reloads);
     if (r == 0)
-        r = family(sb, "gpuslice_config_reload_failures_total", "counter",
-                   "Configs that could not be applied (the last good one kept).");
+        r = metrics_family(sb, "gpuslice_config_reload_failures_total", "counter",
+                           "Configs that could not be applied (the last good one kept).");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_config_reload_failures_total %llu\n",
                           d->config_reload_failures);
     if (r == 0)
-        r = family(sb, "gpuslice_retiring_devices", "gauge",
-                   "Devices a config removed, kept Unhealthy while pods hold them.");
+        r = metrics_family(sb, "gpuslice_retiring_devices", "gauge",
+                           "Devices a config removed, kept Unhealthy while pods hold them.");
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_retiring_devices %zu\n", d->n_retiring);
     if (r == 0)
@@ -290,8 +287,8 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
     const char *mig = daemon__mig_state(d);
     if (r == 0 && mig) {
         static const char *const states[] = {"pending", "success", "failed", "rebooting"};
-        r = family(sb, "gpuslice_mig_config_state", "gauge",
-                   "1 for the nvidia.com/mig.config.state this node is in.");
+        r = metrics_family(sb, "gpuslice_mig_config_state", "gauge",
+                           "1 for the nvidia.com/mig.config.state this node is in.");
         for (size_t i = 0; r == 0 && i < GS_ARRAY_SIZE(states); i++)
             r = strbuf_printf(sb, "gpuslice_mig_config_state{state=\"%s\"} %d\n", states[i],
                               strcmp(mig, states[i]) == 0);
@@ -302,16 +299,16 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
         if (up < 0 || m->resources[i].sharing != CFG_SHARING_MPS)
             continue;
         if (!mps_header)
-            r = family(sb, "gpuslice_mps_daemon_up", "gauge",
-                       "1 when the resource's MPS control daemon runs and answers.");
+            r = metrics_family(sb, "gpuslice_mps_daemon_up", "gauge",
+                               "1 when the resource's MPS control daemon runs and answers.");
         mps_header = true;
         if (r == 0)
             r = with_resource(sb, "gpuslice_mps_daemon_up", m->resources[i].name, NULL,
                               (unsigned long long)up);
     }
     if (r == 0 && mps_header)
-        r = family(sb, "gpuslice_mps_daemon_restarts_total", "counter",
-                   "MPS control daemons restarted after they died or hung.");
+        r = metrics_family(sb, "gpuslice_mps_daemon_restarts_total", "counter",
+                           "MPS control daemons restarted after they died or hung.");
     if (r == 0 && mps_header)
         r = strbuf_printf(sb, "gpuslice_mps_daemon_restarts_total %u\n", daemon__mps_restarts(d));
     if (r == 0) /* NVML telemetry and per-pod attribution, from the sampler thread */

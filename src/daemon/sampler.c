@@ -91,11 +91,6 @@ static void label(struct strbuf *sb, const char *k, const char *v, bool first)
     (void)strbuf_putc(sb, '"');
 }
 
-static void head(struct strbuf *sb, const char *name, const char *type, const char *help)
-{
-    (void)strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /* The pod holding device (resource, id) per pod-resources ("ns/name") and per the kubelet's
  * checkpoint ("uid <UID>"). */
 static const char *holder(const struct dp_pod_devices *l, const char *resource, const char *id)
@@ -221,7 +216,7 @@ static void render_fields(const struct inv_inventory *inv, const struct gpu_samp
 {
     for (size_t f = 0; f < GPU_FIELD_COUNT; f++) {
         bool fb = f == GPU_FIELD_FB_USED || f == GPU_FIELD_FB_FREE;
-        head(sb, dcgm_fields[f].name, dcgm_fields[f].type, dcgm_fields[f].help);
+        (void)metrics_family(sb, dcgm_fields[f].name, dcgm_fields[f].type, dcgm_fields[f].help);
         for (size_t g = 0; g < inv->n_gpus; g++) {
             const struct gpu_sample *x = &smp[g];
             if (fb && inv->gpus[g].mig_enabled) {
@@ -402,8 +397,8 @@ static size_t attribute_processes(const struct daemon__sampler *s, const struct 
 {
     size_t unseen = 0;
 
-    head(sb, "gpuslice_host_gpu_memory_used_bytes", "gauge",
-         "GPU memory used by processes that are in no pod (host processes)");
+    (void)metrics_family(sb, "gpuslice_host_gpu_memory_used_bytes", "gauge",
+                         "GPU memory used by processes that are in no pod (host processes)");
     for (size_t g = 0; g < inv->n_gpus; g++) {
         for (size_t p = 0; p < smp[g].n_procs; p++) {
             const struct gpu_sample_proc *pr = &smp[g].procs[p];
@@ -446,7 +441,7 @@ static void render_pod_series(const struct pod_uses *use, struct strbuf *sb)
         {"gpuslice_pod_gpu_replicas", "replicas of the GPU the pod was given"},
     };
     for (size_t m = 0; m < 3; m++) {
-        head(sb, pod_metrics[m][0], "gauge", pod_metrics[m][1]);
+        (void)metrics_family(sb, pod_metrics[m][0], "gauge", pod_metrics[m][1]);
         for (size_t k = 0; k < use->n; k++) {
             const struct pod_use *u = &use->v[k];
             const char *slash = strchr(u->ns_name, '/');
@@ -477,9 +472,10 @@ static void render_pod_series(const struct pod_uses *use, struct strbuf *sb)
 static void render_peaks(const struct daemon__sampler *s, const struct inv_inventory *inv,
                          struct strbuf *sb)
 {
-    head(sb, "gpuslice_gpu_pod_memory_peak_bytes", "gauge",
-         "The most GPU memory one pod used on this GPU since the daemon started (size replicas "
-         "from it: gpuslice plan --size --from-metrics).");
+    (void)metrics_family(
+        sb, "gpuslice_gpu_pod_memory_peak_bytes", "gauge",
+        "The most GPU memory one pod used on this GPU since the daemon started (size replicas "
+        "from it: gpuslice plan --size --from-metrics).");
     for (size_t g = 0; g < inv->n_gpus; g++) {
         const struct gpu_peak *pk = NULL;
         for (size_t k = 0; k < s->n_peaks && !pk; k++)
@@ -513,9 +509,10 @@ static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
     count_replicas(inv, devs, n_devs, names, uids, &use);
     render_gpu_fields(s, inv, smp, devs, n_devs, names, sb);
     unseen = attribute_processes(s, inv, smp, &use, sb);
-    head(sb, "gpuslice_gpu_processes_unattributed", "gauge",
-         "GPU processes whose /proc/<pid>/cgroup cannot be read (run with the host PID "
-         "namespace or mount the host's /proc at --host-proc)");
+    (void)metrics_family(
+        sb, "gpuslice_gpu_processes_unattributed", "gauge",
+        "GPU processes whose /proc/<pid>/cgroup cannot be read (run with the host PID "
+        "namespace or mount the host's /proc at --host-proc)");
     (void)strbuf_printf(sb, "gpuslice_gpu_processes_unattributed %zu\n", unseen);
     render_pod_series(&use, sb);
     record_peaks(s, inv, &use);
@@ -679,7 +676,8 @@ int daemon__sampler_render(struct daemon *d, struct strbuf *sb)
     if (r == 0 && s->text && s->inv && d->health) {
         struct strbuf host = STRBUF_INIT;
         host_labels(&host, s, s->inv);
-        head(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
+        (void)metrics_family(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge",
+                             "Value of the last XID error encountered.");
         for (size_t g = 0; g < s->inv->n_gpus; g++) {
             unsigned long long n,
                 xid = daemon__health_last_xid(d->health, s->inv->gpus[g].uuid, &n);

@@ -106,23 +106,6 @@ struct metrics_server {
     unsigned long long pongs;
 };
 
-int metrics_escape(struct strbuf *sb, const char *v)
-{
-    int r = 0;
-
-    for (; *v && r == 0; v++) {
-        if (*v == '\\')
-            r = strbuf_puts(sb, "\\\\");
-        else if (*v == '"')
-            r = strbuf_puts(sb, "\\\"");
-        else if (*v == '\n')
-            r = strbuf_puts(sb, "\\n");
-        else
-            r = strbuf_printf(sb, "%c", *v);
-    }
-    return r;
-}
-
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
                              const char *body, size_t len)
 {

@@ -51,7 +51,9 @@ int metrics_openmetrics(const char *text, struct strbuf *out);
  * not one the catalog names (or 0, no XID). Static text. */
 const char *metrics_xid_text(unsigned long long xid);
 
-/* Exposition helpers: a label value escaped as the text format wants (\\, \", \n). */
+/* Exposition helpers (write.c), the one writer of every family: a label value escaped as the
+ * text format wants (\\, \", \n), and a family's "# HELP" and "# TYPE" lines. */
 int metrics_escape(struct strbuf *sb, const char *value);
+int metrics_family(struct strbuf *sb, const char *name, const char *type, const char *help);
 
 #endif
