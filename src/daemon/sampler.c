@@ -49,41 +49,6 @@ struct daemon__sampler {
     char hostname[128];
 };
 
-/* One pod's share of one GPU. */
-struct pod_use {
-    char ns_name[256]; /* "<namespace>/<name>", "" when only the UID is known */
-    char uid[64];
-    char container[128]; /* "" when the pod's processes cannot be told apart by container */
-    char resource[128];
-    unsigned gpu;
-    uint64_t bytes;
-    int sm; /* % summed, -1 unknown */
-    unsigned replicas;
-};
-
-struct pod_uses {
-    struct pod_use *v;
-    size_t n, alloc;
-};
-
-/* A new zeroed entry for gpu, or NULL when out of memory (the pod then goes unreported). */
-static struct pod_use *use_add(struct pod_uses *u, unsigned gpu)
-{
-    if (u->n == u->alloc) {
-        size_t alloc = u->alloc ? 2 * u->alloc : 32;
-        struct pod_use *v = reallocarray(u->v, alloc, sizeof(*v));
-        if (!v)
-            return NULL;
-        u->v = v;
-        u->alloc = alloc;
-    }
-    struct pod_use *e = &u->v[u->n++];
-    memset(e, 0, sizeof(*e));
-    e->gpu = gpu;
-    e->sm = -1;
-    return e;
-}
-
 static void label(struct strbuf *sb, const char *k, const char *v, bool first)
 {
     (void)strbuf_printf(sb, "%s%s=\"", first ? "" : ",", k);
@@ -239,17 +204,17 @@ static void render_fields(const struct inv_inventory *inv, const struct gpu_samp
 /* Raises each GPU's recorded peak to the largest pod seen on it in this sample. A pod split
  * over several entries (containers) counts once, summed. */
 static void record_peaks(struct daemon__sampler *s, const struct inv_inventory *inv,
-                         const struct pod_uses *use)
+                         const struct metrics_usage *use)
 {
-    for (size_t k = 0; k < use->n; k++) {
-        const struct pod_use *u = &use->v[k];
+    for (size_t k = 0; k < use->n_pods; k++) {
+        const struct metrics_pod_use *u = &use->pods[k];
         uint64_t bytes = 0;
         if (!u->bytes || u->gpu >= inv->n_gpus)
             continue;
-        for (size_t j = 0; j < use->n; j++) /* the pod's total on this GPU */
-            if (use->v[j].gpu == u->gpu && strcmp(use->v[j].uid, u->uid) == 0 &&
-                strcmp(use->v[j].ns_name, u->ns_name) == 0)
-                bytes += use->v[j].bytes;
+        for (size_t j = 0; j < use->n_pods; j++) /* the pod's total on this GPU */
+            if (use->pods[j].gpu == u->gpu && strcmp(use->pods[j].uid, u->uid) == 0 &&
+                strcmp(use->pods[j].ns_name, u->ns_name) == 0)
+                bytes += use->pods[j].bytes;
         const char *uuid = inv->gpus[u->gpu].uuid;
         struct gpu_peak *pk = NULL;
         for (size_t j = 0; j < s->n_peaks && !pk; j++)
@@ -269,50 +234,6 @@ static void record_peaks(struct daemon__sampler *s, const struct inv_inventory *
             str_copy(pk->ns_name, u->ns_name, sizeof(pk->ns_name));
             str_copy(pk->uid, u->uid, sizeof(pk->uid));
         }
-    }
-}
-
-/* One process's memory and SM share counted to its pod's entry. */
-static void pod_use_add_process(struct pod_use *u, const struct gpu_sample_proc *pr)
-{
-    u->bytes += pr->used_bytes;
-    if (pr->sm_util >= 0)
-        u->sm = (u->sm < 0 ? 0 : u->sm) + pr->sm_util;
-}
-
-/* Replicas held by each pod (and container) on each GPU, from pod-resources' names and the
- * checkpoint's UIDs. */
-static void count_replicas(const struct inv_inventory *inv, const struct sampler_dev *devs,
-                           size_t n_devs, const struct dp_pod_devices *names,
-                           const struct dp_pod_devices *uids, struct pod_uses *use)
-{
-    for (size_t i = 0; names && i < n_devs; i++) {
-        const struct dp_pod_device *pd = dp_pod_devices_find(names, devs[i].resource, devs[i].id);
-        const char *container = pd && pd->container ? pd->container : "";
-        size_t g = 0;
-        struct pod_use *u = NULL;
-
-        while (pd && g < inv->n_gpus && strcmp(inv->gpus[g].uuid, devs[i].gpu_uuid) != 0)
-            g++;
-        if (!pd || g == inv->n_gpus)
-            continue;
-        for (size_t k = 0; k < use->n && !u; k++)
-            if (use->v[k].gpu == g && strcmp(use->v[k].ns_name, pd->pod) == 0 &&
-                strcmp(use->v[k].resource, devs[i].resource) == 0 &&
-                strcmp(use->v[k].container, container) == 0)
-                u = &use->v[k];
-        if (!u) {
-            const char *id = holder(uids, devs[i].resource, devs[i].id);
-            u = use_add(use, (unsigned)g);
-            if (!u)
-                continue;
-            str_copy(u->ns_name, pd->pod, sizeof(u->ns_name));
-            str_copy(u->container, container, sizeof(u->container));
-            str_copy(u->resource, devs[i].resource, sizeof(u->resource));
-            if (id && str_startswith(id, "uid "))
-                str_copy(u->uid, id + 4, sizeof(u->uid));
-        }
-        u->replicas++;
     }
 }
 
@@ -346,93 +267,8 @@ static void render_gpu_fields(const struct daemon__sampler *s, const struct inv_
     strbuf_release(&host);
 }
 
-/* The entry of pod uid on GPU g that its processes count to: its only container's there;
- * with several containers holding devices there, a pod-level entry (container ""): the
- * cgroup names the container by id, the kubelet by name, and nothing here links the two.
- * Made (named after what is known of the pod) when missing; NULL on ENOMEM. */
-static struct pod_use *process_entry(struct pod_uses *use, size_t g, const char *uid)
-{
-    const struct pod_use *named = NULL;
-    struct pod_use *u = NULL;
-    char ns_name[sizeof(u->ns_name)] = "", resource[sizeof(u->resource)] = "";
-    size_t same = 0;
-
-    for (size_t j = 0; j < use->n; j++)
-        if (use->v[j].gpu == g && strcmp(use->v[j].uid, uid) == 0 && use->v[j].replicas) {
-            same++;
-            u = &use->v[j];
-        }
-    if (same > 1) {
-        u = NULL;
-        for (size_t j = 0; j < use->n && !u; j++)
-            if (use->v[j].gpu == g && strcmp(use->v[j].uid, uid) == 0 && !use->v[j].replicas &&
-                !use->v[j].container[0])
-                u = &use->v[j];
-    }
-    if (u)
-        return u;
-    /* pod level, or a pod known by its UID only */
-    for (size_t j = 0; j < use->n; j++)
-        if (use->v[j].gpu == g && strcmp(use->v[j].uid, uid) == 0)
-            named = &use->v[j];
-    if (named) { /* copied first: use_add may move the array */
-        str_copy(ns_name, named->ns_name, sizeof(ns_name));
-        str_copy(resource, named->resource, sizeof(resource));
-    }
-    u = use_add(use, (unsigned)g);
-    if (u) {
-        str_copy(u->uid, uid, sizeof(u->uid));
-        str_copy(u->ns_name, ns_name, sizeof(u->ns_name));
-        str_copy(u->resource, resource, sizeof(u->resource));
-    }
-    return u;
-}
-
-/* Processes -> pods: the cgroup says which pod (UID); the checkpoint/pod-resources join
- * names it; processes in no pod are the host's (written here). Returns how many processes
- * /proc does not show (no host PID namespace). */
-static size_t attribute_processes(const struct daemon__sampler *s, const struct inv_inventory *inv,
-                                  const struct gpu_sample *smp, struct pod_uses *use,
-                                  struct strbuf *sb)
-{
-    size_t unseen = 0;
-
-    (void)metrics_family(sb, "gpuslice_host_gpu_memory_used_bytes", "gauge",
-                         "GPU memory used by processes that are in no pod (host processes)");
-    for (size_t g = 0; g < inv->n_gpus; g++) {
-        for (size_t p = 0; p < smp[g].n_procs; p++) {
-            const struct gpu_sample_proc *pr = &smp[g].procs[p];
-            char path[256], uid[64], cid[80], gpu[24], pid[16], *text = NULL;
-            struct pod_use *u;
-            snprintf(path, sizeof(path), "%s/%u/cgroup",
-                     s->o->host_proc ? s->o->host_proc : "/proc", pr->pid);
-            int rr = file_read_all(path, 65536, &text, NULL, NULL);
-            bool in_pod =
-                rr == 0 && metrics_cgroup_pod(text, uid, sizeof(uid), cid, sizeof(cid)) == 1;
-            free(text);
-            if (rr < 0) { /* not visible here: neither a pod's nor surely the host's */
-                unseen++;
-                continue;
-            }
-            if (in_pod) {
-                u = process_entry(use, g, uid);
-                if (u)
-                    pod_use_add_process(u, pr);
-                continue;
-            }
-            snprintf(gpu, sizeof(gpu), "%zu", g);
-            snprintf(pid, sizeof(pid), "%u", pr->pid);
-            (void)strbuf_puts(sb, "gpuslice_host_gpu_memory_used_bytes{");
-            label(sb, "gpu", gpu, true);
-            label(sb, "pid", pid, false);
-            (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pr->used_bytes);
-        }
-    }
-    return unseen;
-}
-
 /* The per-pod families: memory, SM share, replicas. */
-static void render_pod_series(const struct pod_uses *use, struct strbuf *sb)
+static void render_pod_series(const struct metrics_usage *use, struct strbuf *sb)
 {
     static const char *const pod_metrics[3][2] = {
         {"gpuslice_pod_gpu_memory_used_bytes", "GPU memory used by the pod's processes"},
@@ -442,8 +278,8 @@ static void render_pod_series(const struct pod_uses *use, struct strbuf *sb)
     };
     for (size_t m = 0; m < 3; m++) {
         (void)metrics_family(sb, pod_metrics[m][0], "gauge", pod_metrics[m][1]);
-        for (size_t k = 0; k < use->n; k++) {
-            const struct pod_use *u = &use->v[k];
+        for (size_t k = 0; k < use->n_pods; k++) {
+            const struct metrics_pod_use *u = &use->pods[k];
             const char *slash = strchr(u->ns_name, '/');
             char ns[128] = "", gpu[16];
             if ((m == 1 && u->sm < 0) || (m == 2 && !u->replicas) || (m < 2 && !u->bytes))
@@ -498,26 +334,110 @@ static void render_peaks(const struct daemon__sampler *s, const struct inv_inven
     }
 }
 
+/* What the join needs: the devices pods hold (pod-resources' names, the checkpoint's UIDs)
+ * and the GPUs' processes with the text of their cgroup files (owned by *ret_texts). */
+static int join_inputs(const struct daemon__sampler *s, const struct inv_inventory *inv,
+                       const struct gpu_sample *smp, const struct sampler_dev *devs, size_t n_devs,
+                       const struct dp_pod_devices *names, const struct dp_pod_devices *uids,
+                       struct metrics_holding **ret_h, size_t *ret_nh,
+                       struct metrics_process **ret_p, size_t *ret_np, char ***ret_texts)
+{
+    size_t n_procs = 0, nh = 0, np = 0;
+    struct metrics_holding *h;
+    struct metrics_process *p;
+    char **texts;
+
+    for (size_t g = 0; g < inv->n_gpus; g++)
+        n_procs += smp[g].n_procs;
+    h = calloc(n_devs + 1, sizeof(*h));
+    p = calloc(n_procs + 1, sizeof(*p));
+    texts = calloc(n_procs + 1, sizeof(*texts));
+    if (!h || !p || !texts) {
+        free(h);
+        free(p);
+        free(texts);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; names && i < n_devs; i++) {
+        const struct dp_pod_device *pd = dp_pod_devices_find(names, devs[i].resource, devs[i].id);
+        const char *id = holder(uids, devs[i].resource, devs[i].id);
+        size_t g = 0;
+        while (pd && g < inv->n_gpus && strcmp(inv->gpus[g].uuid, devs[i].gpu_uuid) != 0)
+            g++;
+        if (!pd || g == inv->n_gpus)
+            continue;
+        h[nh++] = (struct metrics_holding){.resource = devs[i].resource,
+                                           .id = devs[i].id,
+                                           .gpu = (unsigned)g,
+                                           .pod = pd->pod,
+                                           .container = pd->container,
+                                           .uid = id && str_startswith(id, "uid ") ? id + 4 : NULL};
+    }
+    for (size_t g = 0; g < inv->n_gpus; g++) {
+        for (size_t k = 0; k < smp[g].n_procs; k++, np++) {
+            const struct gpu_sample_proc *pr = &smp[g].procs[k];
+            char path[256];
+            snprintf(path, sizeof(path), "%s/%u/cgroup",
+                     s->o->host_proc ? s->o->host_proc : "/proc", pr->pid);
+            if (file_read_all(path, 65536, &texts[np], NULL, NULL) < 0)
+                texts[np] = NULL; /* not visible here: neither a pod's nor surely the host's */
+            p[np] = (struct metrics_process){(unsigned)g, pr->pid, pr->used_bytes, pr->sm_util,
+                                             texts[np]};
+        }
+    }
+    *ret_h = h;
+    *ret_nh = nh;
+    *ret_p = p;
+    *ret_np = np;
+    *ret_texts = texts;
+    return 0;
+}
+
+/* Processes in no pod (the host's), and how many /proc cannot show. */
+static void render_host(const struct metrics_usage *use, struct strbuf *sb)
+{
+    (void)metrics_family(sb, "gpuslice_host_gpu_memory_used_bytes", "gauge",
+                         "GPU memory used by processes that are in no pod (host processes)");
+    for (size_t i = 0; i < use->n_host; i++) {
+        char gpu[24], pid[16];
+        snprintf(gpu, sizeof(gpu), "%u", use->host[i].gpu);
+        snprintf(pid, sizeof(pid), "%u", use->host[i].pid);
+        (void)strbuf_puts(sb, "gpuslice_host_gpu_memory_used_bytes{");
+        label(sb, "gpu", gpu, true);
+        label(sb, "pid", pid, false);
+        (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)use->host[i].bytes);
+    }
+    (void)metrics_family(sb, "gpuslice_gpu_processes_unattributed", "gauge",
+                         "GPU processes whose /proc/<pid>/cgroup cannot be read (run with the "
+                         "host PID namespace or mount the host's /proc at --host-proc)");
+    (void)strbuf_printf(sb, "gpuslice_gpu_processes_unattributed %zu\n", use->unattributed);
+}
+
 static void render(struct daemon__sampler *s, const struct inv_inventory *inv,
                    const struct gpu_sample *smp, const struct sampler_dev *devs, size_t n_devs,
                    const struct dp_pod_devices *names, const struct dp_pod_devices *uids,
                    struct strbuf *sb)
 {
-    struct pod_uses use = {0};
-    size_t unseen;
+    struct metrics_usage use = {0};
+    struct metrics_holding *h = NULL;
+    struct metrics_process *p = NULL;
+    char **texts = NULL;
+    size_t nh = 0, np = 0;
 
-    count_replicas(inv, devs, n_devs, names, uids, &use);
     render_gpu_fields(s, inv, smp, devs, n_devs, names, sb);
-    unseen = attribute_processes(s, inv, smp, &use, sb);
-    (void)metrics_family(
-        sb, "gpuslice_gpu_processes_unattributed", "gauge",
-        "GPU processes whose /proc/<pid>/cgroup cannot be read (run with the host PID "
-        "namespace or mount the host's /proc at --host-proc)");
-    (void)strbuf_printf(sb, "gpuslice_gpu_processes_unattributed %zu\n", unseen);
-    render_pod_series(&use, sb);
-    record_peaks(s, inv, &use);
+    if (join_inputs(s, inv, smp, devs, n_devs, names, uids, &h, &nh, &p, &np, &texts) == 0 &&
+        metrics_pod_usage(h, nh, p, np, &use, NULL) == 0) {
+        render_host(&use, sb);
+        render_pod_series(&use, sb);
+        record_peaks(s, inv, &use);
+    }
     render_peaks(s, inv, sb);
-    free(use.v);
+    for (size_t i = 0; texts && i < np; i++)
+        free(texts[i]);
+    free(texts);
+    free(h);
+    free(p);
+    metrics_usage_release(&use);
 }
 
 static void sample_once(struct daemon__sampler *s, struct gpu_nvml *nvml)

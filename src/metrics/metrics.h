@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/base.h"
 
@@ -42,6 +43,59 @@ void metrics_server_pong(struct metrics_server *s);
  * the container id (64 hex digits, "" when the path names none), 0 when it is not in a pod
  * (a host process). Pure. */
 int metrics_cgroup_pod(const char *text, char *uid, size_t uid_size, char *cid, size_t cid_size);
+
+/* ---- the pod-usage join (join.c, pure) ----------------------------------------------------- */
+
+/* One advertised device a pod holds. Strings are borrowed for the call. */
+struct metrics_holding {
+    const char *resource, *id;
+    unsigned gpu;          /* its GPU's index */
+    const char *pod;       /* "<namespace>/<name>" (pod-resources), NULL when not known */
+    const char *container; /* the container it went to, NULL when not known */
+    const char *uid;       /* the pod's UID (the kubelet's checkpoint), NULL when not known */
+};
+
+/* One process on a GPU (NVML), with the text of its /proc/<pid>/cgroup. */
+struct metrics_process {
+    unsigned gpu, pid;
+    uint64_t used_bytes;
+    int sm_util;        /* %, -1 unknown */
+    const char *cgroup; /* NULL: /proc does not show it (no host PID namespace) */
+};
+
+/* One pod's (or container's) share of one GPU. */
+struct metrics_pod_use {
+    char ns_name[256];   /* "<namespace>/<name>", "" when only the UID is known */
+    char uid[64];        /* "" when not known */
+    char container[128]; /* "" when its processes cannot be told apart by container */
+    char resource[128];
+    unsigned gpu;
+    uint64_t bytes;    /* GPU memory its processes use */
+    int sm;            /* % summed over its processes, -1 unknown */
+    unsigned replicas; /* devices of the GPU it holds */
+};
+
+struct metrics_host_use {
+    unsigned gpu, pid;
+    uint64_t bytes;
+};
+
+struct metrics_usage {
+    struct metrics_pod_use *pods; /* owned */
+    size_t n_pods, alloc_pods;
+    struct metrics_host_use *host; /* processes in no pod (owned) */
+    size_t n_host;
+    size_t unattributed; /* processes /proc cannot show */
+};
+
+/* Joins holdings and processes: replicas per pod and container on each GPU; each process's
+ * memory and SM share to its pod's entry (the container's when the pod has one container
+ * holding devices on that GPU, else a pod-level entry, container ""); processes in no pod
+ * are the host's; ones /proc cannot show are counted. *ret owned (metrics_usage_release);
+ * -ENOMEM. */
+int metrics_pod_usage(const struct metrics_holding *h, size_t n_h, const struct metrics_process *p,
+                      size_t n_p, struct metrics_usage *ret, struct error *err);
+void metrics_usage_release(struct metrics_usage *u);
 
 /* The Prometheus text in OpenMetrics 1.0 form (what /metrics answers to an Accept of
  * application/openmetrics-text): counter families named without _total, a final # EOF. */
