@@ -76,8 +76,10 @@ VERSION = $(shell awk '/^project.gpuslice VERSION/ {print $$3}' CMakeLists.txt)
 IMAGE ?= localhost/gpuslice:$(VERSION)
 .PHONY: image
 image: image-rootfs
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
 	scripts/image-oci $(BUILD)/rootfs $(BUILD)/gpuslice-image.tar --name $(IMAGE) \
-		--version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+		--version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+		--arch "$$(dpkg --print-architecture)"
 
 # e2e: the real-node lane (tests/e2e, docs/e2e.md): builds and caches Kubernetes 1.20.2 from
 # Debian's source package on first use (tens of minutes), starts a one-node cluster in a
