@@ -163,7 +163,7 @@ def image_ref():
     return index["manifests"][0]["annotations"]["io.containerd.image.name"]
 
 
-def e2e_kustomization(overlay, machine, env=None):
+def e2e_kustomization(overlay, machine, env=None, mps_daemon=False):
     """The overlay as shipped, plus only what this machine needs."""
     d = os.path.join(RUN, "k", overlay)
     os.makedirs(d, exist_ok=True)
@@ -190,14 +190,23 @@ def e2e_kustomization(overlay, machine, env=None):
                                                               "type": "Directory"}}]}}}}
     port = [{"op": "replace", "path": "/spec/template/spec/containers/0/ports/0/containerPort",
              "value": METRICS_PORT}]
+    patches = [{"patch": json.dumps(smp)},
+               {"patch": json.dumps(port),
+                "target": {"kind": "DaemonSet", "name": "gpuslice-device-plugin"}}]
+    if mps_daemon:  # overlays/mps-split's control daemon: the same, plus the fake MPS
+        mps = json.loads(json.dumps(smp))
+        mps["metadata"]["name"] = "gpuslice-mps-control-daemon"
+        c = mps["spec"]["template"]["spec"]["containers"][0]
+        c["name"] = "mps-control-daemon"
+        c["env"] = [e for e in c["env"] if e["name"] != "GPUSLICE_METRICS_ADDRESS"] + [
+            {"name": "GPUSLICE_MPS_CONTROL", "value": "/fake-nvml/nvidia-cuda-mps-control"}]
+        patches.append({"patch": json.dumps(mps)})
     k = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
          "resources": [os.path.relpath(os.path.join(SRC, "deployments/kustomize/overlays",
                                                     overlay), d)],
          "images": [{"name": "registry.example.com/gpuslice", "newName": name,
                      "newTag": tag}],
-         "patches": [{"patch": json.dumps(smp)},
-                     {"patch": json.dumps(port),
-                      "target": {"kind": "DaemonSet", "name": "gpuslice-device-plugin"}}]}
+         "patches": patches}
     with open(os.path.join(d, "kustomization.yaml"), "w") as f:
         json.dump(k, f, indent=1)
     return d
@@ -213,14 +222,16 @@ def prepare_driver(machine):
         if os.path.exists(os.path.join(FAKE, f)):
             os.unlink(os.path.join(FAKE, f))
     open(os.path.join(FAKE, "events"), "w").close()
+    # NVIDIA's runtime would inject nvidia-cuda-mps-control: the fake one, for mps-split
+    sh("cp", os.path.join(BUILD, "tools/fake-mps/nvidia-cuda-mps-control"), FAKE)
     if machine:
         sh("cp", os.path.join(SRC, "examples/machines", machine),
            os.path.join(FAKE, "machine.yaml"))
 
 
-def apply_overlay(overlay, machine, env=None):
+def apply_overlay(overlay, machine, env=None, mps_daemon=False):
     prepare_driver(machine)
-    d = e2e_kustomization(overlay, machine, env)
+    d = e2e_kustomization(overlay, machine, env, mps_daemon)
     docs = [x for x in yaml.safe_load_all(kubectl("kustomize", d).stdout) if x]
     left = [x for x in docs if x["kind"] in NOT_IN_1_20]
     docs = [x for x in docs if x["kind"] not in NOT_IN_1_20]
@@ -244,6 +255,11 @@ def remove_overlay(overlay):
     for k in ("nvidia.com/device-plugin.config", "nvidia.com/mig.config",
               "nvidia.com/mig.config.state"):
         label(k)
+    if overlay in ("mps-split", "mps"):
+        delete_workloads()
+        if os.path.exists(os.path.join(RUN, "created-run-nvidia")):  # the MPS root's hostPath
+            sh("rm", "-rf", "/run/nvidia", check=False)
+            os.unlink(os.path.join(RUN, "created-run-nvidia"))
 
 
 # ---- scenarios ----------------------------------------------------------------------------
@@ -477,6 +493,53 @@ def sc_mig_by_label():
         % (t_state, t)
 
 
+def sc_mps_split():
+    """overlays/mps-split: the control daemon DaemonSet lands in gpuslice with the image,
+    ServiceAccount and ConfigMap it names, on the plugin's node; the plugin gets its .ready
+    and serves nvidia.com/gpu.shared x4; a pod gets the MPS pipe directory."""
+    created = not os.path.exists("/run/nvidia")
+    docs = apply_overlay("mps-split", "l20-node.yaml", mps_daemon=True)
+    if created:
+        open(os.path.join(RUN, "created-run-nvidia"), "w").close()
+    ds = [d for d in docs if d["kind"] == "DaemonSet"]
+    if sorted(d["metadata"]["namespace"] for d in ds) != ["gpuslice", "gpuslice"]:
+        raise Fail("DaemonSets in %s" % [d["metadata"]["namespace"] for d in ds])
+    _, t = wait("control daemon Running", lambda: [
+        p for p in kjson("get", "pods", "-n", NS, "-l",
+                         "app.kubernetes.io/name=gpuslice-mps-control-daemon")["items"]
+        if p["status"].get("phase") == "Running"], timeout=90)
+    _, t2 = wait("nvidia.com/gpu.shared allocatable 4",
+                 lambda: allocatable("nvidia.com/gpu.shared") == "4", timeout=120)
+    workload("mps-0", "nvidia.com/gpu.shared", 1)
+    wait("mps-0 Running", lambda: running("mps-0"), timeout=60)
+    env = kubectl("exec", "-n", "default", "mps-0", "--", "env").stdout
+    pipe = re.search(r"CUDA_MPS_PIPE_DIRECTORY=(\S+)", env)
+    if not pipe:
+        raise Fail("no CUDA_MPS_PIPE_DIRECTORY in the pod: %s" % env[-300:])
+    return "control daemon Running %.1f s after apply; nvidia.com/gpu.shared=4 %.1f s later; " \
+        "pod got CUDA_MPS_PIPE_DIRECTORY=%s" % (t, t2, pipe.group(1))
+
+
+def sc_mps_internal():
+    """overlays/mps: the plugin runs the MPS control daemon itself (privileged, hostPID):
+    nvidia.com/gpu.shared x4 and a pod with the MPS pipe directory."""
+    created = not os.path.exists("/run/nvidia")
+    apply_overlay("mps", "l20-node.yaml",
+                  env={"GPUSLICE_MPS_CONTROL": "/fake-nvml/nvidia-cuda-mps-control"})
+    if created:
+        open(os.path.join(RUN, "created-run-nvidia"), "w").close()
+    _, t = wait("nvidia.com/gpu.shared allocatable 4",
+                lambda: allocatable("nvidia.com/gpu.shared") == "4", timeout=120)
+    workload("mps-1", "nvidia.com/gpu.shared", 1)
+    wait("mps-1 Running", lambda: running("mps-1"), timeout=60)
+    env = kubectl("exec", "-n", "default", "mps-1", "--", "env").stdout
+    if "CUDA_MPS_PIPE_DIRECTORY=" not in env:
+        raise Fail("no CUDA_MPS_PIPE_DIRECTORY in the pod")
+    sup = [ln for ln in plugin_logs().splitlines() if "MPS" in ln]
+    return "nvidia.com/gpu.shared=4 %.1f s after apply; pod has its pipe directory; %s" % (
+        t, sup[-1][-100:] if sup else "")
+
+
 SCENARIOS = [
     ("no-gpu-waits-quietly", sc_no_gpu_waits_quietly, "../base"),
     ("seed-5-pods-on-8-replicas", sc_seed, None),
@@ -488,6 +551,8 @@ SCENARIOS = [
     ("rollout-keeps-held-devices", sc_rollout_held_devices, None),
     ("xid-and-recovery", sc_xid_recovery, "per-node"),
     ("mig-by-label", sc_mig_by_label, "mig-by-label"),
+    ("mps-split", sc_mps_split, "mps-split"),
+    ("mps-internal", sc_mps_internal, "mps"),
 ]
 
 
