@@ -600,6 +600,8 @@ class Dockerfile(unittest.TestCase):
         self.assertFalse(re.search(r"^CMD", self.text, re.M))  # args replace CMD: none needed
         self.assertRegex(self.text, r"ENV NVIDIA_VISIBLE_DEVICES=all "
                                     r"NVIDIA_DRIVER_CAPABILITIES=compute,utility")
+        # the version in the labels, as make image (scripts/image-oci) writes it
+        self.assertRegex(runtime, r"org\.opencontainers\.image\.version=\$VERSION")
         # the runtime stage installs exactly the shared list and links the shared names
         self.assertIn("runtime-packages.txt", runtime)
         self.assertIn("links.txt", runtime)
