@@ -467,11 +467,29 @@ static bool api_not_served(const char *url, const char *body, size_t body_len, c
     return true;
 }
 
+/* A short one-line plain-text body ("404 page not found", what kube-apiserver answers for a
+ * path nobody serves) as the message when there is no Status; NULL for anything else (HTML,
+ * JSON, binary, long). Owned. */
+static char *plain_message(const char *body, size_t len)
+{
+    if (!body)
+        return NULL;
+    while (len > 0 && (body[len - 1] == '\n' || body[len - 1] == '\r'))
+        len--;
+    if (len == 0 || len > 100 || body[0] == '<' || body[0] == '{')
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)body[i] < 0x20 || (unsigned char)body[i] > 0x7e)
+            return NULL;
+    return strndup(body, len);
+}
+
 int kube__http_error(const char *method, const char *url, long status, const char *body,
                      size_t body_len, struct error *err)
 {
     char *api_msg = kube__status_message(body, body_len);
-    const char *msg = api_msg ? api_msg : "(no message)";
+    char *text = api_msg ? NULL : plain_message(body, body_len);
+    const char *msg = api_msg ? api_msg : text ? text : "(no message)";
     char verb[32], what[300], ns[256], gv[256], hint[1024] = "";
     int code = -EIO;
 
@@ -536,6 +554,7 @@ int kube__http_error(const char *method, const char *url, long status, const cha
     }
     error_set(err, code, "%s %s: HTTP %ld: %s%s", method, url, status, msg, hint);
     free(api_msg);
+    free(text);
     return code;
 }
 

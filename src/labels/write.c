@@ -226,7 +226,7 @@ out:
     if (r == -ENOMEM)
         error_set(err, r, "out of memory");
     else if (r == -EACCES) /* kube/ named the refused verb; say which mode needs it */
-        error_prefix(err, "node labels (--labels=node need get and patch on nodes)");
+        error_prefix(err, "node labels (--labels=node needs get and patch on nodes)");
     json_decref(labels);
     json_decref(patch);
     strbuf_release(&owned);

@@ -540,7 +540,107 @@ def sc_mps_internal():
         t, sup[-1][-100:] if sup else "")
 
 
+def sa_kubeconfig():
+    """A kubeconfig with the gpuslice ServiceAccount's own token (1.20: a token Secret)."""
+    sec, _ = wait("the ServiceAccount's token", lambda: kjson(
+        "get", "sa", "-n", NS, "gpuslice").get("secrets", [{}])[0].get("name"), timeout=30)
+    tok = __import__("base64").b64decode(
+        kjson("get", "secret", "-n", NS, sec)["data"]["token"]).decode()
+    path = os.path.join(RUN, "sa.kubeconfig")
+    with open(path, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "Config",
+                   "clusters": [{"name": "e2e", "cluster": {
+                       "server": "https://127.0.0.1:6443",
+                       "certificate-authority": os.path.join(RUN, "pki", "ca.crt")}}],
+                   "users": [{"name": "sa", "user": {"token": tok}}],
+                   "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "sa"}}],
+                   "current-context": "e2e"}, f)
+    return path
+
+
+def sc_error_hints():
+    """Issue 19's errors on the real API server with the shipped base RBAC: NodeFeature mode
+    names nodefeatures (not the plugin's rights), a missing NFD API group is said so with
+    the file mode as the way out, --labels=node names the refused patch on nodes."""
+    docs = [d for d in yaml.safe_load_all(kubectl("kustomize", os.path.join(
+        SRC, "deployments/kustomize/base")).stdout) if d and d["kind"] in (
+        "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    os.makedirs(os.path.join(RUN, "k", "rbac"), exist_ok=True)
+    with open(os.path.join(RUN, "k", "rbac", "applied.json"), "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": docs}, f)
+    kubectl("apply", "-f", os.path.join(RUN, "k", "rbac", "applied.json"))
+    kc = sa_kubeconfig()
+    env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(SRC, "examples/machines/l20-node.yaml"),
+               FAKE_NVML_STATE=os.path.join(RUN, "hints.state"), NODE_NAME=NODE)
+    env.pop("KUBECONFIG", None)
+    cfg = os.path.join(RUN, "hints-config.yaml")
+    with open(cfg, "w") as f:
+        f.write("version: v1\n")
+    gs = [os.path.join(BUILD, "gpuslice")]
+    nvml = ["--nvml-library", os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1"),
+            "--config-file", cfg, "--kubeconfig", kc]
+
+    def fd():
+        r = subprocess.run(gs + ["feature-discovery", "--oneshot", "--node-name", NODE,
+                                 "--namespace", NS] + nvml, env=env, capture_output=True,
+                           text=True, timeout=60)
+        return r.stderr
+
+    out = []
+    err = fd()  # RBAC is checked before the path: a 403 on nodefeatures
+    for want in ('cannot get resource "nodefeatures"', 'grant "get" on '
+                 '"nodefeatures.nfd.k8s-sigs.io"', "get, create and update on nodefeatures"):
+        if want not in err:
+            raise Fail("NodeFeature without rights: %r lacks %r" % (err[-400:], want))
+    if "get/list/watch on nodes" in err:
+        raise Fail("NodeFeature without rights names the plugin's rights: %s" % err[-300:])
+    out.append("403 names nodefeatures")
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "e2e-nodefeatures", "namespace": NS},
+            "rules": [{"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"],
+                       "verbs": ["get", "create", "update"]}]}
+    bind = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "e2e-nodefeatures", "namespace": NS},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": "e2e-nodefeatures"},
+            "subjects": [{"kind": "ServiceAccount", "name": "gpuslice", "namespace": NS}]}
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                  "items": [role, bind]}))
+    err, _ = wait("the 404 of the missing API group", lambda: (lambda e: e if "HTTP 404" in e
+                                                               else None)(fd()), timeout=30)
+    for want in ("404 page not found", "does not serve nfd.k8s-sigs.io/v1alpha1",
+                 "--labels=nfd-file", "--use-node-feature-api=false"):
+        if want not in err:
+            raise Fail("NodeFeature without the CRD: %r lacks %r" % (err[-400:], want))
+    if "NODE_NAME" in err:
+        raise Fail("the missing CRD answered with 'check the name': %s" % err[-300:])
+    out.append("404 says the API group is missing")
+    dpdir = os.path.join(RUN, "hints-device-plugins")  # never the host's kubelet
+    os.makedirs(dpdir, exist_ok=True)
+    p = subprocess.Popen(gs + ["device-plugin", "--labels=node", "--pod-resources-socket", "",
+                               "--device-plugin-dir", dpdir, "--kubelet-socket", ""] + nvml, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    try:
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if "labels" in line and "HTTP" in line:
+                break
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+    err = lines[-1] if lines else ""
+    for want in ('cannot patch resource "nodes"', 'grant "patch" on "nodes"',
+                 "--labels=node needs get and patch on nodes"):
+        if want not in err:
+            raise Fail("--labels=node without patch: %r lacks %r" % (err[-400:], want))
+    out.append("--labels=node names the refused patch on nodes")
+    kubectl("delete", "role,rolebinding", "-n", NS, "e2e-nodefeatures", check=False)
+    return "; ".join(out)
+
+
 SCENARIOS = [
+    ("error-hints-real-api", sc_error_hints, "rbac"),
     ("no-gpu-waits-quietly", sc_no_gpu_waits_quietly, "../base"),
     ("seed-5-pods-on-8-replicas", sc_seed, None),
     ("node-labels", sc_label_pods_shared_metrics, None),

@@ -73,8 +73,8 @@ static void test_http_error_names_what_was_refused_or_missing(void **state)
          -EACCES, "grant get/list/watch on nodes"},
         {404, "https://h/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/gpuslice/nodefeatures/x",
          "404 page not found\n", -EOPNOTSUPP,
-         "the API server does not serve nfd.k8s-sigs.io/v1alpha1: that API group is not "
-         "installed"},
+         "HTTP 404: 404 page not found; the API server does not serve "
+         "nfd.k8s-sigs.io/v1alpha1: that API group is not installed"},
         {404, "https://h/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/gpuslice/nodefeatures/x",
          "{\"kind\":\"Status\",\"code\":404,\"message\":\"not found\",\"details\":{\"name\":"
          "\"x\",\"group\":\"nfd.k8s-sigs.io\",\"kind\":\"nodefeatures\"}}",
