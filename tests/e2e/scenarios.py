@@ -340,8 +340,8 @@ def sc_rbac_as_shipped():
     """The plugin used its own ServiceAccount token (no override) and was never refused."""
     p = plugin_pod()
     logs = plugin_logs()
-    if "403" in logs or "forbidden" in logs:
-        bad = [ln for ln in logs.splitlines() if "403" in ln or "forbidden" in ln]
+    if "HTTP 403" in logs or "forbidden" in logs:  # not "403" alone: timestamps have it
+        bad = [ln for ln in logs.splitlines() if "HTTP 403" in ln or "forbidden" in ln]
         raise Fail("refused by RBAC: %s" % bad[-1])
     spec = p["spec"]
     if spec.get("serviceAccountName") != "gpuslice" or any(
