@@ -7,6 +7,8 @@
 #   make bench    run the benchmarks; JSON lines on stdout, also in build/bench.json
 #   make demo     replay the seed's production incident on fake nodes
 #   make check    clang-format, clang-tidy (.clang-tidy) and scripts/check-style
+#   make image    an OCI image archive (build/gpuslice-image.tar) without docker
+#   make e2e      the real-node lane: Kubernetes 1.20 built from Debian (docs/e2e.md)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -66,3 +68,23 @@ clean:
 .PHONY: image-rootfs
 image-rootfs: all
 	scripts/image-rootfs $(BUILD)
+
+# image: the image as an OCI archive, without docker or buildah: the rootfs above packed by
+# scripts/image-oci into $(BUILD)/gpuslice-image.tar, named $(IMAGE), the version and commit
+# in its labels. `ctr -n k8s.io images import`, `podman load -i` and `docker load -i` take it.
+VERSION = $(shell awk '/^project.gpuslice VERSION/ {print $$3}' CMakeLists.txt)
+IMAGE ?= localhost/gpuslice:$(VERSION)
+.PHONY: image
+image: image-rootfs
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+	scripts/image-oci $(BUILD)/rootfs $(BUILD)/gpuslice-image.tar --name $(IMAGE) \
+		--version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+		--arch "$$(dpkg --print-architecture)"
+
+# e2e: the real-node lane (tests/e2e, docs/e2e.md): builds and caches Kubernetes 1.20.2 from
+# Debian's source package on first use (tens of minutes), starts a one-node cluster in a
+# private mount namespace, applies every overlay with kubectl and checks what a real kubelet
+# and API server do. Needs root. Not part of `make test` or CI.
+.PHONY: e2e
+e2e: image
+	tests/e2e/run $(BUILD)

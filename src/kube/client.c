@@ -5,6 +5,8 @@
  * Library code: returns errors that name the URL, status, API message and a fix; logs only at
  * debug; never prints a token or key. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -153,9 +155,8 @@ int kube_client_new(const struct kube_options *o, struct kube_client **ret, stru
     }
     s = env_or(o->node_name, "NODE_NAME");
     c->node_name = str_dup(s);
-    s = env_or(o->event_namespace, "NAMESPACE");
-    c->event_namespace = strdup(s ? s : c->auth.namespace ? c->auth.namespace : "default");
-    if (!c->auth.server || !c->event_namespace || (s && !c->node_name)) {
+    c->event_namespace = KUBE__NODE_EVENT_NAMESPACE;
+    if (!c->auth.server || (s && !c->node_name)) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
     }
@@ -178,7 +179,6 @@ void kube_client_free(struct kube_client *c)
         return;
     kube__auth_release(&c->auth);
     free(c->node_name);
-    free(c->event_namespace);
     free(c->node_uid);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -406,29 +406,133 @@ static int transport_error(const struct kube_curl *k, const char *method, const 
     }
 }
 
+/* What a 403 refused, from the API's message ("... cannot <verb> resource \"<res>\" in API
+ * group \"<group>\" in the namespace \"<ns>\"" or "... at the cluster scope"): the verb,
+ * the resource as RBAC names it (<res> or <res>.<group>) and the namespace ("" = cluster
+ * scope). false when the message does not say. */
+static bool refused(const char *msg, char *verb, size_t verb_size, char *what, size_t what_size,
+                    char *ns, size_t ns_size)
+{
+    const char *p = msg ? strstr(msg, " cannot ") : NULL, *q;
+    char res[128] = "", group[128] = "";
+
+    if (!p)
+        return false;
+    p += strlen(" cannot ");
+    q = strchr(p, ' ');
+    if (!q || (size_t)(q - p) >= verb_size || !str_startswith(q, " resource \""))
+        return false;
+    snprintf(verb, verb_size, "%.*s", (int)(q - p), p);
+    p = q + strlen(" resource \"");
+    q = strchr(p, '"');
+    if (!q || (size_t)(q - p) >= sizeof(res))
+        return false;
+    snprintf(res, sizeof(res), "%.*s", (int)(q - p), p);
+    p = strstr(q, " in API group \"");
+    if (p) {
+        p += strlen(" in API group \"");
+        q = strchr(p, '"');
+        if (q && (size_t)(q - p) < sizeof(group))
+            snprintf(group, sizeof(group), "%.*s", (int)(q - p), p);
+    }
+    snprintf(what, what_size, "%s%s%s", res, *group ? "." : "", group);
+    ns[0] = '\0';
+    p = q ? strstr(q, " in the namespace \"") : NULL;
+    if (p) {
+        p += strlen(" in the namespace \"");
+        q = strchr(p, '"');
+        if (q && (size_t)(q - p) < ns_size)
+            snprintf(ns, ns_size, "%.*s", (int)(q - p), p);
+    }
+    return true;
+}
+
+/* A 404 names an object that does not exist (a NotFound Status with details.name), or a
+ * path the server does not serve at all: under /apis/<group>/<version>/ that means the API
+ * group (a CustomResourceDefinition) is not installed. The group/version into gv. */
+static bool api_not_served(const char *url, const char *body, size_t body_len, char *gv,
+                           size_t gv_size)
+{
+    const char *p = strstr(url, "/apis/"), *q;
+    json_t *j = body && body_len ? json_loadb(body, body_len, 0, NULL) : NULL;
+    bool named = json_string_value(json_object_get(json_object_get(j, "details"), "name"));
+
+    json_decref(j);
+    if (named || !p)
+        return false;
+    p += strlen("/apis/");
+    q = strchr(p, '/');
+    q = q ? strchr(q + 1, '/') : NULL;
+    snprintf(gv, gv_size, "%.*s", (int)(q ? q - p : (ptrdiff_t)strlen(p)), p);
+    return true;
+}
+
+/* A short one-line plain-text body ("404 page not found", what kube-apiserver answers for a
+ * path nobody serves) as the message when there is no Status; NULL for anything else (HTML,
+ * JSON, binary, long). Owned. */
+static char *plain_message(const char *body, size_t len)
+{
+    if (!body)
+        return NULL;
+    while (len > 0 && (body[len - 1] == '\n' || body[len - 1] == '\r'))
+        len--;
+    if (len == 0 || len > 100 || body[0] == '<' || body[0] == '{')
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)body[i] < 0x20 || (unsigned char)body[i] > 0x7e)
+            return NULL;
+    return strndup(body, len);
+}
+
 int kube__http_error(const char *method, const char *url, long status, const char *body,
                      size_t body_len, struct error *err)
 {
     char *api_msg = kube__status_message(body, body_len);
-    const char *msg = api_msg ? api_msg : "(no message)";
-    const char *hint = "";
+    char *text = api_msg ? NULL : plain_message(body, body_len);
+    const char *msg = api_msg ? api_msg : text ? text : "(no message)";
+    char verb[32], what[300], ns[256], gv[256], hint[1024] = "";
     int code = -EIO;
 
     switch (status) {
     case 401:
         code = -EACCES;
-        hint = "; the credentials were refused (an expired or revoked token, or a client "
-               "certificate the cluster does not trust)";
+        snprintf(hint, sizeof(hint),
+                 "; the credentials were refused (an expired or revoked token, or a client "
+                 "certificate the cluster does not trust)");
         break;
     case 403:
         code = -EACCES;
-        hint = "; grant get/list/watch on nodes and create on events to the service account "
-               "(ClusterRole in docs/kubernetes-api.md)";
+        if (!refused(api_msg, verb, sizeof(verb), what, sizeof(what), ns, sizeof(ns)) ||
+            (str_eq(what, "nodes") &&
+             (str_eq(verb, "get") || str_eq(verb, "list") || str_eq(verb, "watch"))))
+            snprintf(hint, sizeof(hint),
+                     "; grant get/list/watch on nodes and create on events to the service "
+                     "account (ClusterRole in docs/kubernetes-api.md)");
+        else if (*ns)
+            snprintf(hint, sizeof(hint),
+                     "; the service account may not %s %s in namespace \"%s\": grant \"%s\" on "
+                     "\"%s\" there (a Role, or a ClusterRole; docs/kubernetes-api.md)",
+                     verb, what, ns, verb, what);
+        else
+            snprintf(hint, sizeof(hint),
+                     "; the service account may not %s %s: grant \"%s\" on \"%s\" in its "
+                     "ClusterRole (docs/kubernetes-api.md)",
+                     verb, what, verb, what);
         break;
     case 404:
+        if (api_not_served(url, body, body_len, gv, sizeof(gv))) {
+            code = -EOPNOTSUPP;
+            snprintf(hint, sizeof(hint),
+                     "; the API server does not serve %s: that API group is not installed "
+                     "(its CustomResourceDefinition is missing)",
+                     gv);
+            break;
+        }
         code = -ENOENT;
-        hint = "; check the name (NODE_NAME should come from spec.nodeName through the "
-               "downward API)";
+        if (strstr(url, "/api/v1/nodes/"))
+            snprintf(hint, sizeof(hint),
+                     "; check the name (NODE_NAME should come from spec.nodeName through the "
+                     "downward API)");
         break;
     case 409:
         code = -EEXIST;
@@ -442,13 +546,15 @@ int kube__http_error(const char *method, const char *url, long status, const cha
     case 503:
     case 504:
         code = -EAGAIN;
-        hint = "; the API server is overloaded or failing, retrying later may help";
+        snprintf(hint, sizeof(hint),
+                 "; the API server is overloaded or failing, retrying later may help");
         break;
     default:
         break;
     }
     error_set(err, code, "%s %s: HTTP %ld: %s%s", method, url, status, msg, hint);
     free(api_msg);
+    free(text);
     return code;
 }
 

@@ -21,6 +21,9 @@
 #define KUBE__TOKEN_MAX_BYTES (64u << 10)
 /* The server ends each watch after this; we then reconnect from the last resourceVersion. */
 #define KUBE__WATCH_TIMEOUT_S 300
+/* Where Events about a Node go: the real API server validates that an Event whose
+ * involvedObject has no namespace lives in "" or "default" (legacyValidateEvent). */
+#define KUBE__NODE_EVENT_NAMESPACE "default"
 
 /* How to reach and authenticate to the API server. Every field owned; NULL = unset. Blobs
  * come from the -data fields of a kubeconfig (base64-decoded), files are absolute paths. */
@@ -75,7 +78,7 @@ struct kube_client {
     const struct kube_curl *curl; /* borrowed from kube__curl_load */
     struct kube__auth auth;
     char *node_name;
-    char *event_namespace;
+    const char *event_namespace; /* KUBE__NODE_EVENT_NAMESPACE: see kube_event_post */
     long request_timeout_ms;
     pthread_mutex_t lock; /* guards node_uid */
     char *node_uid;       /* learned from GET/list of node_name; used in Events */

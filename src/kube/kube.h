@@ -33,9 +33,6 @@ struct kube_options {
     /* Overrides the server URL (e.g. "http://127.0.0.1:8080" in tests). With no kubeconfig
      * and no service account, requests go unauthenticated to this URL. */
     const char *api_server;
-    /* Namespace of the Events; NULL = $NAMESPACE, then the service account's namespace
-     * file, then "default". */
-    const char *event_namespace;
     /* The service account directory; NULL = $GS_KUBE_SERVICEACCOUNT_DIR, then
      * KUBE_SERVICEACCOUNT_DIR (tests point it elsewhere). */
     const char *serviceaccount_dir;
@@ -68,7 +65,10 @@ int kube_node_get_label(struct kube_client *c, const char *node, const char *lab
 
 /* Records a core/v1 Event on the node (node NULL = the client's node): type "Normal" or
  * "Warning", reason (CamelCase, e.g. "ConfigNotFound"), message (truncated to 1 KiB).
- * Source component "gpuslice". Returns an error only; the caller decides to carry on. */
+ * Source component "gpuslice". A Node is cluster-scoped, so the Event goes to namespace
+ * "default" whatever the pod's namespace (as client-go's recorder does: the API server
+ * refuses an Event about a cluster-scoped object anywhere else). Returns an error only; the
+ * caller decides to carry on (and logs it). */
 int kube_event_post(struct kube_client *c, const char *node, const char *type, const char *reason,
                     const char *message, struct error *err);
 
@@ -77,8 +77,11 @@ int kube_event_post(struct kube_client *c, const char *node, const char *type, c
 /* One request on an API path ("/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/ns/nodefeatures/x").
  * method "GET", "POST", "PUT" or "PATCH"; body NULL for GET; content_type NULL =
  * application/json (PATCH: "application/merge-patch+json"). On 2xx returns 0 and, when
- * ret_body is not NULL, the owned response body. -ENOENT for 404, -EEXIST for 409, -EACCES
- * for 401/403, -EIO/-ETIMEDOUT otherwise, with the API's message in err. */
+ * ret_body is not NULL, the owned response body. -ENOENT for 404 of an object (the API's
+ * NotFound Status names it), -EOPNOTSUPP for 404 of a path the server does not serve at all
+ * (its API group or resource is not installed: a missing CustomResourceDefinition), -EEXIST
+ * for 409, -EACCES for 401/403 (a 403 names the verb and resource refused, from the API's
+ * message), -EIO/-ETIMEDOUT otherwise, with the API's message in err. */
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *body,
                  const char *content_type, char **ret_body, struct error *err);
 

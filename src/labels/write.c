@@ -46,6 +46,31 @@ int labels_write_file(const struct labels_set *s, const char *path, struct error
     return r;
 }
 
+/* The NodeFeature writer's errors say what this mode needs: rights on nodefeatures (not the
+ * device plugin's nodes/events rights) and NFD's CRD, with the file mode as the way out.
+ * kube/ has already named the refused verb or the missing API group. */
+static void nodefeature_context(int r, const char *ns, const char *name, struct error *err)
+{
+    char detail[ERROR_MSG_MAX];
+
+    if (!err)
+        return;
+    snprintf(detail, sizeof(detail), "%s", err->msg);
+    if (r == -EOPNOTSUPP)
+        error_set(err, r,
+                  "NodeFeature %s/%s: %s; NodeFeature objects need NFD (>= 0.14) with its CRDs "
+                  "installed, or write NFD's local-source file instead (device-plugin "
+                  "--labels=nfd-file, feature-discovery --use-node-feature-api=false)",
+                  ns, name, detail);
+    else if (r == -EACCES)
+        error_set(err, r,
+                  "NodeFeature %s/%s: %s; NodeFeature mode needs get, create and update on "
+                  "nodefeatures.nfd.k8s-sigs.io in namespace \"%s\" (docs/labels.md)",
+                  ns, name, detail, ns);
+    else
+        error_prefix(err, "NodeFeature %s/%s", ns, name);
+}
+
 static json_t *labels_object(const struct labels_set *s)
 {
     json_t *o = json_object();
@@ -135,6 +160,8 @@ int labels_write_nodefeature(struct kube_client *c, const char *ns, const char *
 out:
     if (r == -ENOMEM)
         error_set(err, r, "out of memory");
+    else if (r < 0)
+        nodefeature_context(r, ns, name, err);
     if (r == 0 && ret_changed)
         *ret_changed = changed;
     json_decref(obj);
@@ -198,6 +225,8 @@ int labels_patch_node(struct kube_client *c, const char *node, const struct labe
 out:
     if (r == -ENOMEM)
         error_set(err, r, "out of memory");
+    else if (r == -EACCES) /* kube/ named the refused verb; say which mode needs it */
+        error_prefix(err, "node labels (--labels=node needs get and patch on nodes)");
     json_decref(labels);
     json_decref(patch);
     strbuf_release(&owned);

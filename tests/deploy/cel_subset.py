@@ -3,7 +3,7 @@
 # that deployments/kustomize/components/admission uses: literals, identifiers, member access,
 # indexing, calls and receiver calls, the macros has/all/exists/filter/map, ! - * / % + -
 # comparisons, `in`, && || and ?:, plus Kubernetes' quantity() and the strings extension's
-# split/join. It is NOT the real CEL (no type checking, no cost limits, a tiny quantity
+# split/join, and the string functions endsWith/startsWith/contains. It is NOT the real CEL (no type checking, no cost limits, a tiny quantity
 # parser): it proves the expressions are well formed and behave as intended on sample
 # objects; the API server's CEL compiler is the final word (docs/deploy.md says so).
 import re
@@ -238,6 +238,9 @@ def call(node, env):
     vals = [evaluate(a, env) for a in args]
     if name == "split" and isinstance(target, str):
         return target.split(vals[0])
+    if name in ("endsWith", "startsWith", "contains") and isinstance(target, str):
+        return {"endsWith": target.endswith, "startsWith": target.startswith,
+                "contains": target.__contains__}[name](vals[0])
     if name == "join" and isinstance(target, list):
         return (vals[0] if vals else "").join(target)
     if name in ("isGreaterThan", "isLessThan", "compareTo") and isinstance(target, Quantity):

@@ -6,7 +6,8 @@
 # name answers --help;
 # --version; `plan` and a short `device-plugin` run against the fake NVML placed under
 # /driver-root as the host driver would be mounted, with kubelet-sim copied in; the plugin
-# started as the image's ENTRYPOINT with the args of NVIDIA's static manifests.
+# started as the image's ENTRYPOINT with the args of NVIDIA's static manifests; the rootfs
+# packed as the OCI archive `make image` writes (scripts/image-oci), checked and loaded.
 # Needs root (chroot) and apt; without them it exits 77 (CTest: skipped) and says why.
 set -uo pipefail
 
@@ -68,6 +69,32 @@ done <"$src/deployments/container/links.txt"
 for a in $("$build/gpuslice" help | awk '/= gpuslice/{print $1}'); do
     grep -qx "$a" "$src/deployments/container/links.txt" || fail "alias $a missing from links.txt"
 done
+
+# 2b. `make image`: the same rootfs packed as an OCI archive (scripts/image-oci), checked as
+# a runtime reads it, packed twice to the same digest; loaded by podman when it is installed
+# (make e2e loads it with containerd's ctr)
+ver=$(awk '/^project.gpuslice VERSION/ {print $3}' "$src/CMakeLists.txt")
+img=$build/rootfs-test.tar
+"$src/scripts/image-oci" "$out" "$img" --name "localhost/gpuslice:$ver" --version "$ver" \
+    --revision test >/dev/null || fail "scripts/image-oci failed"
+d1=$(python3 "$src/tests/deploy/check_oci.py" "$img" "localhost/gpuslice:$ver" "$ver") ||
+    fail "the OCI archive: $d1"
+"$src/scripts/image-oci" "$out" "$img" --name "localhost/gpuslice:$ver" --version "$ver" \
+    --revision test >/dev/null || fail "scripts/image-oci failed"
+d2=$(python3 "$src/tests/deploy/check_oci.py" "$img" "localhost/gpuslice:$ver" "$ver")
+[ "$d1" = "$d2" ] || fail "the same rootfs packed twice gave $d1 and $d2"
+echo "ok: OCI archive localhost/gpuslice:$ver $d1 (reproducible; version label, entrypoint, blobs)"
+if command -v podman >/dev/null; then
+    pd=$(mktemp -d)
+    o=$(podman --root "$pd/root" --runroot "$pd/run" --storage-driver vfs load -i "$img" 2>&1) ||
+        { rm -rf "$pd"; fail "podman load: $o"; }
+    lab=$(podman --root "$pd/root" --runroot "$pd/run" --storage-driver vfs image inspect \
+        --format '{{index .Labels "org.opencontainers.image.version"}}' "localhost/gpuslice:$ver" 2>&1)
+    rm -rf "$pd"
+    [ "$lab" = "$ver" ] || fail "podman: version label '$lab' after load: $o"
+    echo "ok: podman load: localhost/gpuslice:$ver, version label $lab"
+fi
+rm -f "$img"
 
 # 3. the fake NVML where the chart's /driver-root mount puts the host driver
 lib=$out/driver-root/usr/lib/x86_64-linux-gnu

@@ -8,6 +8,11 @@
 # on the metrics port; the per-node overlay is the seed's cluster; the admission policy is
 # well formed (a CEL-subset parser) and rejects what it should on sample objects (a CEL-subset
 # evaluator, not the API server's CEL); its parameters match `gpuslice plan --admission-params`.
+# Issue 18: every reference inside a render resolves (namespace, image, ServiceAccount,
+# ConfigMaps); every DaemonSet schedules without NFD's labels and waits quietly without a
+# GPU; the sharing overlays see host processes; the policy applies only to shared resources
+# (per-node: only to pods that select sharing nodes), CREATE only; the nfd and cdi
+# components; overlays/mig-by-label.
 # Usage: test_manifests.py SOURCE_DIR BUILD_DIR
 import os
 import re
@@ -24,25 +29,45 @@ import cel_subset  # noqa: E402
 
 SRC, BUILD = (os.path.abspath(a) for a in sys.argv[1:3])
 KUST = os.path.join(SRC, "deployments/kustomize")
-OVERLAYS = ["time-slicing", "per-node", "mps", "mps-split", "mig-mixed"]
+OVERLAYS = ["time-slicing", "per-node", "mps", "mps-split", "mig-mixed", "mig-by-label"]
 SHARED = {"time-slicing", "per-node", "mps", "mps-split"}  # shared resources: admission
 MPS_INTERNAL = {"mps"}  # our default: the plugin runs the MPS daemons: privileged, as NVIDIA's
+PRIVILEGED = {"mps", "mig-by-label"}  # MIG changes need the driver's capability devices
 NODE_LABELS = {"per-node"}  # overlays with the node-labels component
+NODES_PATCH = {"per-node", "mig-by-label"}  # node labels, or the MIG state label
+IMAGE = "registry.example.com/gpuslice:0.1.0"  # base/kustomization.yaml's images:
 RSS_MIB = 16.5  # measured with the label watch on (docs/deploy.md, Resources)
 NVIDIA_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                       {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-NVIDIA_AFFINITY_KEYS = {("feature.node.kubernetes.io/pci-10de.present", "true"),
+NFD_AFFINITY_KEYS = {("feature.node.kubernetes.io/pci-10de.present", "true"),
                         ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
                         ("nvidia.com/gpu.present", "true")}
 KUBECTL = shutil.which("kubectl")
 
 
 def render(overlay):
-    r = subprocess.run([KUBECTL, "kustomize", os.path.join(KUST, "overlays", overlay)],
+    return render_dir(os.path.join(KUST, "overlays", overlay))
+
+
+def render_dir(path):
+    r = subprocess.run([KUBECTL, "kustomize", "--load-restrictor=LoadRestrictionsNone", path],
                        capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
-        raise AssertionError("kubectl kustomize %s: %s" % (overlay, r.stderr))
+        raise AssertionError("kubectl kustomize %s: %s" % (path, r.stderr))
     return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
+def render_with_components(*components):
+    """The base with components, as a user's overlay would add them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
+            yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                            "kind": "Kustomization",
+                            "resources": [os.path.relpath(os.path.join(KUST, "base"), tmp)],
+                            "components": [os.path.relpath(os.path.join(KUST, "components",
+                                                                        c), tmp)
+                                           for c in components]}, f)
+        return render_dir(tmp)
 
 
 def mib(q):
@@ -80,7 +105,7 @@ class Overlays(Rendered):
             role = one(self.docs[o], "ClusterRole", "gpuslice")
             want = [((("",), ("nodes",)), ["get", "list", "watch"]),
                     ((("",), ("events",)), ["create", "patch"])]
-            if o in NODE_LABELS:  # the node-labels component: nodes patch, nothing more
+            if o in NODES_PATCH:  # node labels or the MIG state label: nodes patch, no more
                 want.append(((("",), ("nodes",)), ["patch"]))
             got = [((tuple(r["apiGroups"]), tuple(r["resources"])), sorted(r["verbs"]))
                    for r in role["rules"]]
@@ -100,11 +125,12 @@ class Overlays(Rendered):
             for verb in re.findall(r'"(\w+)"', block[1]):
                 self.assertRegex(block[0], r"\b%s\b" % verb, "verb %s not justified" % verb)
         self.assertEqual(len(re.findall(r"verbs:", src)), 2)
-        with open(os.path.join(KUST, "components/node-labels/rbac.yaml")) as f:
-            src = f.read()
-        blocks = re.findall(r"((?:\s*#.*\n)+)\s*verbs: \[([^\]]*)\]", src)
-        self.assertEqual(len(blocks), 1)
-        self.assertRegex(blocks[0][0], r"\bpatch\b")
+        for path in ("components/node-labels/rbac.yaml", "overlays/mig-by-label/rbac.yaml"):
+            with open(os.path.join(KUST, path)) as f:
+                src = f.read()
+            blocks = re.findall(r"((?:\s*#.*\n)+)\s*verbs: \[([^\]]*)\]", src)
+            self.assertEqual(len(blocks), 1, path)
+            self.assertRegex(blocks[0][0], r"\bpatch\b", path)
 
     def test_node_labels_component(self):
         for o in OVERLAYS:
@@ -125,11 +151,8 @@ class Overlays(Rendered):
             self.assertNotIn("shareProcessNamespace", spec, o)
             self.assertEqual(spec["priorityClassName"], "system-node-critical")
             self.assertEqual(spec["tolerations"], NVIDIA_TOLERATIONS)
-            terms = spec["affinity"]["nodeAffinity"][
-                "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-            self.assertEqual({(t["matchExpressions"][0]["key"], t["matchExpressions"][0]["values"][0])
-                              for t in terms}, NVIDIA_AFFINITY_KEYS)
-            self.assertEqual(ds[0]["metadata"]["namespace"], "gpuslice")
+            for d in ds:
+                self.assertEqual(d["metadata"]["namespace"], "gpuslice")
 
     def test_container_env_mounts_and_configmap_directory(self):
         for o in OVERLAYS:
@@ -188,6 +211,9 @@ class Overlays(Rendered):
                 self.assertEqual(env["GPUSLICE_MPS_CONTROL_MODE"], "internal")
                 self.assertEqual([d for d in self.docs[o] if d["kind"] == "DaemonSet"
                                   and "mps" in d["metadata"]["name"]], [])
+            elif o in PRIVILEGED:  # mig-by-label: as NVIDIA's mig-manager
+                self.assertTrue(sc["privileged"])
+                self.assertNotIn("hostPID", self.plugin(o)["spec"]["template"]["spec"])
             else:
                 self.assertFalse(sc["allowPrivilegeEscalation"])
                 self.assertNotIn("privileged", sc)
@@ -213,6 +239,197 @@ class Overlays(Rendered):
         self.assertNotIn("CONFIG_NAME", env)  # the node label picks it, not the manifest
         self.assertNotIn("nodeSelector", spec)  # one DaemonSet for every GPU node
         self.assertEqual(len([d for d in docs if d["kind"] == "DaemonSet"]), 1)
+
+
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                  "ValidatingAdmissionPolicyBinding"}
+
+
+def pod_specs(docs):
+    return [(d["metadata"]["name"], d["spec"]["template"]["spec"]) for d in docs
+            if d["kind"] == "DaemonSet"]
+
+
+class References(Rendered):
+    """Every name an object uses resolves inside the same render (issue 18: mps-split's
+    second DaemonSet rendered in "default" with image "gpuslice", where its ServiceAccount
+    and ConfigMap did not exist)."""
+
+    def test_namespaces_images_accounts_configmaps_resolve(self):
+        for o in OVERLAYS:
+            docs = self.docs[o]
+            have = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+                    for d in docs}
+            namespaces = {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"}
+            for d in docs:
+                ns = d["metadata"].get("namespace")
+                if d["kind"] in CLUSTER_SCOPED:
+                    self.assertIsNone(ns, "%s: %s %s" % (o, d["kind"], d["metadata"]["name"]))
+                else:
+                    self.assertIn(ns, namespaces, "%s: %s %s" % (o, d["kind"],
+                                                                 d["metadata"]["name"]))
+            for d in docs:
+                if d["kind"] != "DaemonSet":
+                    continue
+                ns, spec = d["metadata"]["namespace"], d["spec"]["template"]["spec"]
+                where = "%s: DaemonSet %s" % (o, d["metadata"]["name"])
+                for c in spec["containers"] + spec.get("initContainers", []):
+                    self.assertEqual(c["image"], IMAGE, where)
+                self.assertIn(("ServiceAccount", ns, spec["serviceAccountName"]), have, where)
+                for v in spec["volumes"]:
+                    if "configMap" in v:
+                        self.assertIn(("ConfigMap", ns, v["configMap"]["name"]), have, where)
+                sel = d["spec"]["selector"]["matchLabels"]
+                labels = d["spec"]["template"]["metadata"]["labels"]
+                self.assertTrue(all(labels.get(k) == v for k, v in sel.items()), where)
+            for b in (d for d in docs if d["kind"] == "ClusterRoleBinding"):
+                self.assertIn(("ClusterRole", None, b["roleRef"]["name"]), have, o)
+                for sub in b["subjects"]:
+                    self.assertIn(("ServiceAccount", sub["namespace"], sub["name"]), have, o)
+            for b in (d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"):
+                ref = b["spec"]["paramRef"]
+                self.assertIn(("ConfigMap", ref["namespace"], ref["name"]), have, o)
+                self.assertIn(("ValidatingAdmissionPolicy", None, b["spec"]["policyName"]),
+                              have, o)
+
+    def test_mps_split_control_daemon_where_the_plugin_runs(self):
+        docs = self.docs["mps-split"]
+        cd = one(docs, "DaemonSet", "gpuslice-mps-control-daemon")
+        spec = cd["spec"]["template"]["spec"]
+        self.assertNotIn("nodeSelector", spec)  # nvidia.com/mps.capable: set by nobody
+        self.assertEqual(spec["containers"][0]["command"], ["gpuslice", "mps-control-daemon"])
+        env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+        self.assertEqual(env["FAIL_ON_INIT_ERROR"], "false")
+        plugin = one(docs, "DaemonSet", "gpuslice-device-plugin")["spec"]["template"]["spec"]
+        self.assertEqual(spec["tolerations"], plugin["tolerations"])
+        penv = {e["name"]: e.get("value") for e in plugin["containers"][0]["env"]}
+        self.assertEqual(env["MPS_ROOT"], penv["MPS_ROOT"])
+
+
+class Scheduling(Rendered):
+    """As shipped, the DaemonSets run on a GPU node that has no NFD label and no hand label
+    (issue 18: the required affinity wanted labels nothing set, so they ran nowhere), and
+    wait quietly on a node without a GPU (FAIL_ON_INIT_ERROR=false, never CrashLoopBackOff)."""
+
+    @staticmethod
+    def schedulable_on(spec, node_labels, taints=()):
+        for k, v in spec.get("nodeSelector", {}).items():
+            if node_labels.get(k) != v:
+                return False
+        req = spec.get("affinity", {}).get("nodeAffinity", {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        if req:
+            ok = False
+            for term in req["nodeSelectorTerms"]:
+                ok = ok or all(e["operator"] == "In" and node_labels.get(e["key"]) in e["values"]
+                               for e in term.get("matchExpressions", []))
+            if not ok:
+                return False
+        tol = spec.get("tolerations", [])
+        for t in taints:
+            if not any(x.get("key") == t["key"] and (x.get("effect") in (None, t["effect"]))
+                       for x in tol):
+                return False
+        return True
+
+    def test_runs_without_nfd_and_waits_without_gpu(self):
+        bare = {"kubernetes.io/hostname": "gpu-1", "kubernetes.io/os": "linux"}
+        for o in OVERLAYS:
+            for name, spec in pod_specs(self.docs[o]):
+                self.assertTrue(self.schedulable_on(spec, bare), "%s: %s" % (o, name))
+                self.assertTrue(self.schedulable_on(spec, bare, [{"key": "nvidia.com/gpu",
+                                                                  "effect": "NoSchedule"}]))
+                env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+                self.assertEqual(env.get("FAIL_ON_INIT_ERROR"), "false", "%s: %s" % (o, name))
+
+    def test_nfd_component_restores_nfd_selection(self):
+        docs = render_with_components("nfd")
+        for name, spec in pod_specs(docs):
+            terms = spec["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            self.assertEqual({(t["matchExpressions"][0]["key"],
+                               t["matchExpressions"][0]["values"][0]) for t in terms},
+                             NFD_AFFINITY_KEYS, name)
+            self.assertFalse(self.schedulable_on(spec, {"kubernetes.io/os": "linux"}))
+            self.assertTrue(self.schedulable_on(
+                spec, {"feature.node.kubernetes.io/pci-10de.present": "true"}))
+            self.assertEqual(spec["tolerations"], NVIDIA_TOLERATIONS)
+        self.assertEqual(len(pod_specs(docs)), 1)
+
+
+class HostProcesses(Rendered):
+    """The sharing overlays attribute GPU processes to pods: the plugin sees host PIDs'
+    cgroups, through a read-only host /proc (GPUSLICE_HOST_PROC) or the host PID namespace."""
+
+    def test_sharing_overlays_see_host_processes(self):
+        for o in OVERLAYS:
+            spec = one(self.docs[o], "DaemonSet", "gpuslice-device-plugin")["spec"]["template"][
+                "spec"]
+            c = spec["containers"][0]
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            vols = {v["name"]: v for v in spec["volumes"]}
+            host_proc = [m for m in c["volumeMounts"]
+                         if vols[m["name"]].get("hostPath", {}).get("path") == "/proc"]
+            if o not in SHARED:
+                self.assertEqual(host_proc, [], o)
+                self.assertNotIn("GPUSLICE_HOST_PROC", env, o)
+                continue
+            self.assertEqual(len(host_proc), 1, o)
+            self.assertTrue(host_proc[0]["readOnly"], o)  # least privilege: read-only
+            self.assertEqual(env["GPUSLICE_HOST_PROC"], host_proc[0]["mountPath"], o)
+            self.assertNotEqual(host_proc[0]["mountPath"], "/proc", o)
+            if o not in MPS_INTERNAL:  # no hostPID just for attribution
+                self.assertNotIn("hostPID", spec, o)
+
+
+class Components(unittest.TestCase):
+    @unittest.skipIf(not KUBECTL, "kubectl not installed")
+    def test_cdi_mounts_the_cdi_root_writable(self):
+        spec = one(render_with_components("cdi"), "DaemonSet")["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        vols = {v["name"]: v for v in spec["volumes"]}
+        m = [m for m in c["volumeMounts"] if m["mountPath"] == "/var/run/cdi"]
+        self.assertEqual(len(m), 1)
+        self.assertFalse(m[0].get("readOnly", False))  # the plugin writes its spec there
+        self.assertEqual(vols[m[0]["name"]]["hostPath"]["path"], "/var/run/cdi")
+        self.assertTrue(c["securityContext"]["readOnlyRootFilesystem"])
+
+    @unittest.skipIf(not KUBECTL, "kubectl not installed")
+    def test_pod_attribution_component_alone(self):
+        spec = one(render_with_components("pod-attribution"), "DaemonSet")["spec"]["template"][
+            "spec"]
+        env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+        self.assertEqual(env["GPUSLICE_HOST_PROC"], "/host/proc")
+
+
+class MigByLabel(Rendered):
+    def test_mig_config_file_state_label_and_mounts(self):
+        docs = self.docs["mig-by-label"]
+        spec = one(docs, "DaemonSet", "gpuslice-device-plugin")["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        vols = {v["name"]: v for v in spec["volumes"]}
+        mig = mounts[env["MIG_CONFIG_FILE"]]
+        self.assertTrue(mig["readOnly"])
+        self.assertNotIn("subPath", mig)  # a directory: edits apply live
+        cm = one(docs, "ConfigMap", vols[mig["name"]]["configMap"]["name"])
+        layouts = yaml.safe_load(cm["data"]["config.yaml"])
+        self.assertIn("all-1g.10gb", layouts["mig-configs"])
+        self.assertIn("all-disabled", layouts["mig-configs"])
+        cfg = yaml.safe_load(one(docs, "ConfigMap", "gpuslice-configs")["data"]["default"])
+        self.assertEqual(cfg["flags"]["migStrategy"], "mixed")
+        self.assertEqual(env["NVIDIA_MIG_MONITOR_DEVICES"], "all")
+        self.assertNotIn("GPUSLICE_LABELS", env)  # the state label needs no label writer
+        with tempfile.TemporaryDirectory() as tmp:  # gpuslice itself accepts the layouts
+            path = os.path.join(tmp, "config.yaml")
+            with open(path, "w") as f:
+                f.write(cm["data"]["config.yaml"])
+            r = subprocess.run([os.path.join(BUILD, "gpuslice"), "mig", "plan", "-f", tmp,
+                                "-c", "all-1g.10gb", "--gpu-model", "NVIDIA A100-SXM4-80GB"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.count("1g.10gb      id 19"), 7, r.stdout)
 
 
 class Admission(Rendered):
@@ -308,6 +525,55 @@ class Admission(Rendered):
         self.assertIsNone(run(pod(ctr("2")), {"data": {"resources": ""}}))
         self.assertIsNone(run(pod(ctr("2")), {}))
 
+    def test_create_only(self):
+        # objects that exist are never blocked from being updated (or their finalizers
+        # removed): only creation is checked
+        for o in SHARED:
+            for rule in self.policy(o)["spec"]["matchConstraints"]["resourceRules"]:
+                self.assertEqual(rule["operations"], ["CREATE"], o)
+
+    def test_only_shared_resources(self):
+        """Issue 18: per-node refused every pod asking for more than one nvidia.com/gpu,
+        cluster-wide (an 8-GPU training job on another node pool). Renamed shared resources
+        are refused everywhere; per-node's plain name only for pods that select sharing
+        nodes."""
+        def pod(res, n, selector=None, kind="Pod"):
+            spec = {"containers": [{"name": "c", "image": "x",
+                                    "resources": {"limits": {res: n}}}]}
+            if selector is not None:
+                spec["nodeSelector"] = selector
+            if kind == "Pod":
+                return {"kind": "Pod", "spec": spec}
+            return {"kind": kind, "spec": {"template": {"spec": spec}}}
+
+        for o in SHARED - {"per-node"}:
+            p = self.policy(o)
+            prm = one(self.docs[o], "ConfigMap", "gpuslice-admission-params")
+            shared = prm["data"]["resources"].split(",")
+            self.assertNotIn("nvidia.com/gpu", shared, o)  # renamed: whole GPUs untouched
+            self.assertIsNone(cel_subset.run_policy(p, pod("nvidia.com/gpu", "8"), prm), o)
+            self.assertIsNotNone(cel_subset.run_policy(p, pod(shared[0], "2"), prm), o)
+        p = self.policy("per-node")
+        prm = one(self.docs["per-node"], "ConfigMap", "gpuslice-admission-params")
+        run = lambda obj: cel_subset.run_policy(p, obj, prm)  # noqa: E731
+        gpu = "nvidia.com/gpu"
+        # whole GPUs elsewhere: an 8-GPU job, with or without a selector of its own pool
+        self.assertIsNone(run(pod(gpu, "8")))
+        self.assertIsNone(run(pod(gpu, "8", {"node-pool": "training"})))
+        self.assertIsNone(run(pod(gpu, "8", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                                             "nvidia.com/gpu.replicas": "1"})))
+        self.assertIsNone(run(pod(gpu, "8", {"nvidia.com/gpu.sharing-strategy": "none"})))
+        # pods that select the sharing nodes: the seed's 2-GPU request is refused
+        for sel in ({"nvidia.com/device-plugin.config": "l20"},
+                    {"nvidia.com/gpu.product": "NVIDIA-L20-SHARED"},
+                    {"nvidia.com/gpu.replicas": "8"},
+                    {"nvidia.com/gpu.sharing-strategy": "time-slicing"}):
+            msg = run(pod(gpu, "2", sel))
+            self.assertIsNotNone(msg, sel)
+            self.assertIn(gpu, msg)
+            self.assertIsNone(run(pod(gpu, "1", sel)), sel)
+            self.assertIsNotNone(run(pod(gpu, "2", sel, kind="Deployment")), sel)
+
     def test_cel_subset_rejects_malformed(self):
         for bad in ["size(variables.over == 0", "a ? b", "a &&", "'open", "x.", "f(a,,b)"]:
             with self.assertRaises(cel_subset.CelError, msg=bad):
@@ -334,6 +600,8 @@ class Dockerfile(unittest.TestCase):
         self.assertFalse(re.search(r"^CMD", self.text, re.M))  # args replace CMD: none needed
         self.assertRegex(self.text, r"ENV NVIDIA_VISIBLE_DEVICES=all "
                                     r"NVIDIA_DRIVER_CAPABILITIES=compute,utility")
+        # the version in the labels, as make image (scripts/image-oci) writes it
+        self.assertRegex(runtime, r"org\.opencontainers\.image\.version=\$VERSION")
         # the runtime stage installs exactly the shared list and links the shared names
         self.assertIn("runtime-packages.txt", runtime)
         self.assertIn("links.txt", runtime)

@@ -4,7 +4,10 @@
 # Serves nodes (GET, list with resourceVersion, chunked watch streams with the real JSON
 # shapes, 410 after compaction, bookmarks) and POST events over HTTP or HTTPS (optionally
 # requiring client certificates), plus /_test/* control endpoints on the API port and on a
-# control port that stays up while the API port is "down".
+# control port that stays up while the API port is "down". What a real API server enforces
+# is enforced here with its texts: Event namespace validation (legacyValidateEvent), RBAC
+# refusals naming verb and resource (/_test/deny), NotFound details, and a plain-text
+# "404 page not found" for an API group that is not installed (/_test/no-group).
 import argparse
 import json
 import os
@@ -31,6 +34,8 @@ class State:
         self.requests = []
         self.watches_open = 0
         self.forbid = False
+        self.denied = set()  # (verb, API group, resource) that RBAC refuses
+        self.missing_groups = set()  # API groups not installed (CRD absent)
         self.always_gone = False  # every watch answers 410 Gone at once
         self.stall_s = 0.0  # every API request (not /_test) waits this long first
         self.fail_patches = False  # every node PATCH answers 500 (an API server restarting)
@@ -102,9 +107,81 @@ class State:
             self.cond.notify_all()
 
 
-def status(code, reason, message):
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
+def status(code, reason, message, details=None):
+    st = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+          "message": message, "reason": reason, "code": code}
+    if details:
+        st["details"] = details
+    return st
+
+
+def qualified(group, resource):
+    return resource + ("." + group if group else "")
+
+
+def not_found(group, resource, name):
+    """The real NotFound: names the object, with details (kubectl reads them)."""
+    return status(404, "NotFound", '%s "%s" not found' % (qualified(group, resource), name),
+                  {"name": name, "group": group, "kind": resource})
+
+
+def request_attributes(method, parts, q):
+    """RBAC's view of a request: (verb, group, resource, namespace or None, name or None)."""
+    if parts[:2] == ["api", "v1"]:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    ns = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        ns, rest = rest[1], rest[2:]
+    if not rest:
+        return None
+    resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
+    if method == "GET":
+        verb = "watch" if q.get("watch") in ("true", "1") else ("get" if name else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+    return verb, group, resource, ns, name
+
+
+def forbidden(verb, group, resource, ns, name):
+    """RBAC's 403, word for word as kube-apiserver writes it."""
+    what = qualified(group, resource)
+    scope = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
+    msg = ('%s%s is forbidden: User "system:serviceaccount:gpuslice:gpuslice" cannot %s '
+           'resource "%s" in API group "%s" %s' % (what, ' "%s"' % name if name else "", verb,
+                                                  resource, group, scope))
+    details = {"group": group, "kind": resource}
+    if name:
+        details["name"] = name
+    return status(403, "Forbidden", msg, details)
+
+
+def validate_event(ev, url_ns):
+    """What kube-apiserver checks of a core/v1 Event: (code, Status) or None when valid."""
+    meta = ev.get("metadata", {})
+    name = meta.get("name", "")
+    obj_ns = meta.get("namespace", url_ns)
+    if obj_ns != url_ns:
+        return 400, status(400, "BadRequest", "the namespace of the provided object does not "
+                                              "match the namespace sent on the request")
+    missing = [f for f in ("reason", "message", "type", "involvedObject") if f not in ev]
+    if missing:
+        return 422, status(422, "Invalid", "bad event: %s" % missing)
+    # legacyValidateEvent (pkg/apis/core/validation/events.go): an Event about a
+    # cluster-scoped object (no involvedObject.namespace) lives in "" or "default"; about a
+    # namespaced one, in that object's namespace.
+    inv_ns = ev["involvedObject"].get("namespace", "")
+    if (inv_ns == "" and obj_ns not in ("", "default")) or (inv_ns and inv_ns != obj_ns):
+        cause = 'Invalid value: "%s": does not match event.namespace' % inv_ns
+        return 422, status(422, "Invalid", 'Event "%s" is invalid: involvedObject.namespace: %s'
+                           % (name, cause),
+                           {"name": name, "kind": "Event",
+                            "causes": [{"reason": "FieldValueInvalid", "message": cause,
+                                        "field": "involvedObject.namespace"}]})
+    return None
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -183,7 +260,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(201, obj)
             key = "/".join(parts)
             if len(parts) != 7 or key not in self.st.objects:
-                return self.send_json(404, status(404, "NotFound", "not found"))
+                return self.send_json(404, not_found(parts[1], parts[5], parts[-1]))
             if method == "GET":
                 return self.send_json(200, self.st.objects[key])
             if method == "PUT":
@@ -201,8 +278,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.st.cond:
             node = self.st.nodes.get(name)
             if not node:
-                return self.send_json(404, status(404, "NotFound",
-                                                  'nodes "%s" not found' % name))
+                return self.send_json(404, not_found("", "nodes", name))
             for field in ("labels", "annotations"):
                 for k, v in patch.get("metadata", {}).get(field, {}).items():
                     d = node["metadata"].setdefault(field, {})
@@ -237,6 +313,17 @@ class Handler(BaseHTTPRequestHandler):
                 403, "Forbidden",
                 'nodes is forbidden: User "system:serviceaccount:gpu:gpuslice" cannot get '
                 'resource "nodes" in API group "" at the cluster scope'))
+        attrs = request_attributes(method, parts, q)
+        if attrs and (attrs[0], attrs[1], attrs[2]) in self.st.denied:
+            return self.send_json(403, forbidden(*attrs))
+        if parts[:1] == ["apis"] and len(parts) >= 2 and parts[1] in self.st.missing_groups:
+            # kube-apiserver's NotFound handler for a path nobody serves: plain text
+            body = b"404 page not found\n"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            return self.wfile.write(body)
         if parts[:1] == ["apis"] and len(parts) >= 6 and parts[3] == "namespaces":
             return self.objects(method, parts, body)
         if method == "PATCH" and parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
@@ -252,8 +339,7 @@ class Handler(BaseHTTPRequestHandler):
                 node = self.st.nodes.get(parts[3])
                 node = json.loads(json.dumps(node)) if node else None
             if not node:
-                return self.send_json(404, status(404, "NotFound",
-                                                  'nodes "%s" not found' % parts[3]))
+                return self.send_json(404, not_found("", "nodes", parts[3]))
             return self.send_json(200, node)
         if method == "GET" and parts == ["api", "v1", "nodes"]:
             sel = q.get("fieldSelector", "")
@@ -272,10 +358,9 @@ class Handler(BaseHTTPRequestHandler):
                 ev = json.loads(body)
             except ValueError:
                 return self.send_json(400, status(400, "BadRequest", "invalid JSON"))
-            missing = [f for f in ("reason", "message", "type", "involvedObject")
-                       if f not in ev]
-            if missing or ev.get("metadata", {}).get("namespace", parts[3]) != parts[3]:
-                return self.send_json(422, status(422, "Invalid", "bad event: %s" % missing))
+            refused = validate_event(ev, parts[3])
+            if refused:
+                return self.send_json(*refused)
             with self.st.cond:
                 ev.setdefault("metadata", {})["resourceVersion"] = self.st.next_rv()
                 ev["metadata"]["namespace"] = parts[3]
@@ -387,6 +472,18 @@ class Handler(BaseHTTPRequestHandler):
                 st.fail_patches = q.get("on", "1") == "1"
         elif cmd == "forbid" and method == "POST":
             st.forbid = q.get("on", "1") == "1"
+        elif cmd == "deny" and method == "POST":  # ?verb=&group=&resource=, or ?clear=1
+            with st.cond:
+                if q.get("clear"):
+                    st.denied.clear()
+                else:
+                    st.denied.add((q["verb"], q.get("group", ""), q["resource"]))
+        elif cmd == "no-group" and method == "POST":  # ?group=, or ?clear=1
+            with st.cond:
+                if q.get("clear"):
+                    st.missing_groups.clear()
+                else:
+                    st.missing_groups.add(q["group"])
         elif cmd == "down" and method == "POST":
             self.server.owner.down()
         elif cmd == "up" and method == "POST":

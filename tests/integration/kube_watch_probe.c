@@ -2,7 +2,8 @@
 /* kube_watch_probe: a small driver of src/kube for the integration tests
  * (test_kube_api.py against fake_apiserver.py). `get` prints a node label, `event` posts an
  * Event, `watch` prints one JSON line per value change (read through the eventfd) and per
- * reachability change (from the callback) until stdin closes or SIGTERM. */
+ * reachability change (from the callback) until stdin closes or SIGTERM; `nodefeature` and
+ * `patch-labels` write one label through labels/write.c (its error texts are tested). */
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
@@ -16,6 +17,8 @@
 #include <unistd.h>
 
 #include "kube/kube.h"
+#include "labels/labels.h"
+#include "labels/write.h"
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -51,7 +54,8 @@ static void on_status(bool reachable, const struct error *err, void *userdata)
 static int usage(void)
 {
     fprintf(stderr, "usage: kube_watch_probe [--kubeconfig F] [--server URL] [--node N] "
-                    "[--label K] [--sa-dir D] get|watch|event TYPE REASON MESSAGE\n");
+                    "[--label K] [--sa-dir D] get|watch|event TYPE REASON MESSAGE|\n"
+                    "  nodefeature NAMESPACE KEY=VALUE|patch-labels KEY=VALUE\n");
     return 2;
 }
 
@@ -162,6 +166,24 @@ int main(int argc, char **argv)
         r = kube_event_post(c, NULL, argv[i + 1], argv[i + 2], argv[i + 3], &err);
         if (r >= 0)
             emit(json_pack("{s:s}", "event", "posted"));
+    } else if ((strcmp(argv[i], "nodefeature") == 0 && i + 3 == argc) ||
+               (strcmp(argv[i], "patch-labels") == 0 && i + 2 == argc)) {
+        /* the label writers (labels/write.c) over this client: one label KEY=VALUE */
+        const char *kv = argv[argc - 1], *eq = strchr(kv, '=');
+        struct labels_label l = {.key = eq ? strndup(kv, (size_t)(eq - kv)) : NULL,
+                                 .value = eq ? strdup(eq + 1) : NULL};
+        struct labels_set set = {.labels = &l, .n_labels = 1};
+        if (!l.key || !l.value)
+            r = error_set(&err, -EINVAL, "KEY=VALUE expected, not \"%s\"", kv);
+        else if (argv[i][0] == 'n')
+            r = labels_write_nodefeature(c, argv[i + 1], kube_client_node_name(c), NULL, &set, NULL,
+                                         &err);
+        else
+            r = labels_patch_node(c, kube_client_node_name(c), &set, &err);
+        if (r >= 0)
+            emit(json_pack("{s:s}", "event", "written"));
+        free(l.key);
+        free(l.value);
     } else if (strcmp(argv[i], "watch") == 0 && i + 1 == argc) {
         rc = run_watch(c, label);
         goto out;

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 import warnings
 
@@ -297,16 +298,110 @@ class KubeApiTest(unittest.TestCase):
         self.assertRegex(ev["firstTimestamp"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
     def test_event_namespace_and_bad_type(self):
+        # Events about a Node go to "default" whatever NAMESPACE says (issue 18: a real API
+        # server refuses them anywhere else, and so does the fake one, below)
         env = dict(os.environ, NAMESPACE="gpu-operator")
         rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1", "event",
                                      "Normal", "ConfigApplied", "ok"], env=env)
         self.assertEqual(rc, 0, err)
         ev = http(self.ctl, "GET", "/_test/events")["items"][0]
-        self.assertEqual(ev["metadata"]["namespace"], "gpu-operator")
+        self.assertEqual(ev["metadata"]["namespace"], "default")
+        self.assertNotIn("namespace", ev["involvedObject"])
         rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1", "event",
                                      "Error", "X", "y"])
         self.assertEqual(rc, 1)
         self.assertIn("Normal or Warning", err)
+
+    def post_event(self, ns, involved_ns=None):
+        inv = {"apiVersion": "v1", "kind": "Node", "name": "node-1"}
+        if involved_ns is not None:
+            inv["namespace"] = involved_ns
+        ev = {"apiVersion": "v1", "kind": "Event",
+              "metadata": {"name": "node-1.1", "namespace": ns}, "involvedObject": inv,
+              "reason": "R", "message": "m", "type": "Warning"}
+        req = urllib.request.Request("%s/api/v1/namespaces/%s/events" % (self.url, ns),
+                                     data=json.dumps(ev).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def test_fake_refuses_node_event_outside_default(self):
+        """The stand-in enforces legacyValidateEvent with the real API server's text."""
+        code, st = self.post_event("gpuslice")
+        self.assertEqual(code, 422)
+        self.assertEqual(st["reason"], "Invalid")
+        self.assertEqual(st["message"], 'Event "node-1.1" is invalid: involvedObject.namespace: '
+                                        'Invalid value: "": does not match event.namespace')
+        self.assertEqual(st["details"]["causes"][0]["field"], "involvedObject.namespace")
+        code, _ = self.post_event("gpuslice", involved_ns="other")
+        self.assertEqual(code, 422)
+        self.assertEqual(self.post_event("gpuslice", involved_ns="gpuslice")[0], 201)
+        self.assertEqual(self.post_event("default")[0], 201)
+        self.assertEqual(len(http(self.ctl, "GET", "/_test/events")["items"]), 2)
+
+    def test_event_refused_names_verb_and_resource(self):
+        http(self.ctl, "POST", "/_test/deny?verb=create&resource=events")
+        rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1", "event",
+                                     "Warning", "ConfigNotFound", "x"])
+        self.assertEqual(rc, 1)
+        self.assertIn('cannot create resource "events" in API group "" in the namespace '
+                      '"default"', err)
+        self.assertIn('grant "create" on "events" there', err)
+
+    # ---- label writers: the hints of issue 19 (found with the shipped RBAC) -------------
+
+    def test_node_labels_without_patch_names_the_refused_verb(self):
+        http(self.ctl, "POST", "/_test/deny?verb=patch&resource=nodes")
+        rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1", "patch-labels",
+                                     "nvidia.com/gpu.replicas=8"])
+        self.assertEqual(rc, 1)
+        self.assertIn("HTTP 403", err)
+        self.assertIn('cannot patch resource "nodes"', err)
+        self.assertIn('grant "patch" on "nodes"', err)
+        self.assertIn("--labels=node", err)
+        self.assertNotIn("get/list/watch", err)  # not the device plugin's rights
+        http(self.ctl, "POST", "/_test/deny?clear=1")
+        rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1", "patch-labels",
+                                     "nvidia.com/gpu.replicas=8"])
+        self.assertEqual(rc, 0, err)
+        node = http(self.ctl, "GET", "/_test/node?node=node-1")
+        self.assertEqual(node["metadata"]["labels"]["nvidia.com/gpu.replicas"], "8")
+
+    def test_nodefeature_without_rights_names_nodefeatures(self):
+        for verb in ("get", "create"):
+            http(self.ctl, "POST", "/_test/deny?clear=1")
+            http(self.ctl, "POST", "/_test/deny?verb=%s&group=nfd.k8s-sigs.io"
+                                   "&resource=nodefeatures" % verb)
+            rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1",
+                                         "nodefeature", "gpuslice", "nvidia.com/gpu.count=1"])
+            self.assertEqual(rc, 1, verb)
+            self.assertIn('cannot %s resource "nodefeatures"' % verb, err)
+            self.assertIn('grant "%s" on "nodefeatures.nfd.k8s-sigs.io"' % verb, err)
+            self.assertIn("get, create and update on nodefeatures.nfd.k8s-sigs.io in namespace "
+                          '"gpuslice"', err)
+            self.assertNotIn("get/list/watch on nodes", err)
+            self.assertNotIn("create on events", err)
+
+    def test_nodefeature_without_crd_says_the_group_is_missing(self):
+        http(self.ctl, "POST", "/_test/no-group?group=nfd.k8s-sigs.io")
+        rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1", "nodefeature",
+                                     "gpuslice", "nvidia.com/gpu.count=1"])
+        self.assertEqual(rc, 1)
+        self.assertIn("HTTP 404", err)
+        self.assertIn("does not serve nfd.k8s-sigs.io/v1alpha1", err)
+        self.assertIn("--labels=nfd-file", err)
+        self.assertIn("--use-node-feature-api=false", err)
+        self.assertNotIn("NODE_NAME", err)  # not "check the name"
+        reqs = [q["method"] for q in http(self.ctl, "GET", "/_test/requests")["items"]
+                if "nodefeatures" in q["path"]]
+        self.assertEqual(reqs, ["GET"])  # no create attempted into a missing API
+        http(self.ctl, "POST", "/_test/no-group?clear=1")
+        rc, _, err = self.run_probe(["--server", self.url, "--node", "node-1", "nodefeature",
+                                     "gpuslice", "nvidia.com/gpu.count=1"])
+        self.assertEqual(rc, 0, err)
 
     # ---- auth ---------------------------------------------------------------------------
 
@@ -394,7 +489,8 @@ users:
                                      "Started", "hello"], env=env)
         self.assertEqual(rc, 0, err)
         ev = http(self.ctl, "GET", "/_test/events")["items"][0]
-        self.assertEqual(ev["metadata"]["namespace"], "gpu-system")
+        # the pod runs in gpu-system; its Events about the Node still go to "default"
+        self.assertEqual(ev["metadata"]["namespace"], "default")
 
     def test_token_with_control_characters_refused(self):
         self.srv.state.token = "t"

@@ -42,6 +42,56 @@ static void test_http_error_table(void **state)
     }
 }
 
+/* What a real API server answers, and the hint each must give (issue 19: the refused verb
+ * and resource, not the device plugin's rights; a missing API group, not a wrong name). */
+static void test_http_error_names_what_was_refused_or_missing(void **state)
+{
+    static const struct {
+        long status;
+        const char *url;
+        const char *body;
+        int r;
+        const char *want;
+    } cases[] = {
+        {403, "https://h/api/v1/nodes/n",
+         "{\"kind\":\"Status\",\"code\":403,\"message\":\"nodes \\\"n\\\" is forbidden: User "
+         "\\\"system:serviceaccount:gpuslice:gpuslice\\\" cannot patch resource \\\"nodes\\\" "
+         "in API group \\\"\\\" at the cluster scope\"}",
+         -EACCES,
+         "; the service account may not patch nodes: grant \"patch\" on \"nodes\" in its "
+         "ClusterRole"},
+        {403, "https://h/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/gpuslice/nodefeatures/x",
+         "{\"kind\":\"Status\",\"code\":403,\"message\":\"nodefeatures.nfd.k8s-sigs.io "
+         "\\\"x\\\" is forbidden: User \\\"u\\\" cannot get resource \\\"nodefeatures\\\" in "
+         "API group \\\"nfd.k8s-sigs.io\\\" in the namespace \\\"gpuslice\\\"\"}",
+         -EACCES,
+         "may not get nodefeatures.nfd.k8s-sigs.io in namespace \"gpuslice\": grant "
+         "\"get\" on \"nodefeatures.nfd.k8s-sigs.io\" there"},
+        {403, "https://h/api/v1/nodes",
+         "{\"kind\":\"Status\",\"code\":403,\"message\":\"nodes is forbidden: User \\\"u\\\" "
+         "cannot watch resource \\\"nodes\\\" in API group \\\"\\\" at the cluster scope\"}",
+         -EACCES, "grant get/list/watch on nodes"},
+        {404, "https://h/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/gpuslice/nodefeatures/x",
+         "404 page not found\n", -EOPNOTSUPP,
+         "HTTP 404: 404 page not found; the API server does not serve "
+         "nfd.k8s-sigs.io/v1alpha1: that API group is not installed"},
+        {404, "https://h/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/gpuslice/nodefeatures/x",
+         "{\"kind\":\"Status\",\"code\":404,\"message\":\"not found\",\"details\":{\"name\":"
+         "\"x\",\"group\":\"nfd.k8s-sigs.io\",\"kind\":\"nodefeatures\"}}",
+         -ENOENT, "HTTP 404: not found"},
+    };
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
+        struct error err = {0};
+        int r = kube__http_error("GET", cases[i].url, cases[i].status, cases[i].body,
+                                 strlen(cases[i].body), &err);
+        assert_int_equal(r, cases[i].r);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, cases[i].want);
+        if (i < 2 && strstr(err.msg, "create on events"))
+            fail_msg("case %zu: \"%s\" names the device plugin's rights", i, err.msg);
+    }
+}
+
 static void clear_env(void)
 {
     unsetenv("KUBECONFIG");
@@ -104,12 +154,14 @@ static void test_client_new_kubeconfig_list_takes_first_existing(void **state)
     assert_int_equal(kube_client_new(&o, &c, &err), 0);
     assert_string_equal(kube_client_server(c), "https://h");
     assert_string_equal(kube_client_node_name(c), "n1");
-    assert_string_equal(c->event_namespace, "ns1");
+    /* Events are about the Node (cluster-scoped): "default" whatever the context's or the
+     * pod's namespace, or a real API server refuses them (issue 18) */
+    assert_string_equal(c->event_namespace, "default");
     kube_client_free(c);
 
     setenv("NAMESPACE", "from-env", 1);
     assert_int_equal(kube_client_new(&o, &c, &err), 0);
-    assert_string_equal(c->event_namespace, "from-env");
+    assert_string_equal(c->event_namespace, "default");
     kube_client_free(c);
 
     setenv("KUBECONFIG", "/nonexistent/only", 1);
@@ -197,6 +249,7 @@ int run_client_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_http_error_table),
+        cmocka_unit_test(test_http_error_names_what_was_refused_or_missing),
         cmocka_unit_test(test_client_new_without_any_configuration),
         cmocka_unit_test(test_client_new_server_override_only),
         cmocka_unit_test(test_client_new_kubeconfig_list_takes_first_existing),
