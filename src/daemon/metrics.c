@@ -316,6 +316,11 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
     *ret_ready = served > 0 && (registered == served || !d->kubelet_socket);
     if (!*ret_ready)
         snprintf(why, n, "%zu of %zu resources registered with the kubelet", registered, served);
+    /* A node without a GPU (or NVML) where --fail-on-init-error=false keeps the plugin
+     * waiting quietly: nothing to serve is ready, so a DaemonSet rollout does not stall on
+     * such nodes. */
+    if (served == 0 && (!inv || inv->n_gpus == 0))
+        *ret_ready = true;
     return r;
 }
 

@@ -62,8 +62,7 @@ static int count_replicas(const struct metrics_holding *h, size_t n_h, struct me
  * several containers holding devices there, a pod-level entry (container ""): the cgroup
  * names the container by id, the kubelet by name, and nothing on the node links the two.
  * Made (named after what is known of the pod) when missing; NULL on ENOMEM. */
-static struct metrics_pod_use *process_entry(struct metrics_usage *u, unsigned g,
-                                             const char *uid)
+static struct metrics_pod_use *process_entry(struct metrics_usage *u, unsigned g, const char *uid)
 {
     struct metrics_pod_use *e = NULL;
     char ns_name[sizeof(e->ns_name)] = "", resource[sizeof(e->resource)] = "";
@@ -77,8 +76,8 @@ static struct metrics_pod_use *process_entry(struct metrics_usage *u, unsigned g
     if (same > 1) {
         e = NULL;
         for (size_t j = 0; j < u->n_pods && !e; j++)
-            if (u->pods[j].gpu == g && strcmp(u->pods[j].uid, uid) == 0 &&
-                !u->pods[j].replicas && !u->pods[j].container[0])
+            if (u->pods[j].gpu == g && strcmp(u->pods[j].uid, uid) == 0 && !u->pods[j].replicas &&
+                !u->pods[j].container[0])
                 e = &u->pods[j];
     }
     if (e)

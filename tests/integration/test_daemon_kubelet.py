@@ -1012,10 +1012,19 @@ class DaemonTest(unittest.TestCase):
     def test_nvml_init_failure(self):
         d = self.start("l20-node.yaml", env={"FAKE_NVML_FAIL": "nvmlInit_v2=9"})
         self.assertEqual(d.proc.wait(20), 1)
-        d = self.start("l20-node.yaml", args=["--fail-on-init-error=false"],
+        d = self.start("l20-node.yaml", args=["--fail-on-init-error=false",
+                                              "--metrics-address", "127.0.0.1:0"],
                        env={"FAKE_NVML_FAIL": "nvmlInit_v2=9"})
         self.waitLog(d, "no devices found on this node")
         self.assertEqual([f for f in os.listdir(d.dir) if f.startswith("nvidia-")], [])
+        # issue 18: a node without a GPU waits quietly and is Ready (nothing to serve), so a
+        # DaemonSet rollout does not stall there
+        import urllib.request
+        self.waitLog(d, "/readyz on 127.0.0.1:0 (port ")
+        port = int(re.search(r"\(port (\d+)\)", d.logtext()).group(1))
+        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=5) as r:
+            self.assertEqual(r.status, 200)
+        self.assertIsNone(d.proc.poll())
         self.assertStoppedClean(d)
 
     def test_no_kubelet_socket_serves_without_registering(self):

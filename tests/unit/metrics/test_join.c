@@ -17,7 +17,8 @@
 #define UID_B "6a1f0c2e-0000-4000-8000-00000000000b"
 #define CG(uid)                                                                                    \
     "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" uid                     \
-    ".slice/cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope\n"
+    ".slice/"                                                                                      \
+    "cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope\n"
 #define CG_A                                                                                       \
     "0::/kubepods/besteffort/pod" UID_A                                                            \
     "/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
@@ -44,10 +45,8 @@ static void test_replicas_and_processes_per_pod(void **state)
         {"nvidia.com/gpu", "GPU-0::2", 0, "ml/b", "main", UID_B},
     };
     const struct metrics_process p[] = {
-        {0, 100, 3000ull << 20, 40, CG_A},
-        {0, 101, 1000ull << 20, -1, CG_A},
-        {0, 200, 500ull << 20, 10, CG_B},
-        {0, 300, 200ull << 20, 5, CG_HOST},
+        {0, 100, 3000ull << 20, 40, CG_A}, {0, 101, 1000ull << 20, -1, CG_A},
+        {0, 200, 500ull << 20, 10, CG_B},  {0, 300, 200ull << 20, 5, CG_HOST},
         {1, 400, 100ull << 20, -1, NULL}, /* /proc cannot show it */
     };
     struct metrics_usage u;
@@ -62,7 +61,7 @@ static void test_replicas_and_processes_per_pod(void **state)
     assert_non_null(b);
     assert_int_equal(a->replicas, 2);
     assert_int_equal(a->bytes, 4000ull << 20); /* both processes of the pod */
-    assert_int_equal(a->sm, 40);                /* the unknown one adds nothing */
+    assert_int_equal(a->sm, 40);               /* the unknown one adds nothing */
     assert_string_equal(a->uid, UID_A);
     assert_string_equal(a->resource, "nvidia.com/gpu");
     assert_int_equal(b->replicas, 1);
