@@ -16,8 +16,7 @@
 #define UID_A "6a1f0c2e-0000-4000-8000-00000000000a"
 #define UID_B "6a1f0c2e-0000-4000-8000-00000000000b"
 #define CG(uid)                                                                                    \
-    "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" uid                     \
-    ".slice/"                                                                                      \
+    "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" uid ".slice/"           \
     "cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope\n"
 #define CG_A                                                                                       \
     "0::/kubepods/besteffort/pod" UID_A                                                            \
