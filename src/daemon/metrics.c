@@ -214,6 +214,41 @@ static int render_health(const struct daemon *d, const struct model *m,
     return r;
 }
 
+/* MIG partitioning and MPS control daemons, when this daemon runs them. */
+static int render_mig_mps(const struct daemon *d, const struct model *m, struct strbuf *sb)
+{
+    const char *mig = daemon__mig_state(d);
+    bool mps_header = false;
+    int r = 0;
+
+    if (mig) {
+        static const char *const states[] = {"pending", "success", "failed", "rebooting"};
+        r = metrics_family(sb, "gpuslice_mig_config_state", "gauge",
+                           "1 for the nvidia.com/mig.config.state this node is in.");
+        for (size_t i = 0; r == 0 && i < GS_ARRAY_SIZE(states); i++)
+            r = strbuf_printf(sb, "gpuslice_mig_config_state{state=\"%s\"} %d\n", states[i],
+                              strcmp(mig, states[i]) == 0);
+    }
+    for (size_t i = 0; m && r == 0 && i < m->n_resources; i++) {
+        int up = daemon__mps_up(d, m->resources[i].name);
+        if (up < 0 || m->resources[i].sharing != CFG_SHARING_MPS)
+            continue;
+        if (!mps_header)
+            r = metrics_family(sb, "gpuslice_mps_daemon_up", "gauge",
+                               "1 when the resource's MPS control daemon runs and answers.");
+        mps_header = true;
+        if (r == 0)
+            r = with_resource(sb, "gpuslice_mps_daemon_up", m->resources[i].name, NULL,
+                              (unsigned long long)up);
+    }
+    if (r == 0 && mps_header)
+        r = metrics_family(sb, "gpuslice_mps_daemon_restarts_total", "counter",
+                           "MPS control daemons restarted after they died or hung.");
+    if (r == 0 && mps_header)
+        r = strbuf_printf(sb, "gpuslice_mps_daemon_restarts_total %u\n", daemon__mps_restarts(d));
+    return r;
+}
+
 static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *why, size_t n)
 {
     const struct model *m = d->snap ? dp_snapshot_model(d->snap) : NULL;
@@ -283,34 +318,8 @@ static int render(struct daemon *d, struct strbuf *sb, bool *ret_ready, char *wh
         r = strbuf_printf(sb, "gpuslice_retiring_devices %zu\n", d->n_retiring);
     if (r == 0)
         r = render_health(d, m, inv, sb);
-    /* MIG partitioning and MPS control daemons, when this daemon runs them */
-    const char *mig = daemon__mig_state(d);
-    if (r == 0 && mig) {
-        static const char *const states[] = {"pending", "success", "failed", "rebooting"};
-        r = metrics_family(sb, "gpuslice_mig_config_state", "gauge",
-                           "1 for the nvidia.com/mig.config.state this node is in.");
-        for (size_t i = 0; r == 0 && i < GS_ARRAY_SIZE(states); i++)
-            r = strbuf_printf(sb, "gpuslice_mig_config_state{state=\"%s\"} %d\n", states[i],
-                              strcmp(mig, states[i]) == 0);
-    }
-    bool mps_header = false;
-    for (size_t i = 0; m && r == 0 && i < m->n_resources; i++) {
-        int up = daemon__mps_up(d, m->resources[i].name);
-        if (up < 0 || m->resources[i].sharing != CFG_SHARING_MPS)
-            continue;
-        if (!mps_header)
-            r = metrics_family(sb, "gpuslice_mps_daemon_up", "gauge",
-                               "1 when the resource's MPS control daemon runs and answers.");
-        mps_header = true;
-        if (r == 0)
-            r = with_resource(sb, "gpuslice_mps_daemon_up", m->resources[i].name, NULL,
-                              (unsigned long long)up);
-    }
-    if (r == 0 && mps_header)
-        r = metrics_family(sb, "gpuslice_mps_daemon_restarts_total", "counter",
-                           "MPS control daemons restarted after they died or hung.");
-    if (r == 0 && mps_header)
-        r = strbuf_printf(sb, "gpuslice_mps_daemon_restarts_total %u\n", daemon__mps_restarts(d));
+    if (r == 0)
+        r = render_mig_mps(d, m, sb);
     if (r == 0) /* NVML telemetry and per-pod attribution, from the sampler thread */
         r = daemon__sampler_render(d, sb);
     *ret_ready = served > 0 && (registered == served || !d->kubelet_socket);
