@@ -794,9 +794,10 @@ class DaemonTest(unittest.TestCase):
             self.assertEqual(len(codes), 32)  # every one refused
             peak = rss_kib()
             if "asan" not in GPUSLICE:  # ASan's allocator keeps its own quarantine
-                # given back once the burst is over (gRPC's buffers, trimmed when quiet)
-                wait_until(lambda: rss_kib() < before + 2 * 1024, timeout=5,
-                           what="RSS back within 2 MiB of %d KiB (now %d)" % (before, rss_kib()))
+                # given back once the burst is over (gRPC's buffers, trimmed when quiet);
+                # kept, they stayed at +9 MiB (17.8 MiB) and rose with each burst
+                wait_until(lambda: rss_kib() < before + 4 * 1024, timeout=5,
+                           what="RSS back within 4 MiB of %d KiB (now %d)" % (before, rss_kib()))
             print("32 raw messages of %d bytes: RSS %d -> %d KiB, then %d KiB"
                   % (size, before, peak, rss_kib()), file=sys.stderr)
         self.assertStoppedClean(d)
