@@ -490,7 +490,7 @@ int kube__http_error(const char *method, const char *url, long status, const cha
     char *api_msg = kube__status_message(body, body_len);
     char *text = api_msg ? NULL : plain_message(body, body_len);
     const char *msg = api_msg ? api_msg : text ? text : "(no message)";
-    char verb[32], what[300], ns[256], gv[256], hint[1024] = "";
+    char verb[32], what[300], ns[256], gv[256], hint[2048] = "";
     int code = -EIO;
 
     switch (status) {
