@@ -7,7 +7,6 @@
  * Devices taken away while pods hold them (kubelet pod-resources List) stay Unhealthy until
  * released, re-checked every --retire-check-interval. */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

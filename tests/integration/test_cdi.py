@@ -73,6 +73,14 @@ class Cdi(unittest.TestCase):
         n.start_plugin(None, args, self.env())
         return n
 
+    def write_config(self, path, list_strategy, id_strategy):
+        """Replaces the config file at once (a rename), as a ConfigMap update does."""
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("version: v1\nflags:\n  plugin:\n    deviceListStrategy: %s\n"
+                    "    deviceIDStrategy: %s\n" % (list_strategy, id_strategy))
+        os.rename(tmp, path)
+
     def spec(self):
         with open(os.path.join(self.spec_dir, SPEC_NAME)) as f:
             s = json.load(f)
@@ -124,11 +132,7 @@ class Cdi(unittest.TestCase):
         cfg = os.path.join(self.root, "config.yaml")
 
         def write_cfg(strategy):
-            tmp = cfg + ".tmp"
-            with open(tmp, "w") as f:
-                f.write("version: v1\nflags:\n  plugin:\n    deviceListStrategy: cdi-annotations\n"
-                        "    deviceIDStrategy: %s\n" % strategy)
-            os.rename(tmp, cfg)
+            self.write_config(cfg, "cdi-annotations", strategy)
 
         write_cfg("index")
         n = self.node("h100-nvswitch-8", config_file=cfg)
@@ -157,11 +161,7 @@ class Cdi(unittest.TestCase):
         cfg = os.path.join(self.root, "config.yaml")
 
         def write_cfg(strategy):
-            tmp = cfg + ".tmp"
-            with open(tmp, "w") as f:
-                f.write("version: v1\nflags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
-                        "    deviceIDStrategy: %s\n" % strategy)
-            os.rename(tmp, cfg)
+            self.write_config(cfg, "cdi-cri", strategy)
 
         os.makedirs(self.spec_dir)
         filler = os.path.join(self.spec_dir, "filler")
