@@ -6,7 +6,8 @@
 #                 (every other build links them with fuzz/standalone.c; CTest replays seeds)
 #   make bench    run the benchmarks; JSON lines on stdout, also in build/bench.json
 #   make demo     replay the seed's production incident on fake nodes
-#   make check    clang-format, clang-tidy (.clang-tidy) and scripts/check-style
+#   make check    clang-format, clang-tidy (.clang-tidy), scripts/check-style and
+#                 scripts/check-graph (no circle between the files of src/)
 #   make image    an OCI image archive (build/gpuslice-image.tar) without docker
 #   make e2e      the real-node lane: Kubernetes 1.20 built from Debian (docs/e2e.md)
 BUILD      ?= build
@@ -59,6 +60,7 @@ check: all
 		grep -E 'warning:|error:'); \
 	if [ -n "$$out" ]; then echo "$$out"; echo "make check: clang-tidy findings above" >&2; exit 1; fi
 	@scripts/check-style
+	@scripts/check-graph src
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -18,8 +18,8 @@
 #define CDI_RETRY_MIN_MS 1000u
 #define CDI_RETRY_MAX_MS 30000u
 
-void daemon__cdi_retry_later(struct daemon *d, unsigned what, const char *why,
-                             const struct error *err)
+static void cdi_retry_later(struct daemon *d, unsigned what, const char *why,
+                            const struct error *err)
 {
     if (d->cdi_retry_fd < 0)
         d->cdi_retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -34,7 +34,7 @@ void daemon__cdi_retry_later(struct daemon *d, unsigned what, const char *why,
         daemon__timer_set(d->cdi_retry_fd, d->cdi_retry_ms, false);
 }
 
-void daemon__cdi_retry_done(struct daemon *d)
+static void cdi_retry_done(struct daemon *d)
 {
     if (!d->cdi_retry_ms)
         return;
@@ -43,7 +43,7 @@ void daemon__cdi_retry_done(struct daemon *d)
     daemon__timer_set(d->cdi_retry_fd, 0, false);
 }
 
-void daemon__cdi_on_retry(struct daemon *d)
+static void cdi_on_retry(struct daemon *d)
 {
     unsigned what = d->cdi_retry_what;
 
@@ -52,15 +52,15 @@ void daemon__cdi_on_retry(struct daemon *d)
     daemon__apply(d, what, "CDI spec retry");
 }
 
-void daemon__cdi_release(struct daemon *d)
+static void cdi_release(struct daemon *d)
 {
     if (d->cdi_retry_fd >= 0)
         close(d->cdi_retry_fd);
     d->cdi_retry_fd = -1;
 }
 
-int daemon__cdi_update(struct daemon *d, const struct dp_snapshot *snap,
-                       const struct cfg_config *cfg, bool at_start, struct error *err)
+static int cdi_update(struct daemon *d, const struct dp_snapshot *snap,
+                      const struct cfg_config *cfg, bool at_start, struct error *err)
 {
     const struct model *m = dp_snapshot_model(snap);
     const struct inv_inventory *inv = dp_snapshot_inventory(snap);
@@ -114,3 +114,41 @@ out:
     strbuf_release(&all);
     return r;
 }
+
+/* A state whose names cannot be resolved on disk is not served: at start that stops the
+ * daemon; later the current state stays and the change is tried again after a backoff. */
+static int cdi_prepare(struct daemon *d, const struct dp_snapshot *next,
+                       const struct cfg_config *cfg, const struct daemon_change *c,
+                       struct error *err)
+{
+    bool at_start = (c->what & DAEMON_CHANGE_START) != 0;
+    int r = cdi_update(d, next, cfg, at_start, err);
+
+    if (r < 0 && !at_start)
+        cdi_retry_later(d, c->what & (DAEMON_RELOAD_CONFIG | DAEMON_RELOAD_INVENTORY), c->why, err);
+    else if (r == 0)
+        cdi_retry_done(d);
+    return r;
+}
+
+static void cdi_stop(struct daemon *d)
+{
+    cdi_release(d);
+    free(d->cdi_json);
+    d->cdi_json = NULL;
+}
+
+static int cdi_retry_fd(const struct daemon *d)
+{
+    return d->cdi_retry_fd;
+}
+
+static const struct daemon_source cdi_sources[] = {{cdi_retry_fd, cdi_on_retry}};
+
+const struct daemon_feature daemon__feature_cdi = {
+    .name = "cdi",
+    .prepare = cdi_prepare,
+    .stop = cdi_stop,
+    .sources = cdi_sources,
+    .n_sources = GS_ARRAY_SIZE(cdi_sources),
+};

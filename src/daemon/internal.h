@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* internal.h: what daemon/'s files share — the daemon's state, the plugin slots (daemon.c),
- * live reload (reload.c: config watch, inventory re-reads, diffs, retiring devices), the node
- * label (label.c) and the health thread (health_thread.c) that waits for NVML XID events,
- * applies the XID policy and hands critical ones to the main loop through a bounded
- * per-device table and an eventfd. Never included from outside src/daemon/. */
+/* internal.h: what daemon/'s files share. The loop and its units (loop.c): each feature is
+ * a `struct daemon_feature` in its own file, registered by one line in daemon.c; the core
+ * (reload.c) builds the node state and hands it to every unit through the ops, never naming
+ * one. Below the core: the API client and Event poster (label.c), the holders thread
+ * (holders.c), the health thread (health_thread.c). Never included from outside src/daemon/.
+ * Each field of struct daemon is written by the one file named beside it. */
 #ifndef GS_DAEMON_INTERNAL_H
 #define GS_DAEMON_INTERNAL_H
 
@@ -29,6 +30,99 @@ struct daemon__health_msg {
     bool back;        /* the GPU answers again after it was lost (a reset): uuid says which */
     char text[200];   /* why, for all_devices */
 };
+
+/* ---- the loop and its units (loop.c) ----------------------------------------------------- */
+
+struct daemon;
+struct dp_snapshot;
+struct cfg_config;
+struct model;
+struct strbuf;
+
+/* Bits of daemon__apply's `what` (what to read again) and of a change's `what`. */
+#define DAEMON_RELOAD_CONFIG 1u    /* the config (file, node label) */
+#define DAEMON_RELOAD_INVENTORY 2u /* the inventory */
+#define DAEMON_CHANGE_DEVICES 4u   /* the new state has other GPUs or MIG devices */
+#define DAEMON_CHANGE_HEALTH 8u    /* only health changed, in the state served (old == d->snap) */
+#define DAEMON_CHANGE_START 16u    /* the first state, before any unit started (prepare only) */
+
+/* A new node state, as every unit hears of it: d->snap is the state now, old the one before
+ * (NULL at start; d->snap itself for a health change). */
+struct daemon_change {
+    unsigned what; /* DAEMON_RELOAD_* that caused it | DAEMON_CHANGE_* */
+    const struct dp_snapshot *old;
+    const char *why; /* for logs: "config change", "SIGHUP", "XID", ... */
+};
+
+/* One fd a unit waits on: fd() says which now (-1: none now; asked before every poll), ready()
+ * runs on the loop thread when it is readable. */
+struct daemon_source {
+    int (*fd)(const struct daemon *d);
+    void (*ready)(struct daemon *d);
+};
+
+/* A unit of the loop. Every op is optional and runs on the loop thread. A feature calls the
+ * core (daemon__apply, daemon__health_changed), the services below it (label.c's Events and
+ * API client, holders.c, timers) and nothing else: never another feature. */
+struct daemon_feature {
+    const char *name;
+    /* After the first state exists and was prepared: create what it owns, start threads. */
+    int (*start)(struct daemon *d, struct error *err);
+    /* Before next is served: make what it names exist (CDI specs, MPS daemons). A negative
+     * return keeps the current state (the unit logs and schedules its own retry); at start
+     * (DAEMON_CHANGE_START) it stops the daemon with err. */
+    int (*prepare)(struct daemon *d, const struct dp_snapshot *next, const struct cfg_config *cfg,
+                   const struct daemon_change *c, struct error *err);
+    /* While a new model is built: mark the devices it keeps Unhealthy (XIDs, MIG drains, MPS
+     * daemons down), so every rebuilt state keeps them. */
+    void (*mark)(const struct daemon *d, struct model *m);
+    /* A new state is served (d->snap); c says what changed. */
+    void (*on_state)(struct daemon *d, const struct daemon_change *c);
+    /* The holders' answer was taken (holders.c): decisions that waited for it. */
+    void (*on_holders)(struct daemon *d);
+    /* Its /metrics series, on a scrape. */
+    int (*metrics)(struct daemon *d, struct strbuf *sb);
+    /* False (and why) while the node is not ready for /readyz. */
+    bool (*ready)(const struct daemon *d, char *why, size_t n);
+    /* Before every poll: re-arm what depends on state (registration retries). */
+    void (*before_poll)(struct daemon *d);
+    void (*stop)(struct daemon *d);
+    const struct daemon_source *sources;
+    size_t n_sources;
+};
+#define DAEMON_SOURCES_MAX 32
+
+/* The units daemon.c registers (each defined in the file named). */
+extern const struct daemon_feature daemon__inputs;          /* inputs.c */
+extern const struct daemon_feature daemon__feature_serve;   /* serve.c */
+extern const struct daemon_feature daemon__feature_health;  /* recovery.c */
+extern const struct daemon_feature daemon__feature_cdi;     /* cdi.c */
+extern const struct daemon_feature daemon__feature_mps;     /* mps.c */
+extern const struct daemon_feature daemon__feature_labels;  /* labels.c */
+extern const struct daemon_feature daemon__feature_metrics; /* metrics.c + sampler.c */
+extern const struct daemon_feature daemon__feature_mig;     /* mig.c */
+
+/* Polls every unit's sources until d->stopping (0) or a failed poll. */
+int daemon__loop_run(struct daemon *d, struct error *err);
+/* The dispatchers: every unit's op, in table order (stop: reverse). */
+int daemon__units_start(struct daemon *d, struct error *err);
+void daemon__units_stop(struct daemon *d);
+int daemon__units_prepare(struct daemon *d, const struct dp_snapshot *next,
+                          const struct cfg_config *cfg, const struct daemon_change *c,
+                          struct error *err);
+void daemon__units_mark(const struct daemon *d, struct model *m);
+void daemon__units_on_state(struct daemon *d, const struct daemon_change *c);
+void daemon__units_on_holders(struct daemon *d);
+int daemon__units_metrics(struct daemon *d, struct strbuf *sb);
+bool daemon__units_ready(const struct daemon *d, char *why, size_t n);
+
+/* timerfds: new (CLOCK_MONOTONIC, non-blocking), armed once after ms (0 disarms) or every ms
+ * when `repeat`, armed?, drained, closed (and set to -1; any fd). */
+int daemon__timer_new(void);
+void daemon__timer_set(int fd, int64_t ms, bool repeat);
+bool daemon__timer_armed(int fd);
+void daemon__timer_drain(int fd);
+void daemon__timer_close(int *fd);
 
 struct daemon__health;
 struct daemon__kube;
@@ -70,39 +164,56 @@ struct daemon__xid_mark {
 
 struct daemon {
     const struct daemon_options *o;
+    const struct daemon_feature *const *units; /* daemon.c: the unit table */
+    size_t n_units;
+    bool stopping; /* daemon.c: a stop signal came, the loop ends */
+    int sfd;       /* daemon.c: signalfd */
+    /* the core (reload.c): the node state and what it is built from */
+    struct dp_snapshot *snap;    /* what is served: config's model + inventory */
+    struct cfg_config *cfg;      /* the last good config */
+    size_t n_retiring;           /* devices kept Unhealthy for their pods */
+    char **retiring;             /* which: "<resource> <id>" (owned strv) */
+    bool retire_waiting;         /* a retire check waits for the holders' next answer */
+    bool retire_unknown;         /* the last answer could not tell the holders */
+    bool apply_waiting;          /* a change that removes devices waits for it too: */
+    unsigned apply_waiting_what; /* its DAEMON_RELOAD_* */
+    char apply_waiting_why[64];  /* and what it was */
+    unsigned long long config_reload_failures; /* for metrics */
+    unsigned long long reloads;                /* applied changes */
+    /* inputs.c: the config path's watch and the timers that re-read inputs */
+    int config_ifd;       /* inotify */
+    int wd_config;        /* watch of the config directory (or the file's one) */
+    char *config_dir;     /* that directory (owned) */
+    int wd_config_parent; /* while it is gone: a watch of its parent, -1 otherwise */
+    char *config_base;    /* the config file's basename; NULL when the path is a directory */
+    bool config_is_dir;   /* (reload.c sets it when it reads the first config) */
+    int debounce_fd, inventory_fd, retire_fd; /* timerfds */
+    /* services below the core: label.c (API client, Event poster, the node label) and
+     * holders.c (which devices pods hold, read off the loop) */
+    struct daemon__kube *kube; /* NULL: no Kubernetes API */
+    char *label_value;         /* the label's value, NULL when absent or unknown */
+    bool label_pending;        /* the watch has not answered yet: value unknown */
+    struct daemon__holders *holders;
+    /* serve.c: the device-plugin API */
     char *kubelet_socket; /* NULL: no registration */
     char *kubelet_dir;    /* owned */
     const char *kubelet_name;
-    struct dp_snapshot *snap; /* what is served */
     struct daemon__slot *slots;
     size_t n_slots;
     struct model_alloc_env env;
-    struct daemon_xid_policy xid;
-    struct daemon__health *health;
-    int sfd, ifd, tfd;
+    int ifd, tfd; /* inotify of the plugin (and kubelet) directory; registration retries */
     int wd_plugin, wd_kubelet;
-    /* live reload (reload.c) */
-    struct cfg_config *cfg; /* the last good config */
-    int wd_config;          /* inotify watch of the config directory (or the file's one) */
-    char *config_dir;       /* that directory (owned) */
-    int wd_config_parent;   /* while it is gone: a watch of its parent, -1 otherwise */
-    char *config_base;      /* the config file's basename; NULL when the path is a directory */
-    bool config_is_dir;
-    int debounce_fd, inventory_fd, retire_fd; /* timerfds */
-    size_t n_retiring;                        /* devices kept Unhealthy for their pods */
-    char **retiring;                          /* which: "<resource> <id>" (owned strv) */
-    struct daemon__holders *holders; /* holders.c: which devices pods hold, read off the loop */
-    bool retire_waiting;             /* a retire check waits for the holders' next answer */
-    bool retire_unknown;             /* the last answer could not tell the holders */
-    bool apply_waiting;              /* a change that removes devices waits for it too: */
-    unsigned apply_waiting_what;     /* its DAEMON_RELOAD_* */
-    char apply_waiting_why[64];      /* and what it was */
-    unsigned long long config_reload_failures; /* for metrics */
-    unsigned long long reloads;                /* applied changes */
+    /* Allocate counts of plugins already stopped (a kubelet restart, a resource gone), per
+     * resource: gpuslice_allocations_total only resets with the process */
+    struct daemon__alloc_count *alloc_kept;
+    size_t n_alloc_kept;
+    /* recovery.c: health */
+    struct daemon_xid_policy xid;
+    struct daemon__health *health; /* the NVML event thread */
     struct daemon__xid_mark xid_marks[DAEMON_XID_MARKS_MAX];
     size_t n_xid_marks;
     bool all_unhealthy; /* the event wait failed */
-    int recovery_fd;    /* recovery.c: timerfd for the next device due to recover, or -1 */
+    int recovery_fd;    /* timerfd for the next device due to recover, or -1 */
     unsigned long long health_recoveries;
     /* health changes by reason, for gpuslice_health_changes_total{reason}: "xid-<n>" (a
      * critical XID made a device Unhealthy), "event-wait-failed", "recovered" */
@@ -111,24 +222,34 @@ struct daemon {
         unsigned long long n;
     } health_reasons[32];
     size_t n_health_reasons;
-    /* Allocate counts of plugins already stopped (a kubelet restart, a resource gone), per
-     * resource: gpuslice_allocations_total only resets with the process (metrics.c) */
-    struct daemon__alloc_count *alloc_kept;
-    size_t n_alloc_kept;
-    /* the node label (label.c) */
-    struct daemon__kube *kube;       /* NULL: no Kubernetes API */
-    char *label_value;               /* the label's value, NULL when absent or unknown */
-    bool label_pending;              /* the watch has not answered yet: value unknown */
+    /* cdi.c */
+    char *cdi_json;          /* the spec last written (owned), NULL: none */
+    int cdi_retry_fd;        /* timerfd of the next try after a failed write */
+    unsigned cdi_retry_what; /* DAEMON_RELOAD_* of the changes waiting for it */
+    unsigned cdi_retry_ms;   /* the current backoff, 0: none */
+    /* the other features' own state (their files) */
     struct daemon__labels *labels;   /* labels.c; NULL with --labels=off */
     struct metrics_server *metrics;  /* metrics.c; NULL without --metrics-address */
-    char *cdi_json;                  /* cdi.c: the spec last written (owned), NULL: none */
-    int cdi_retry_fd;                /* cdi.c: timerfd of the next try after a failed write */
-    unsigned cdi_retry_what;         /* DAEMON_RELOAD_* of the changes waiting for it */
-    unsigned cdi_retry_ms;           /* the current backoff, 0: none */
+    struct daemon__sampler *sampler; /* sampler.c; NULL without the metrics endpoint */
     struct daemon__mig *mig;         /* mig.c; NULL without --mig-config-file */
     struct daemon__mps *mps;         /* mps.c; NULL unless internal MPS daemons run */
-    struct daemon__sampler *sampler; /* sampler.c; NULL without the metrics endpoint */
 };
+
+/* ---- reload.c: the core ------------------------------------------------------------------ */
+
+/* The first config, inventory and model into d->cfg / d->snap. */
+int daemon__load_initial(struct daemon *d, struct error *err);
+/* Every unit's prepare for that first state (CDI spec, MPS daemons). */
+int daemon__prepare_initial(struct daemon *d, struct error *err);
+/* Applies a change: `what` says what to read again (0: only rebuild the model, e.g. health
+ * marks or retiring devices changed). Validates, keeps the last good config on errors, builds
+ * the new state and hands it to every unit (on_state), which touches only what changed. */
+void daemon__apply(struct daemon *d, unsigned what, const char *why);
+/* Device health changed in the served state (dp_snapshot_set_health): every unit hears. */
+void daemon__health_changed(struct daemon *d, const char *why);
+/* A config that could not be applied: log "..., keeping last good config", Event, counter. */
+void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err);
+void daemon__state_release(struct daemon *d);
 
 /* ---- holders.c --------------------------------------------------------------------------- */
 
@@ -140,7 +261,7 @@ int daemon__holders_fd(const struct daemon *d);
 void daemon__holders_request(struct daemon *d);
 /* Takes the thread's new answer, if any (the fd's handler); true when there was one. */
 bool daemon__holders_take(struct daemon *d);
-/* The answer just taken (in daemon__on_holders, or by daemon__holders_read_now), borrowed
+/* The answer just taken (in inputs.c on_holders, or by daemon__holders_read_now), borrowed
  * until daemon__holders_done; otherwise NULL, and a new one is asked for: decide when it
  * comes. *ret_reachable: false when neither source answered (holders unknown). */
 const struct dp_pod_devices *daemon__holders_view(struct daemon *d, bool *ret_reachable);
@@ -152,46 +273,6 @@ bool daemon__holders_current(const struct daemon *d);
 bool daemon__holders_can_answer(const struct daemon *d);
 /* Reads on this thread, for start-up, before the loop runs. 0, or -ENOENT: unknown. */
 int daemon__holders_read_now(struct daemon *d);
-/* The holders' answer came (reload.c): decisions that waited for it are made. */
-void daemon__on_holders(struct daemon *d);
-/* ... and a MIG change waiting for GPUs to be free looks again (mig.c). */
-void daemon__mig_on_holders(struct daemon *d);
-
-/* ---- daemon.c ---------------------------------------------------------------------------- */
-
-/* Creates and starts the plugin of slot s for `name` (serving, not registered). */
-int daemon__slot_start(struct daemon *d, struct daemon__slot *s, const char *name,
-                       struct error *err);
-/* Registers slot s (schedules a retry with backoff on failure). */
-void daemon__slot_register(struct daemon *d, struct daemon__slot *s, bool again);
-void daemon__log_resource(const char *what, const struct model_resource *res,
-                          const struct dp_plugin *p);
-
-/* ---- reload.c ---------------------------------------------------------------------------- */
-
-#define DAEMON_RELOAD_CONFIG 1u
-#define DAEMON_RELOAD_INVENTORY 2u
-
-/* The first config, inventory and model into d->cfg / d->snap. */
-int daemon__load_initial(struct daemon *d, struct error *err);
-/* Timerfds and the inotify watch of the config path. */
-int daemon__reload_setup(struct daemon *d, struct error *err);
-void daemon__reload_release(struct daemon *d);
-/* Applies a change: `what` says what to read again (0: only re-check retiring devices).
- * Validates, keeps the last good config on errors, diffs the new model against the served
- * one and touches only the resources that changed. */
-void daemon__apply(struct daemon *d, unsigned what, const char *why);
-/* An inotify event of the config watch: arms the debounce timer when it matters. */
-void daemon__on_config_event(struct daemon *d, const struct inotify_event *ev);
-/* An event of the parent watch: the config directory came back, watch it again. */
-void daemon__on_config_parent_event(struct daemon *d, const struct inotify_event *ev);
-void daemon__on_debounce(struct daemon *d);
-void daemon__on_inventory_timer(struct daemon *d);
-void daemon__on_retire_timer(struct daemon *d);
-/* Remembers an XID mark (or all devices) so rebuilt models keep it. */
-void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_msg *msg);
-/* A config that could not be applied: log "..., keeping last good config", Event, counter. */
-void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err);
 
 /* ---- label.c ----------------------------------------------------------------------------- */
 
@@ -202,8 +283,8 @@ void daemon__kube_start(struct daemon *d);
 void daemon__kube_stop(struct daemon *d);
 /* The watch's eventfd for poll(2), -1 without one. */
 int daemon__kube_fd(const struct daemon__kube *k);
-/* The watch fired: a new label value re-selects the config. */
-void daemon__kube_on_event(struct daemon *d);
+/* The watch fired: reads it; true when the label's value changed (d->label_value). */
+bool daemon__kube_take_label(struct daemon *d);
 /* Records a Warning Event on the node when a client exists (errors logged at debug). */
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message);
 /* Queues a merge patch of one label of this node (value NULL or "": remove it), sent by the
@@ -216,13 +297,8 @@ void daemon__kube_pause_operands(struct daemon *d, bool pause);
 struct kube_client;
 struct kube_client *daemon__kube_client(struct daemon *d);
 
-/* Counts one health change for gpuslice_health_changes_total{reason}. */
-void daemon__count_health(struct daemon *d, const char *reason);
-/* Keeps the Allocate counts of a plugin about to be freed, so the resource's counters go
- * on from them when it is served again. */
-void daemon__metrics_keep_counts(struct daemon *d, struct dp_plugin *p);
-
-/* ---- sampler.c --------------------------------------------------------------------------- */
+/* ---- sampler.c: part of the metrics feature
+ * ----------------------------------------------------------------------- */
 
 /* GPU telemetry and per-pod attribution on a thread of its own, for /metrics. */
 void daemon__sampler_start(struct daemon *d);
@@ -230,99 +306,6 @@ void daemon__sampler_start(struct daemon *d);
 void daemon__sampler_update(struct daemon *d);
 int daemon__sampler_render(struct daemon *d, struct strbuf *sb);
 void daemon__sampler_stop(struct daemon *d);
-
-/* ---- mig.c ------------------------------------------------------------------------------- */
-
-/* --mig-config-file: watches nvidia.com/mig.config and applies the named layout. */
-int daemon__mig_start(struct daemon *d, struct error *err);
-void daemon__mig_stop(struct daemon *d);
-int daemon__mig_watch_fd(const struct daemon *d);
-int daemon__mig_timer_fd(const struct daemon *d);
-int daemon__mig_done_fd(const struct daemon *d);
-void daemon__mig_on_label(struct daemon *d);
-void daemon__mig_on_timer(struct daemon *d);
-void daemon__mig_on_done(struct daemon *d);
-/* Marks the devices of GPUs waiting for a new MIG layout Unhealthy in m. */
-void daemon__mig_health_marks(const struct daemon *d, struct model *m);
-/* The nvidia.com/mig.config.state last set ("" before any), NULL when the daemon does not
- * partition (no --mig-config-file). */
-const char *daemon__mig_state(const struct daemon *d);
-
-/* ---- mps.c ------------------------------------------------------------------------------- */
-
-/* --mps-control=internal: the control daemons snap's MPS resources need (started, stopped,
- * restarted as the model changes). */
-int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err);
-/* True when an MPS resource of the current snapshot has no serving control daemon. */
-bool daemon__mps_any_down(const struct daemon *d);
-void daemon__mps_health_marks(const struct daemon *d, struct model *m);
-int daemon__mps_fd(const struct daemon *d);
-/* Internal MPS: 1 when resource's control daemon is up, 0 when not, -1 when this daemon does
- * not run them (external, or no MPS). */
-int daemon__mps_up(const struct daemon *d, const char *resource);
-unsigned daemon__mps_restarts(const struct daemon *d);
-void daemon__mps_on_event(struct daemon *d);
-void daemon__mps_stop(struct daemon *d);
-/* --mps-control=external: waits (inotify, signals on sfd end it) for <mps root>/.ready when
- * MPS resources are configured. */
-int daemon__mps_wait_external(struct daemon *d, int sfd, struct error *err);
-
-/* ---- cdi.c ------------------------------------------------------------------------------- */
-
-/* With a cdi-* device list strategy, writes the CDI spec of snap under cfg when it differs
- * from the last one written. at_start: the caller stops on failure (otherwise it is logged
- * and the last spec stays). 0 when no CDI strategy is on. */
-/* A snapshot whose CDI spec could not be written is not served: the reload (what) is tried
- * again after a backoff (1 s doubling to 30 s) on cdi_retry_fd, and logged once per try.
- * daemon__cdi_retry_done clears it after a snapshot is served. */
-void daemon__cdi_retry_later(struct daemon *d, unsigned what, const char *why,
-                             const struct error *err);
-void daemon__cdi_retry_done(struct daemon *d);
-void daemon__cdi_on_retry(struct daemon *d);
-void daemon__cdi_release(struct daemon *d);
-int daemon__cdi_update(struct daemon *d, const struct dp_snapshot *snap,
-                       const struct cfg_config *cfg, bool at_start, struct error *err);
-
-/* ---- labels.c ---------------------------------------------------------------------------- */
-
-/* Starts the labels writer for --labels (no-op when off; never fails: logs and goes on). */
-void daemon__labels_start(struct daemon *d);
-/* Computes the labels of what d->snap serves and hands them to the writer (latest wins). */
-void daemon__labels_update(struct daemon *d);
-/* Stops and joins the writer; the labels written stay on the node. */
-void daemon__labels_stop(struct daemon *d);
-
-/* ---- recovery.c (health that recovers) --------------------------------------------------- */
-
-/* Creates the timer when --health-recovery-after is not 0. */
-int daemon__recovery_setup(struct daemon *d, struct error *err);
-void daemon__recovery_release(struct daemon *d);
-/* (Re)arms the timer for the earliest recoverable mark. */
-void daemon__recovery_arm(struct daemon *d);
-/* Every served resource sends its devices (health changed) on ListAndWatch. */
-void daemon__push_all(struct daemon *d);
-/* Has the health thread watch every GPU whose XID mark needs a reset (after it (re)starts). */
-void daemon__recovery_watch(struct daemon *d);
-/* The GPU answers again after it was lost (health thread's `back`): its marks go, its
- * devices are Healthy, the change is logged, counted (reason=reset) and posted as an Event.
- * True when the GPU had marks. */
-bool daemon__recovery_gpu_back(struct daemon *d, const char *gpu_uuid);
-void daemon__on_recovery_timer(struct daemon *d);
-/* True for XIDs that mean the GPU is gone or must be reset: never recovered by time. */
-bool daemon_xid_needs_reset(unsigned long long xid);
-
-/* timerfd helpers shared by reload.c and recovery.c */
-void daemon__timer_set(int fd, int64_t ms, bool repeat);
-void daemon__timer_drain(int fd);
-
-/* ---- metrics.c --------------------------------------------------------------------------- */
-
-void daemon__metrics_start(struct daemon *d); /* no-op without --metrics-address */
-void daemon__metrics_stop(struct daemon *d);
-int daemon__metrics_fd(const struct daemon *d); /* /healthz pings; -1 without */
-void daemon__metrics_on_ping(struct daemon *d);
-/* Renders the metrics and readiness from d and publishes them (on every scrape's ping). */
-void daemon__metrics_publish(struct daemon *d);
 
 /* Starts the health thread for the GPUs of snap (it opens its own NVML). NULL when health
  * checks are disabled by policy, there are no GPUs, or it could not start (logged:

@@ -368,7 +368,7 @@ int daemon__kube_fd(const struct daemon__kube *k)
     return k && k->watch ? kube_node_watch_fd(k->watch) : -1;
 }
 
-void daemon__kube_on_event(struct daemon *d)
+bool daemon__kube_take_label(struct daemon *d)
 {
     struct daemon__kube *k = d->kube;
     struct kube_watch_stats st;
@@ -389,7 +389,7 @@ void daemon__kube_on_event(struct daemon *d)
     }
     if (kube_node_watch_value(k->watch, &value, &known, &err) < 0 || !known) {
         free(value);
-        return;
+        return false;
     }
     if (d->label_pending) {
         /* the first answer after a slow start: apply it even when the label is absent, so
@@ -398,19 +398,18 @@ void daemon__kube_on_event(struct daemon *d)
         log_info("node label %s read: %s", d->o->node_label, value ? value : "(none)");
         free(d->label_value);
         d->label_value = value;
-        daemon__apply(d, DAEMON_RELOAD_CONFIG, "node label");
-        return;
+        return true;
     }
     if ((!value && !d->label_value) ||
         (value && d->label_value && strcmp(value, d->label_value) == 0)) {
         free(value);
-        return;
+        return false;
     }
     log_info("node label %s changed: %s -> %s", d->o->node_label,
              d->label_value ? d->label_value : "(none)", value ? value : "(none)");
     free(d->label_value);
     d->label_value = value;
-    daemon__apply(d, DAEMON_RELOAD_CONFIG, "node label");
+    return true;
 }
 
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
@@ -500,9 +499,10 @@ int daemon__kube_fd(const struct daemon__kube *k)
     return -1;
 }
 
-void daemon__kube_on_event(struct daemon *d)
+bool daemon__kube_take_label(struct daemon *d)
 {
     (void)d;
+    return false;
 }
 
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message)

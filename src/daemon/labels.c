@@ -104,7 +104,7 @@ static void *writer(void *arg)
     return NULL;
 }
 
-void daemon__labels_start(struct daemon *d)
+static void labels_start_writer(struct daemon *d)
 {
     const struct daemon_options *o = d->o;
     struct daemon__labels *l;
@@ -208,7 +208,7 @@ static struct labels_set *set_dup(const struct labels_set *s)
     return c;
 }
 
-void daemon__labels_update(struct daemon *d)
+static void labels_update(struct daemon *d)
 {
     struct daemon__labels *l = d->labels;
     struct labels_options lo = {.timestamp = (int64_t)time(NULL)};
@@ -246,7 +246,7 @@ void daemon__labels_update(struct daemon *d)
 
 /* The labels stay on the node when the daemon stops (NVIDIA #796): a restart must not
  * unlabel GPUs that are still there. */
-void daemon__labels_stop(struct daemon *d)
+static void labels_stop(struct daemon *d)
 {
     struct daemon__labels *l = d->labels;
 
@@ -267,3 +267,24 @@ void daemon__labels_stop(struct daemon *d)
     free(l);
     d->labels = NULL;
 }
+
+static int labels_start(struct daemon *d, struct error *err)
+{
+    labels_start_writer(d); /* never fails: logs and goes on */
+    labels_update(d);
+    return 0;
+}
+
+/* Labels follow what is served (not health: GFD's labels do not carry it). */
+static void labels_on_state(struct daemon *d, const struct daemon_change *c)
+{
+    if (!(c->what & DAEMON_CHANGE_HEALTH))
+        labels_update(d);
+}
+
+const struct daemon_feature daemon__feature_labels = {
+    .name = "labels",
+    .start = labels_start,
+    .on_state = labels_on_state,
+    .stop = labels_stop,
+};

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/internal.h"
+#include "metrics/metrics.h"
 #include "kube/kube.h"
 #include "mig/apply.h"
 
@@ -48,7 +49,7 @@ struct daemon__mig {
     const char *state; /* the last state set (a literal), "" before any */
 };
 
-const char *daemon__mig_state(const struct daemon *d)
+static const char *mig_state(const struct daemon *d)
 {
     return d->mig ? (d->mig->state ? d->mig->state : "") : NULL;
 }
@@ -69,16 +70,7 @@ static void fail_change(struct daemon *d, const char *reason, const char *msg)
     set_state(d, "failed");
 }
 
-bool daemon__mig_draining(const struct daemon *d, const char *gpu_uuid)
-{
-    const struct daemon__mig *m = d->mig;
-    for (size_t i = 0; m && m->plan && i < m->plan->n; i++)
-        if (m->draining[i] && strcmp(m->plan->gpus[i].cur.uuid, gpu_uuid) == 0)
-            return true;
-    return false;
-}
-
-void daemon__mig_health_marks(const struct daemon *d, struct model *m)
+static void mig_mark(const struct daemon *d, struct model *m)
 {
     const struct daemon__mig *g = d->mig;
     for (size_t i = 0; g && g->plan && i < g->plan->n; i++)
@@ -281,27 +273,27 @@ static void consider(struct daemon *d)
     free(value);
 }
 
-void daemon__mig_on_label(struct daemon *d)
+static void mig_on_label(struct daemon *d)
 {
     uint64_t ticks;
     (void)!read(kube_node_watch_fd(d->mig->watch), &ticks, sizeof(ticks));
     consider(d);
 }
 
-void daemon__mig_on_holders(struct daemon *d)
+static void mig_on_holders(struct daemon *d)
 {
     if (d->mig && d->mig->busy)
         step(d);
 }
 
-void daemon__mig_on_timer(struct daemon *d)
+static void mig_on_timer(struct daemon *d)
 {
     daemon__timer_drain(d->mig->timer_fd);
     if (d->mig->busy)
         step(d);
 }
 
-void daemon__mig_on_done(struct daemon *d)
+static void mig_on_done(struct daemon *d)
 {
     struct daemon__mig *m = d->mig;
     uint64_t ticks;
@@ -346,7 +338,7 @@ static void report_interrupted_apply(struct daemon *d)
     strbuf_release(&what);
 }
 
-int daemon__mig_start(struct daemon *d, struct error *err)
+static int mig_start(struct daemon *d, struct error *err)
 {
     struct daemon__mig *m;
     struct kube_client *c = daemon__kube_client(d);
@@ -377,7 +369,7 @@ int daemon__mig_start(struct daemon *d, struct error *err)
     return 0;
 }
 
-void daemon__mig_stop(struct daemon *d)
+static void mig_stop(struct daemon *d)
 {
     struct daemon__mig *m = d->mig;
     if (!m)
@@ -397,17 +389,50 @@ void daemon__mig_stop(struct daemon *d)
     d->mig = NULL;
 }
 
-int daemon__mig_watch_fd(const struct daemon *d)
+static int mig_watch_fd(const struct daemon *d)
 {
     return d->mig && d->mig->watch ? kube_node_watch_fd(d->mig->watch) : -1;
 }
 
-int daemon__mig_timer_fd(const struct daemon *d)
+static int mig_timer_fd(const struct daemon *d)
 {
     return d->mig ? d->mig->timer_fd : -1;
 }
 
-int daemon__mig_done_fd(const struct daemon *d)
+static int mig_done_fd(const struct daemon *d)
 {
     return d->mig ? d->mig->done_fd : -1;
 }
+
+static int mig_metrics(struct daemon *d, struct strbuf *sb)
+{
+    static const char *const states[] = {"pending", "success", "failed", "rebooting"};
+    const char *state = mig_state(d);
+    int r;
+
+    if (!state)
+        return 0;
+    r = metrics_family(sb, "gpuslice_mig_config_state", "gauge",
+                       "1 for the nvidia.com/mig.config.state this node is in.");
+    for (size_t i = 0; r == 0 && i < GS_ARRAY_SIZE(states); i++)
+        r = strbuf_printf(sb, "gpuslice_mig_config_state{state=\"%s\"} %d\n", states[i],
+                          strcmp(state, states[i]) == 0);
+    return r;
+}
+
+static const struct daemon_source mig_sources[] = {
+    {mig_watch_fd, mig_on_label},
+    {mig_timer_fd, mig_on_timer},
+    {mig_done_fd, mig_on_done},
+};
+
+const struct daemon_feature daemon__feature_mig = {
+    .name = "mig",
+    .start = mig_start,
+    .mark = mig_mark,
+    .on_holders = mig_on_holders,
+    .metrics = mig_metrics,
+    .stop = mig_stop,
+    .sources = mig_sources,
+    .n_sources = GS_ARRAY_SIZE(mig_sources),
+};

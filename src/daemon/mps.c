@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "daemon/internal.h"
+#include "metrics/metrics.h"
 #include "gpu/gpu.h"
 #include "mps/mps.h"
 
@@ -22,14 +23,16 @@ struct daemon__mps {
     struct gpu_nvml *nvml;
 };
 
-int daemon__mps_up(const struct daemon *d, const char *resource)
+static void mps_stop(struct daemon *d);
+
+static int mps_up(const struct daemon *d, const char *resource)
 {
     if (!d->mps || !d->mps->sup)
         return -1;
     return mps_supervisor_up(d->mps->sup, resource) ? 1 : 0;
 }
 
-unsigned daemon__mps_restarts(const struct daemon *d)
+static unsigned mps_restarts(const struct daemon *d)
 {
     return d->mps && d->mps->sup ? mps_supervisor_restarts(d->mps->sup) : 0;
 }
@@ -72,7 +75,7 @@ static const char *mps_root(const struct model *m)
     return m && m->settings.mps_root ? mps_local_root(m->settings.mps_root) : NULL;
 }
 
-int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err)
+static int mps_update(struct daemon *d, const struct dp_snapshot *snap, struct error *err)
 {
     const struct model *m = dp_snapshot_model(snap);
     struct mps_daemon_spec *specs;
@@ -117,7 +120,7 @@ int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct 
         if (r == 0)
             r = mps_supervisor_new(&o, &d->mps->sup, err);
         if (r < 0) {
-            daemon__mps_stop(d);
+            mps_stop(d);
             free(specs);
             return r;
         }
@@ -133,7 +136,7 @@ int daemon__mps_update(struct daemon *d, const struct dp_snapshot *snap, struct 
     return r;
 }
 
-bool daemon__mps_any_down(const struct daemon *d)
+static bool mps_any_down(const struct daemon *d)
 {
     const struct model *m = dp_snapshot_model(d->snap);
     for (size_t i = 0; d->mps && m && i < m->n_resources; i++)
@@ -143,7 +146,7 @@ bool daemon__mps_any_down(const struct daemon *d)
     return false;
 }
 
-void daemon__mps_health_marks(const struct daemon *d, struct model *m)
+static void mps_mark(const struct daemon *d, struct model *m)
 {
     for (size_t i = 0; d->mps && i < m->n_resources; i++) {
         struct model_resource *res = &m->resources[i];
@@ -154,12 +157,12 @@ void daemon__mps_health_marks(const struct daemon *d, struct model *m)
     }
 }
 
-int daemon__mps_fd(const struct daemon *d)
+static int mps_fd(const struct daemon *d)
 {
     return d->mps ? mps_supervisor_fd(d->mps->sup) : -1;
 }
 
-void daemon__mps_on_event(struct daemon *d)
+static void mps_on_event(struct daemon *d)
 {
     bool changed = false;
     mps_supervisor_dispatch(d->mps->sup, &changed);
@@ -167,7 +170,7 @@ void daemon__mps_on_event(struct daemon *d)
         daemon__apply(d, 0, "MPS control daemon");
 }
 
-void daemon__mps_stop(struct daemon *d)
+static void mps_stop(struct daemon *d)
 {
     if (!d->mps)
         return;
@@ -177,7 +180,7 @@ void daemon__mps_stop(struct daemon *d)
     d->mps = NULL;
 }
 
-int daemon__mps_wait_external(struct daemon *d, int sfd, struct error *err)
+static int mps_wait_external(struct daemon *d, int sfd, struct error *err)
 {
     const struct model *m = dp_snapshot_model(d->snap);
     struct strbuf ready = STRBUF_INIT;
@@ -221,3 +224,67 @@ int daemon__mps_wait_external(struct daemon *d, int sfd, struct error *err)
     strbuf_release(&ready);
     return r;
 }
+
+/* The control daemons of the MPS resources in next run before it is served: at start a
+ * failure stops the daemon (and external daemons are waited for); later it is logged, and
+ * the resource's devices are Unhealthy while its daemon is retried. */
+static int mps_prepare(struct daemon *d, const struct dp_snapshot *next,
+                       const struct cfg_config *cfg, const struct daemon_change *c,
+                       struct error *err)
+{
+    int r = mps_update(d, next, err);
+
+    if (c->what & DAEMON_CHANGE_START)
+        return r == 0 ? mps_wait_external(d, d->sfd, err) : r;
+    if (r < 0) {
+        log_error("%s: %s", c->why, err->msg);
+        *err = (struct error){0};
+    }
+    return 0;
+}
+
+static int mps_start(struct daemon *d, struct error *err)
+{
+    if (mps_any_down(d)) /* a control daemon did not start: its devices Unhealthy */
+        daemon__apply(d, 0, "MPS control daemon");
+    return 0;
+}
+
+static int mps_metrics(struct daemon *d, struct strbuf *sb)
+{
+    const struct model *m = d->snap ? dp_snapshot_model(d->snap) : NULL;
+    bool header = false;
+    int r = 0;
+
+    for (size_t i = 0; m && r == 0 && i < m->n_resources; i++) {
+        int up = mps_up(d, m->resources[i].name);
+        if (up < 0 || m->resources[i].sharing != CFG_SHARING_MPS)
+            continue;
+        if (!header)
+            r = metrics_family(sb, "gpuslice_mps_daemon_up", "gauge",
+                               "1 when the resource's MPS control daemon runs and answers.");
+        header = true;
+        if (r == 0)
+            r = metrics_sample1(sb, "gpuslice_mps_daemon_up", "resource", m->resources[i].name,
+                                NULL, (unsigned long long)up);
+    }
+    if (r == 0 && header)
+        r = metrics_family(sb, "gpuslice_mps_daemon_restarts_total", "counter",
+                           "MPS control daemons restarted after they died or hung.");
+    if (r == 0 && header)
+        r = strbuf_printf(sb, "gpuslice_mps_daemon_restarts_total %u\n", mps_restarts(d));
+    return r;
+}
+
+static const struct daemon_source mps_sources[] = {{mps_fd, mps_on_event}};
+
+const struct daemon_feature daemon__feature_mps = {
+    .name = "mps",
+    .prepare = mps_prepare,
+    .start = mps_start,
+    .mark = mps_mark,
+    .metrics = mps_metrics,
+    .stop = mps_stop,
+    .sources = mps_sources,
+    .n_sources = GS_ARRAY_SIZE(mps_sources),
+};

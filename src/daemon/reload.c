@@ -1,48 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* reload.c: live changes without a restart. Watches the config path (a file, or a ConfigMap
- * directory with kubelet's atomic `..data` swap) with inotify and a short debounce, re-reads
- * the inventory every --inventory-interval, builds a new model and diffs it against the
- * served one: unchanged resources keep server, socket and stream; changed ones get the new
- * snapshot and a new ListAndWatch list; new ones start and register; removed ones stop.
- * Devices taken away while pods hold them (kubelet pod-resources List) stay Unhealthy until
- * released, re-checked every --retire-check-interval. */
+/* reload.c: the core. Turns the inputs (config, node label, inventory, health marks, who
+ * holds what) into one new node state: config + inventory + model in a dp_snapshot. Keeps the
+ * last good config on errors; devices taken away while pods hold them (kubelet pod-resources
+ * List) stay Unhealthy until released. Every unit's prepare may veto a state (its CDI spec
+ * cannot be written); a state served goes to every unit's on_state. Names no feature. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "daemon/internal.h"
-
-/* ---- timers ----------------------------------------------------------------------------- */
-
-/* Arms fd to fire once after ms (0 disarms); periodic when `repeat`. */
-void daemon__timer_set(int fd, int64_t ms, bool repeat)
-{
-    struct itimerspec its = {0};
-
-    its.it_value.tv_sec = (time_t)(ms / 1000);
-    its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
-    if (repeat)
-        its.it_interval = its.it_value;
-    (void)timerfd_settime(fd, 0, &its, NULL);
-}
-
-static bool timer_armed(int fd)
-{
-    struct itimerspec its;
-
-    return timerfd_gettime(fd, &its) == 0 &&
-           (its.it_value.tv_sec != 0 || its.it_value.tv_nsec != 0);
-}
-
-void daemon__timer_drain(int fd)
-{
-    uint64_t ticks;
-
-    (void)!read(fd, &ticks, sizeof(ticks));
-}
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
@@ -263,225 +231,6 @@ out:
     return r;
 }
 
-/* ---- watching the config path ------------------------------------------------------------ */
-
-#define CONFIG_WATCH_MASK                                                                          \
-    (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_ATTRIB |            \
-     IN_DELETE_SELF | IN_MOVE_SELF)
-
-int daemon__reload_setup(struct daemon *d, struct error *err)
-{
-    const uint32_t mask = CONFIG_WATCH_MASK;
-    const char *path = d->o->config_file;
-    char *dir = NULL;
-
-    d->debounce_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    d->inventory_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    d->retire_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (d->debounce_fd < 0 || d->inventory_fd < 0 || d->retire_fd < 0)
-        return error_set_errno(err, errno, "creating timerfds");
-    if (d->o->inventory_interval_ms > 0)
-        daemon__timer_set(d->inventory_fd, d->o->inventory_interval_ms, true);
-    if (d->n_retiring) /* devices kept for pods at start: checked like retiring ones */
-        daemon__timer_set(d->retire_fd, d->o->retire_check_ms, true);
-    if (!path)
-        return 0;
-    if (d->config_is_dir) {
-        dir = str_dup(path);
-    } else {
-        const char *slash = strrchr(path, '/');
-        dir = slash ? strndup(path, (size_t)(slash - path)) : str_dup(".");
-        d->config_base = str_dup(slash ? slash + 1 : path);
-        if (dir && !*dir) {
-            free(dir);
-            dir = str_dup("/");
-        }
-        if (!d->config_base) {
-            free(dir);
-            return error_set(err, -ENOMEM, "out of memory");
-        }
-    }
-    if (!dir)
-        return error_set(err, -ENOMEM, "out of memory");
-    d->wd_config = inotify_add_watch(d->ifd, dir, mask);
-    if (d->wd_config < 0)
-        log_warn("cannot watch %s (%s): config changes need SIGHUP", dir, strerror(errno));
-    else
-        log_info("watching %s for config changes", dir);
-    d->config_dir = dir;
-    return 0;
-}
-
-/* The config directory went away (a ConfigMap volume remounted, a directory replaced):
- * watch its parent until a directory of that name is back, then watch it again. */
-static void watch_parent(struct daemon *d)
-{
-    char *parent;
-    const char *slash = strrchr(d->config_dir, '/');
-
-    if (d->wd_config_parent >= 0)
-        return;
-    parent = slash && slash != d->config_dir
-                 ? strndup(d->config_dir, (size_t)(slash - d->config_dir))
-                 : str_dup(slash ? "/" : ".");
-    if (parent)
-        d->wd_config_parent =
-            inotify_add_watch(d->ifd, parent, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
-    if (d->wd_config_parent < 0)
-        log_warn("the config directory %s went away and its parent cannot be watched: config "
-                 "changes need SIGHUP from now on",
-                 d->config_dir);
-    else
-        log_warn("the config directory %s went away: watching %s for it to come back, keeping "
-                 "the last good config",
-                 d->config_dir, parent);
-    free(parent);
-}
-
-void daemon__on_config_parent_event(struct daemon *d, const struct inotify_event *ev)
-{
-    const char *slash = strrchr(d->config_dir, '/');
-    const char *base = slash ? slash + 1 : d->config_dir;
-
-    if (ev->len == 0 || strcmp(ev->name, base) != 0 || !path_is_dir(d->config_dir))
-        return;
-    d->wd_config = inotify_add_watch(d->ifd, d->config_dir, CONFIG_WATCH_MASK);
-    if (d->wd_config < 0)
-        return; /* not there after all: keep waiting on the parent */
-    inotify_rm_watch(d->ifd, d->wd_config_parent);
-    d->wd_config_parent = -1;
-    log_info("the config directory %s is back: watching it again", d->config_dir);
-    if (!timer_armed(d->debounce_fd))
-        daemon__timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
-}
-
-void daemon__reload_release(struct daemon *d)
-{
-    if (d->debounce_fd >= 0)
-        close(d->debounce_fd);
-    if (d->inventory_fd >= 0)
-        close(d->inventory_fd);
-    if (d->retire_fd >= 0)
-        close(d->retire_fd);
-    d->debounce_fd = d->inventory_fd = d->retire_fd = -1;
-    strv_free(d->retiring);
-    d->retiring = NULL;
-    free(d->config_base);
-    d->config_base = NULL;
-    free(d->config_dir);
-    d->config_dir = NULL;
-    cfg_free(d->cfg);
-    d->cfg = NULL;
-}
-
-void daemon__on_config_event(struct daemon *d, const struct inotify_event *ev)
-{
-    if (d->debounce_fd < 0)
-        return;
-    if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
-        if (ev->mask & IN_MOVE_SELF) /* moved away: the watch follows it, drop it */
-            inotify_rm_watch(d->ifd, d->wd_config);
-        d->wd_config = -1;
-        if (d->config_dir)
-            watch_parent(d);
-        return;
-    }
-    /* a file: its own name, or kubelet's ..data swap when it is a ConfigMap key mount */
-    if (d->config_base && (ev->len == 0 || (strcmp(ev->name, d->config_base) != 0 &&
-                                            strcmp(ev->name, "..data") != 0)))
-        return;
-    log_debug("config event mask=0x%x name=%s", ev->mask, ev->len ? ev->name : "");
-    if (!timer_armed(d->debounce_fd))
-        daemon__timer_set(d->debounce_fd, DAEMON_CONFIG_DEBOUNCE_MS, false);
-}
-
-void daemon__on_debounce(struct daemon *d)
-{
-    daemon__timer_drain(d->debounce_fd);
-    log_info("config %s changed, reloading", d->o->config_file);
-    daemon__apply(d, DAEMON_RELOAD_CONFIG, "config change");
-}
-
-void daemon__on_inventory_timer(struct daemon *d)
-{
-    daemon__timer_drain(d->inventory_fd);
-    daemon__apply(d, DAEMON_RELOAD_INVENTORY, "inventory interval");
-}
-
-/* The check asks who holds what, off the loop; daemon__on_holders decides with the answer. */
-void daemon__on_retire_timer(struct daemon *d)
-{
-    daemon__timer_drain(d->retire_fd);
-    d->retire_waiting = true;
-    daemon__holders_request(d);
-}
-
-void daemon__on_holders(struct daemon *d)
-{
-    if (!daemon__holders_take(d))
-        return;
-    if (d->apply_waiting || d->retire_waiting) {
-        unsigned what = d->apply_waiting_what;
-        char why[sizeof(d->apply_waiting_why)];
-        str_copy(why, d->apply_waiting ? d->apply_waiting_why : "retire check", sizeof(why));
-        d->apply_waiting = d->retire_waiting = false;
-        d->apply_waiting_what = 0;
-        daemon__apply(d, what, why);
-    }
-    daemon__mig_on_holders(d);
-    daemon__holders_done(d);
-}
-
-/* ---- health marks --------------------------------------------------------------------- */
-
-void daemon__remember_unhealthy(struct daemon *d, const struct daemon__health_msg *msg)
-{
-    struct daemon__xid_mark *x;
-
-    if (msg->all_devices) {
-        d->all_unhealthy = true;
-        daemon__count_health(d, "event-wait-failed");
-        return;
-    }
-    char reason[32];
-    snprintf(reason, sizeof(reason), "xid-%llu", msg->xid);
-    daemon__count_health(d, reason);
-    for (size_t i = 0; i < d->n_xid_marks; i++) {
-        x = &d->xid_marks[i];
-        if (strcmp(x->uuid, msg->uuid) == 0 && x->gi_id == msg->gi_id && x->ci_id == msg->ci_id) {
-            x->xid = msg->xid; /* a new XID: recovery counts from now */
-            x->at_ms = time_now_ms();
-            daemon__recovery_arm(d);
-            if (daemon_xid_needs_reset(x->xid))
-                daemon__health_watch_reset(d->health, x->uuid);
-            return;
-        }
-    }
-    if (d->n_xid_marks == DAEMON_XID_MARKS_MAX)
-        return; /* bounded: past this, a rebuilt model forgets the oldest marks' health */
-    x = &d->xid_marks[d->n_xid_marks++];
-    str_copy(x->uuid, msg->uuid, sizeof(x->uuid));
-    x->gi_id = msg->gi_id;
-    x->ci_id = msg->ci_id;
-    x->xid = msg->xid;
-    x->at_ms = time_now_ms();
-    daemon__recovery_arm(d);
-    if (daemon_xid_needs_reset(x->xid))
-        daemon__health_watch_reset(d->health, x->uuid);
-}
-
-static void apply_health_marks(const struct daemon *d, struct model *m)
-{
-    for (size_t i = 0; i < d->n_xid_marks; i++)
-        (void)model_set_health(m, d->xid_marks[i].uuid, d->xid_marks[i].gi_id,
-                               d->xid_marks[i].ci_id, false);
-    for (size_t i = 0; d->all_unhealthy && i < m->n_resources; i++)
-        for (size_t j = 0; j < m->resources[i].n_devices; j++)
-            m->resources[i].devices[j].healthy = false;
-    daemon__mig_health_marks(d, m);
-    daemon__mps_health_marks(d, m);
-}
-
 /* ---- retiring devices held by pods ---------------------------------------------------------- */
 
 /* Adds to m, as Unhealthy, the devices of the served model that m drops while pods hold
@@ -591,86 +340,29 @@ static int retire_held(struct daemon *d, struct model *m, bool verbose, struct e
     return 0;
 }
 
-/* ---- the diff --------------------------------------------------------------------------- */
+/* ---- the new state ---------------------------------------------------------------------- */
 
-static size_t resource_index(const struct model *m, const char *name)
+/* Serves snap (reference taken over) instead of d->snap: every unit hears of it, in order. */
+static void serve_state(struct daemon *d, struct dp_snapshot *snap, const struct daemon_change *c)
 {
-    for (size_t i = 0; i < m->n_resources; i++)
-        if (strcmp(m->resources[i].name, name) == 0)
-            return i;
-    return SIZE_MAX;
+    d->snap = snap;
+    d->reloads++;
+    daemon__units_on_state(d, c);
+    dp_snapshot_unref((struct dp_snapshot *)c->old);
 }
 
-/* Serves snap (reference taken over) instead of d->snap, touching only what changed. */
-static void swap_snapshot(struct daemon *d, struct dp_snapshot *snap, unsigned what,
-                          const char *why)
+void daemon__health_changed(struct daemon *d, const char *why)
 {
-    const struct model *om = dp_snapshot_model(d->snap), *nm = dp_snapshot_model(snap);
-    bool same_settings = model_settings_equal(&om->settings, &nm->settings);
-    struct daemon__slot *slots = calloc(nm->n_resources ? nm->n_resources : 1, sizeof(*slots));
-    size_t unchanged = 0, changed = 0, added = 0, removed = 0;
-    struct error err = {0};
+    const struct daemon_change c = {.what = DAEMON_CHANGE_HEALTH, .old = d->snap, .why = why};
 
-    if (!slots) {
-        log_error("%s: out of memory, keeping the current devices", why);
-        dp_snapshot_unref(snap);
-        return;
-    }
-    for (size_t i = 0; i < d->n_slots; i++) {
-        struct daemon__slot *s = &d->slots[i];
-        const char *name;
-        size_t j;
-        bool same;
+    daemon__units_on_state(d, &c);
+}
 
-        if (!s->p)
-            continue;
-        name = dp_plugin_resource_name(s->p);
-        j = resource_index(nm, name);
-        if (j == SIZE_MAX) {
-            log_info("resource=%s is gone: stopping its server, socket %s removed", name,
-                     dp_plugin_socket_path(s->p));
-            daemon__metrics_keep_counts(d, s->p);
-            dp_plugin_free(s->p);
-            removed++;
-            continue;
-        }
-        same =
-            same_settings && model_resource_equal(model_find_resource(om, name), &nm->resources[j]);
-        if (dp_plugin_replace_snapshot(s->p, snap, !same, &err) < 0)
-            log_warn("%s", err.msg);
-        slots[j] = *s;
-        if (same) {
-            unchanged++;
-        } else {
-            changed++;
-            daemon__log_resource("updated", &nm->resources[j], s->p);
-        }
-    }
-    free(d->slots);
-    d->slots = slots;
-    d->n_slots = nm->n_resources;
-    dp_snapshot_unref(d->snap);
-    d->snap = snap;
-    for (size_t j = 0; j < nm->n_resources; j++) {
-        if (slots[j].p)
-            continue;
-        if (daemon__slot_start(d, &slots[j], nm->resources[j].name, &err) < 0) {
-            log_error("starting resource=%s: %s", nm->resources[j].name, err.msg);
-            continue;
-        }
-        added++;
-        daemon__slot_register(d, &slots[j], false);
-    }
-    d->reloads++;
-    daemon__labels_update(d);  /* labels follow what is served */
-    daemon__sampler_update(d); /* and the metrics sampler */
-    /* a change someone asked for (config, label, SIGHUP) is always reported; periodic
-     * re-reads only when they changed something */
-    if (changed + added + removed > 0 || (what & DAEMON_RELOAD_CONFIG))
-        log_info("%s applied: resources unchanged=%zu changed=%zu added=%zu removed=%zu", why,
-                 unchanged, changed, added, removed);
-    else
-        log_debug("%s: nothing changed", why);
+int daemon__prepare_initial(struct daemon *d, struct error *err)
+{
+    const struct daemon_change c = {.what = DAEMON_CHANGE_START, .why = "start"};
+
+    return daemon__units_prepare(d, d->snap, d->cfg, &c, err);
 }
 
 /* Same GPUs and MIG devices (what the health thread watches)? */
@@ -748,7 +440,7 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
         daemon__holders_request(d);
         goto out;
     }
-    apply_health_marks(d, m);
+    daemon__units_mark(d, m); /* XIDs, MIG drains, MPS daemons down */
     r = retire_held(d, m, (what & DAEMON_RELOAD_CONFIG) != 0, &err);
     if (r < 0) {
         log_error("%s: %s, keeping the current devices", why, err.msg);
@@ -761,32 +453,32 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     }
     m = NULL;
     inv = NULL;
-    /* write first, then switch: the names a new snapshot serves must resolve on disk before
-     * it is served; if they cannot, the current snapshot stays and the change is retried */
-    if (daemon__cdi_update(d, snap, cfg ? cfg : d->cfg, false, &err) < 0) {
-        daemon__cdi_retry_later(d, what, why, &err);
+    struct daemon_change c = {
+        .what = what | (inv_changed ? DAEMON_CHANGE_DEVICES : 0), .old = d->snap, .why = why};
+    /* what the new state names must exist before it is served (CDI specs, MPS daemons): a
+     * unit that cannot make it keeps the current state and says when it tries again */
+    if (daemon__units_prepare(d, snap, cfg ? cfg : d->cfg, &c, &err) < 0) {
         dp_snapshot_unref(snap);
         goto out;
-    }
-    daemon__cdi_retry_done(d);
-    if (inv_changed) {
-        daemon__health_stop(d->health);
-        d->health = NULL;
-    }
-    if (daemon__mps_update(d, snap, &err) < 0) /* MPS daemons for the new resources */
-        log_error("%s: %s", why, err.msg);
-    swap_snapshot(d, snap, what, why);
-    if (inv_changed) {
-        d->health = daemon__health_start(d->o, &d->xid, d->snap);
-        daemon__recovery_watch(d);
     }
     if (cfg) {
         cfg_free(d->cfg);
         d->cfg = cfg;
         cfg = NULL;
     }
+    serve_state(d, snap, &c);
 out:
     model_free(m);
     inv_free(inv);
     cfg_free(cfg);
+}
+
+void daemon__state_release(struct daemon *d)
+{
+    dp_snapshot_unref(d->snap);
+    d->snap = NULL;
+    cfg_free(d->cfg);
+    d->cfg = NULL;
+    strv_free(d->retiring);
+    d->retiring = NULL;
 }

@@ -109,5 +109,9 @@ const char *metrics_xid_text(unsigned long long xid);
  * text format wants (\\, \", \n), and a family's "# HELP" and "# TYPE" lines. */
 int metrics_escape(struct strbuf *sb, const char *value);
 int metrics_family(struct strbuf *sb, const char *name, const char *type, const char *help);
+/* One sample with one escaped label, `metric{label="value"<extra>} v`: extra ("" or NULL, or
+ * more labels starting with a comma) is written as given. */
+int metrics_sample1(struct strbuf *sb, const char *metric, const char *label, const char *value,
+                    const char *extra, unsigned long long v);
 
 #endif

@@ -24,3 +24,15 @@ int metrics_escape(struct strbuf *sb, const char *v)
     }
     return r;
 }
+
+int metrics_sample1(struct strbuf *sb, const char *metric, const char *label, const char *value,
+                    const char *extra, unsigned long long v)
+{
+    int r = strbuf_printf(sb, "%s{%s=\"", metric, label);
+
+    if (r == 0)
+        r = metrics_escape(sb, value);
+    if (r == 0)
+        r = strbuf_printf(sb, "\"%s} %llu\n", extra ? extra : "", v);
+    return r;
+}
