@@ -6,6 +6,7 @@
 #define GS_CONFIG_INTERNAL_H
 
 #include "config/config.h"
+#include "yaml/yaml.h"
 
 /* Where the parser is while it walks a document. Positions of a few keys are kept for
  * the cross-checks that run after flags and env vars were applied. */
@@ -20,10 +21,7 @@ struct cfg__ctx {
     struct cfg_pos pos_mig_strategy;
     struct cfg_pos pos_mps_root;
     struct cfg_pos pos_sharing; /* the sharing.<strategy> key */
-    const char *src;            /* the text being parsed (marks index into it) */
-    size_t src_len;
-    char **owned; /* strings made while parsing, freed with the parse */
-    size_t n_owned, alloc_owned;
+    struct yaml_doc *doc;       /* the document being parsed (NULL: an empty config) */
 };
 
 /* Records a diagnostic; the message is formatted from fmt. `value` may be NULL. */

@@ -16,24 +16,10 @@
 
 #define MAX_DIR_ENTRIES 10000u /* named configs in one directory */
 
-static void syntax_errors(struct cfg__ctx *c, struct fy_diag *diag)
+static void syntax_error(void *ctx, struct yaml_pos pos, const char *msg)
 {
-    struct fy_diag_error *e;
-    void *it = NULL;
-    bool any = false;
-
-    for (e = fy_diag_errors_iterate(diag, &it); e; e = fy_diag_errors_iterate(diag, &it)) {
-        struct cfg_pos pos = {e->line > 0 ? (unsigned)e->line : 0,
-                              e->column > 0 ? (unsigned)e->column : 0};
-        cfg__diag(c, CFG_SEV_ERROR, pos, NULL, NULL,
-                  "invalid YAML/JSON: %s; fix the syntax "
-                  "at this position",
-                  e->msg ? e->msg : "syntax error");
-        any = true;
-    }
-    if (!any)
-        cfg__diag(c, CFG_SEV_ERROR, (struct cfg_pos){0, 0}, NULL, NULL,
-                  "invalid YAML/JSON; check the syntax");
+    cfg__diag(ctx, CFG_SEV_ERROR, (struct cfg_pos){pos.line, pos.col}, NULL, NULL,
+              "invalid YAML/JSON: %s; fix the syntax at this position", msg);
 }
 
 /* true when the text holds nothing but blanks and comments: an empty config, like the
@@ -109,10 +95,7 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
                      struct cfg_diags *diags, struct error *err)
 {
     struct cfg__ctx c = {.file = display_name, .diags = diags};
-    struct fy_diag *diag = NULL;
-    struct fy_document *doc = NULL;
-    struct fy_diag_cfg dcfg;
-    struct fy_parse_cfg pcfg = {0};
+    struct yaml_doc doc = {0};
     struct cfg_config *cfg = NULL;
     struct cfg_pos bad_pos;
     int r;
@@ -130,8 +113,6 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
     if (r < 0)
         return r;
     c.cfg = cfg;
-    c.src = data;
-    c.src_len = len;
 
     if (memchr(data, '\0', len)) {
         cfg__diag(&c, CFG_SEV_ERROR, (struct cfg_pos){0, 0}, NULL, NULL,
@@ -142,24 +123,17 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
     } else if (text_is_empty(data, len)) {
         cfg__parse_document(&c, NULL);
     } else {
-        fy_diag_cfg_default(&dcfg);
-        dcfg.fp = NULL;
-        dcfg.colorize = false;
-        diag = fy_diag_create(&dcfg);
-        if (!diag) {
+        r = yaml_parse(data, len, YAML_VERSION_1_2, &doc, syntax_error, &c, NULL, NULL, 0);
+        if (r == -ENOMEM) {
             r = error_set(err, -ENOMEM, "out of memory creating the YAML parser");
             goto out;
         }
-        fy_diag_set_collect_errors(diag, true);
-        pcfg.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2;
-        pcfg.diag = diag;
-        doc = fy_document_build_from_string(&pcfg, data, len);
-        if (!doc)
-            syntax_errors(&c, diag);
-        else
-            cfg__parse_document(&c, fy_document_root(doc));
+        if (r == 0) {
+            c.doc = &doc;
+            cfg__parse_document(&c, yaml_root(&doc));
+        }
     }
-    if (!c.oom && doc)
+    if (!c.oom && doc.fy)
         cfg__validate_sharing(&c);
     if (!c.oom && overrides) {
         r = cfg_overrides_apply(overrides, cfg, err);
@@ -183,13 +157,7 @@ int cfg_parse_buffer(const char *data, size_t len, const char *display_name,
     cfg = NULL;
     r = 0;
 out:
-    if (doc)
-        fy_document_destroy(doc);
-    if (diag)
-        fy_diag_destroy(diag);
-    for (size_t i = 0; i < c.n_owned; i++)
-        free(c.owned[i]);
-    free(c.owned);
+    yaml_doc_release(&doc);
     cfg_free(cfg);
     return r;
 }

@@ -11,12 +11,13 @@
 
 #include "config/config.h"
 #include "config/internal.h"
+#include "yaml/yaml.h"
 
 static const char *scalar(struct fy_node *n, const char *key, size_t *ret_len)
 {
-    struct fy_node *v = n ? fy_node_mapping_lookup_by_string(n, key, FY_NT) : NULL;
+    struct fy_node *v = yaml_lookup(n, key);
 
-    if (!v || fy_node_get_type(v) != FYNT_SCALAR)
+    if (!yaml_is_scalar(v))
         return NULL;
     return fy_node_get_scalar(v, ret_len);
 }

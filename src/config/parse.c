@@ -18,86 +18,16 @@
 
 static struct cfg_pos node_pos(struct fy_node *n, struct cfg_pos fallback)
 {
-    struct fy_token *t;
-    const struct fy_mark *m;
-    void *it = NULL;
+    struct yaml_pos p = yaml_pos(n);
 
-    if (!n)
-        return fallback;
-    switch (fy_node_get_type(n)) {
-    case FYNT_SCALAR:
-        t = fy_node_get_scalar_token(n);
-        m = t ? fy_token_start_mark(t) : NULL;
-        if (m)
-            return (struct cfg_pos){(unsigned)m->line + 1, (unsigned)m->column + 1};
-        return fallback;
-    case FYNT_MAPPING: {
-        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-        return p ? node_pos(fy_node_pair_key(p), fallback) : fallback;
-    }
-    case FYNT_SEQUENCE:
-        return node_pos(fy_node_sequence_iterate(n, &it), fallback);
-    }
-    return fallback;
+    return p.line ? (struct cfg_pos){p.line, p.col} : fallback;
 }
 
-static bool is_plain(struct fy_node *n)
-{
-    return fy_node_get_style(n) == FYNS_PLAIN;
-}
-
-/* Keeps a string the parser made until the parse ends; NULL when out of memory. */
-static const char *arena_keep(struct cfg__ctx *c, char *s)
-{
-    if (!s) {
-        c->oom = true;
-        return NULL;
-    }
-    if (c->n_owned == c->alloc_owned) {
-        size_t na = c->alloc_owned ? 2 * c->alloc_owned : 16;
-        char **p = realloc(c->owned, na * sizeof(*p));
-        if (!p) {
-            free(s);
-            c->oom = true;
-            return NULL;
-        }
-        c->owned = p;
-        c->alloc_owned = na;
-    }
-    c->owned[c->n_owned++] = s;
-    return s;
-}
-
-/* A single-quoted scalar decoded from the source text: '' is a quote, and line breaks
- * fold (one break is a space, n breaks are n-1 newlines; blanks around them go). We do
- * this ourselves because libfyaml 0.7.12 leaks the buffer it allocates to unescape such
- * scalars (found by fuzz_config). */
-static const char *single_quoted_text(struct cfg__ctx *c, struct fy_node *n)
-{
-    struct fy_token *t = fy_node_get_scalar_token(n);
-    const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL;
-    const struct fy_mark *b = t ? fy_token_end_mark(t) : NULL;
-
-    if (!a || !b || a->input_pos > b->input_pos || b->input_pos > c->src_len)
-        return NULL;
-    return arena_keep(c, str_yaml_single_quoted(c->src, a->input_pos, b->input_pos));
-}
-
-/* The scalar's text (NUL-terminated, owned by the document or the parse), or NULL for a
- * non-scalar or a scalar holding a NUL byte. */
+/* The scalar's text (NUL-terminated, owned by the document), or NULL for a non-scalar or a
+ * scalar holding a NUL byte (c->oom when out of memory). */
 static const char *scalar_text(struct cfg__ctx *c, struct fy_node *n)
 {
-    size_t len;
-    const char *s;
-
-    if (!n || fy_node_get_type(n) != FYNT_SCALAR || fy_node_is_alias(n))
-        return NULL;
-    if (fy_node_get_style(n) == FYNS_SINGLE_QUOTED && c->src)
-        return single_quoted_text(c, n);
-    s = fy_node_get_scalar0(n);
-    if (!s || (fy_node_get_scalar(n, &len) && strlen(s) != len))
-        return NULL;
-    return s;
+    return yaml_text(c->doc, n, &c->oom);
 }
 
 static bool is_null(struct cfg__ctx *c, struct fy_node *n)
@@ -106,7 +36,7 @@ static bool is_null(struct cfg__ctx *c, struct fy_node *n)
 
     if (!n)
         return true;
-    if (fy_node_get_type(n) != FYNT_SCALAR || !is_plain(n))
+    if (fy_node_get_type(n) != FYNT_SCALAR || !yaml_is_plain(n))
         return false;
     s = scalar_text(c, n);
     return s && (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
@@ -160,7 +90,7 @@ static const char *kind_name(struct cfg__ctx *c, struct fy_node *n)
     s = scalar_text(c, n);
     if (!s)
         return "a string with a NUL byte";
-    if (!is_plain(n))
+    if (!yaml_is_plain(n))
         return "a quoted string";
     if (plain_bool(s, &b) == 0)
         return "a boolean";
@@ -197,7 +127,7 @@ static bool want_string(struct cfg__ctx *c, struct fy_node *n, const char *path,
     const char *s = scalar_text(c, n);
     bool b;
 
-    if (!s || (is_plain(n) && (plain_bool(s, &b) == 0 || looks_numeric(s)))) {
+    if (!s || (yaml_is_plain(n) && (plain_bool(s, &b) == 0 || looks_numeric(s)))) {
         cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, n), "expected a string, got %s%s",
                   kind_name(c, n), s ? "; put it in quotes if you mean the text" : "");
         return false;
@@ -226,11 +156,11 @@ static bool want_bool(struct cfg__ctx *c, struct fy_node *n, const char *path, s
     const char *s = scalar_text(c, n);
     bool b;
 
-    if (s && is_plain(n) && plain_bool(s, &b) == 0) {
+    if (s && yaml_is_plain(n) && plain_bool(s, &b) == 0) {
         *dst = b;
         return true;
     }
-    if (s && !is_plain(n) && plain_bool(s, &b) == 0)
+    if (s && !yaml_is_plain(n) && plain_bool(s, &b) == 0)
         cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
                   "expected a boolean, got the quoted string \"%s\"; write %s without quotes", s,
                   b ? "true" : "false");
@@ -270,7 +200,7 @@ static int want_int(struct cfg__ctx *c, struct fy_node *n, const char *path, str
     const char *s = scalar_text(c, n);
     int r;
 
-    if (!s || !is_plain(n)) {
+    if (!s || !yaml_is_plain(n)) {
         if (what)
             cfg__diag(c, CFG_SEV_ERROR, pos, path, shown(c, n), "expected %s, got %s%s", what,
                       kind_name(c, n), s && looks_numeric(s) ? "; remove the quotes" : "");
@@ -673,7 +603,7 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
 
     if (fy_node_get_type(v) == FYNT_SCALAR) {
         const char *s = scalar_text(c, v);
-        if (s && is_plain(v) && want_int(c, v, path, pos, NULL, &n) == 0) {
+        if (s && yaml_is_plain(v) && want_int(c, v, path, pos, NULL, &n) == 0) {
             if (n <= 0 || n > (int64_t)CFG_MAX_LIST_ITEMS)
                 cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
                           "%s is not a valid count of devices; "
@@ -729,7 +659,7 @@ static void devices_field(struct cfg__ctx *c, struct fy_node *v, const char *pat
                       kind_name(c, item));
             continue;
         }
-        if (is_plain(item) && s[0] == '-') {
+        if (yaml_is_plain(item) && s[0] == '-') {
             cfg__diag(c, CFG_SEV_ERROR, ipos, ipath, s,
                       "%s is not a device index; indices "
                       "start at 0",
@@ -811,7 +741,7 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
                       ud->max_replicas == CFG_MAX_MPS_REPLICAS ? " with MPS (its client "
                                                                  "limit per GPU)"
                                                                : "");
-        } else if (s && is_plain(v) && (ret == 0 || looks_numeric(s) || ret == -ERANGE)) {
+        } else if (s && yaml_is_plain(v) && (ret == 0 || looks_numeric(s) || ret == -ERANGE)) {
             cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
                       "%s is not a valid replica count; use a "
                       "whole number >= 1 (1 means not shared)",

@@ -12,91 +12,42 @@
 #include <string.h>
 
 #include "mig/config.h"
+#include "yaml/yaml.h"
 
 #define MIG_CONFIG_MAX_BYTES (4u * 1024u * 1024u)
 
 struct parse {
     const char *file;
-    const char *src;
-    size_t len;
+    struct yaml_doc doc; /* the document being read (owned) */
     struct error *err;
 };
 
-/* Where n starts (1-based; 0 when unknown): a collection by its first key or item. */
-static void pos_of(struct fy_node *n, unsigned *ret_line, unsigned *ret_col)
-{
-    struct fy_token *t = NULL;
-    void *it = NULL;
-    const struct fy_mark *m;
-
-    *ret_line = *ret_col = 0;
-    if (!n)
-        return;
-    if (fy_node_get_type(n) == FYNT_SCALAR) {
-        t = fy_node_get_scalar_token(n);
-    } else if (fy_node_get_type(n) == FYNT_MAPPING) {
-        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-        if (p)
-            pos_of(fy_node_pair_key(p), ret_line, ret_col);
-        return;
-    } else {
-        pos_of(fy_node_sequence_iterate(n, &it), ret_line, ret_col);
-        return;
-    }
-    m = t ? fy_token_start_mark(t) : NULL;
-    if (m) {
-        *ret_line = (unsigned)m->line + 1;
-        *ret_col = (unsigned)m->column + 1;
-    }
-}
-
 static unsigned line_of(struct fy_node *n)
 {
-    unsigned line, col;
-
-    pos_of(n, &line, &col);
-    return line;
+    return yaml_pos(n).line;
 }
 
 static int perr(struct parse *ps, struct fy_node *n, const char *fmt, ...) GS_PRINTF(3, 4);
 static int perr(struct parse *ps, struct fy_node *n, const char *fmt, ...)
 {
     char msg[ERROR_MSG_MAX];
-    unsigned line, col;
+    struct yaml_pos pos = yaml_pos(n);
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    pos_of(n, &line, &col);
-    if (!line)
+    if (!pos.line)
         return error_set(ps->err, -EINVAL, "%s: %s", ps->file, msg);
-    return error_set(ps->err, -EINVAL, "%s:%u:%u: %s", ps->file, line, col, msg);
+    return error_set(ps->err, -EINVAL, "%s:%u:%u: %s", ps->file, pos.line, pos.col, msg);
 }
 
-/* A scalar's text; single-quoted scalars decoded by base/ (libfyaml 0.7.12 leaks them). */
+/* A scalar's text, owned by the caller (yaml/ decodes single-quoted ones). */
 static char *text(struct parse *ps, struct fy_node *n)
 {
-    size_t len;
-    const char *s;
+    const char *s = yaml_text(&ps->doc, n, NULL);
 
-    if (!n || fy_node_get_type(n) != FYNT_SCALAR)
-        return NULL;
-    if (fy_node_get_style(n) == FYNS_SINGLE_QUOTED) {
-        struct fy_token *t = fy_node_get_scalar_token(n);
-        const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL;
-        const struct fy_mark *b = t ? fy_token_end_mark(t) : NULL;
-        if (!a || !b || b->input_pos > ps->len || a->input_pos > b->input_pos)
-            return NULL;
-        return str_yaml_single_quoted(ps->src, a->input_pos, b->input_pos);
-    }
-    s = fy_node_get_scalar(n, &len);
-    return s ? strndup(s, len) : NULL;
-}
-
-static bool is_plain(struct fy_node *n)
-{
-    return fy_node_get_style(n) == FYNS_PLAIN;
+    return s ? str_dup(s) : NULL;
 }
 
 static int parse_filter(struct parse *ps, struct fy_node *v, struct mig_config_entry *e)
@@ -160,7 +111,7 @@ static int parse_devices(struct parse *ps, struct fy_node *v, struct mig_config_
          i = fy_node_sequence_iterate(v, &it)) {
         char *s = text(ps, i);
         unsigned idx;
-        int r = s && is_plain(i) ? parse_uint(s, &idx) : -EINVAL;
+        int r = s && yaml_is_plain(i) ? parse_uint(s, &idx) : -EINVAL;
         free(s);
         if (r < 0 || idx >= 64)
             return perr(ps, i, "'devices' entries are GPU indexes (0-63)");
@@ -189,7 +140,7 @@ static int parse_mig_devices(struct parse *ps, struct fy_node *v, struct mig_con
                      MIG_CONFIG_MAX_DEVICES);
         else if (!k || mig_profile_parse(k, &e->devices[e->n_devices].spec, &perr_) < 0)
             r = perr(ps, fy_node_pair_key(p), "%s", k ? perr_.msg : "a profile must be a string");
-        else if (!c || !is_plain(fy_node_pair_value(p)) || parse_uint(c, &count) < 0)
+        else if (!c || !yaml_is_plain(fy_node_pair_value(p)) || parse_uint(c, &count) < 0)
             r = perr(ps, fy_node_pair_value(p), "count of %s must be a number >= 0", k);
         if (r == 0) {
             d = &e->devices[e->n_devices++];
@@ -247,7 +198,7 @@ static int parse_entry(struct parse *ps, struct fy_node *n, struct mig_config_en
     if (r < 0)
         return r;
     char *b = text(ps, enabled);
-    r = b && is_plain(enabled) && (strcmp(b, "true") == 0 || strcmp(b, "false") == 0) ? 0 : -1;
+    r = b && yaml_is_plain(enabled) && (strcmp(b, "true") == 0 || strcmp(b, "false") == 0) ? 0 : -1;
     e->mig_enabled = b && strcmp(b, "true") == 0;
     free(b);
     if (r < 0)
@@ -262,40 +213,22 @@ static int parse_entry(struct parse *ps, struct fy_node *n, struct mig_config_en
     return 0;
 }
 
-/* The YAML document of src, its syntax errors collected with their position (libfyaml
- * prints nothing). *ret_doc owned by the caller (fy_document_destroy). */
-static int load_document(const struct parse *ps, struct fy_document **ret_doc)
+/* Parses src into ps->doc (merge keys and aliases resolved, as mig-parted's Go YAML does);
+ * a syntax error says where. */
+static int load_document(struct parse *ps, const char *src, size_t len)
 {
-    struct fy_parse_cfg pc = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
-    struct fy_document *doc = NULL;
-    struct fy_diag_cfg dcfg;
-    struct fy_diag *diag;
-    int r = 0;
+    struct yaml_pos pos;
+    char msg[ERROR_MSG_MAX];
+    int r = yaml_parse(src, len, YAML_RESOLVE, &ps->doc, NULL, NULL, &pos, msg, sizeof(msg));
 
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.colorize = false;
-    diag = fy_diag_create(&dcfg);
-    if (!diag)
+    if (r == -ENOMEM)
         return error_set(ps->err, -ENOMEM, "out of memory creating the YAML parser");
-    fy_diag_set_collect_errors(diag, true);
-    pc.diag = diag;
-    doc = fy_document_build_from_string(&pc, ps->src, ps->len);
-    if (!doc || fy_document_resolve(doc) != 0) {
-        void *dit = NULL;
-        struct fy_diag_error *de = fy_diag_errors_iterate(diag, &dit);
-
-        if (de && de->line > 0)
-            r = error_set(ps->err, -EINVAL, "%s:%d:%d: not valid YAML: %s; fix the syntax there",
-                          ps->file, de->line, de->column, de->msg ? de->msg : "syntax error");
-        else
-            r = error_set(ps->err, -EINVAL, "%s: not valid YAML", ps->file);
-        fy_document_destroy(doc);
-        doc = NULL;
-    }
-    fy_diag_destroy(diag);
-    *ret_doc = doc;
-    return r;
+    if (r < 0 && pos.line)
+        return error_set(ps->err, -EINVAL, "%s:%u:%u: not valid YAML: %s; fix the syntax there",
+                         ps->file, pos.line, pos.col, msg);
+    if (r < 0)
+        return error_set(ps->err, -EINVAL, "%s: not valid YAML", ps->file);
+    return 0;
 }
 
 /* The top level: version v1 and a non-empty mig-configs mapping (*ret_configs). */
@@ -367,8 +300,7 @@ static int parse_set(struct parse *ps, struct fy_node_pair *p, struct mig_config
 int mig_config_parse(const char *src, size_t len, const char *file, struct mig_config **ret,
                      struct error *err)
 {
-    struct parse ps = {.file = file ? file : "<config>", .src = src, .len = len, .err = err};
-    struct fy_document *doc = NULL;
+    struct parse ps = {.file = file ? file : "<config>", .err = err};
     struct fy_node *configs = NULL;
     struct mig_config *c = calloc(1, sizeof(*c));
     void *it = NULL;
@@ -377,9 +309,9 @@ int mig_config_parse(const char *src, size_t len, const char *file, struct mig_c
 
     if (!c)
         return error_set(err, -ENOMEM, "out of memory");
-    r = load_document(&ps, &doc);
+    r = load_document(&ps, src, len);
     if (r == 0)
-        r = parse_top(&ps, fy_document_root(doc), &configs);
+        r = parse_top(&ps, yaml_root(&ps.doc), &configs);
     if (r < 0)
         goto out;
     c->n = (size_t)fy_node_mapping_item_count(configs);
@@ -392,7 +324,7 @@ int mig_config_parse(const char *src, size_t len, const char *file, struct mig_c
          p = fy_node_mapping_iterate(configs, &it))
         r = parse_set(&ps, p, &c->sets[i++]);
 out:
-    fy_document_destroy(doc);
+    yaml_doc_release(&ps.doc);
     if (r < 0) {
         mig_config_free(c);
         return r;
@@ -607,10 +539,8 @@ static int parse_hook(struct parse *ps, struct fy_node *n, struct mig_hook *h)
 
 int mig_hooks_load(const char *path, struct mig_hooks *ret, struct error *err)
 {
-    struct fy_parse_cfg pc = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
     struct parse ps = {.file = path, .err = err};
     struct mig_hooks h = {0};
-    struct fy_document *doc = NULL;
     struct fy_node *root, *hooks;
     char *data = NULL;
     size_t len = 0;
@@ -619,10 +549,8 @@ int mig_hooks_load(const char *path, struct mig_hooks *ret, struct error *err)
 
     if (r < 0)
         return r;
-    ps.src = data;
-    ps.len = len;
-    doc = fy_document_build_from_string(&pc, data, len);
-    root = doc ? fy_document_root(doc) : NULL;
+    root = yaml_parse(data, len, 0, &ps.doc, NULL, NULL, NULL, NULL, 0) == 0 ? yaml_root(&ps.doc)
+                                                                             : NULL;
     if (!root || fy_node_get_type(root) != FYNT_MAPPING) {
         r = error_set(err, -EINVAL, "%s: expected version: v1 and hooks:", path);
         goto out;
@@ -660,7 +588,7 @@ int mig_hooks_load(const char *path, struct mig_hooks *ret, struct error *err)
         }
     }
 out:
-    fy_document_destroy(doc);
+    yaml_doc_release(&ps.doc);
     free(data);
     if (r < 0) {
         mig_hooks_release(&h);
