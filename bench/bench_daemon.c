@@ -3,7 +3,9 @@
  * replicas 16, driven by a stand-in kubelet on the rpc layer (the client kubelet-sim uses):
  * start → registered, RSS after registration and after 100,000 Allocate calls, Allocate
  * vs empty GetDevicePluginOptions round trips (p50/p99, same run), XID → Unhealthy seen by
- * the client, kubelet restart → re-registered. Prints JSON lines. */
+ * the client, kubelet restart → re-registered; then, at scale, a fake node of 64 GPUs × 160
+ * replicas (10,240 devices): start → registered and ListAndWatch connect → first list.
+ * Prints JSON lines. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -168,6 +170,126 @@ static size_t unhealthy_in(const uint8_t *msg, size_t len)
             n++;
     v1beta1__list_and_watch_response__free_unpacked(l, NULL);
     return n;
+}
+
+/* Starts the daemon on machine/config under dir with a stand-in kubelet at k; its pid. */
+static pid_t daemon_spawn(const char *bin, const char *dir, const char *machine, const char *cfg,
+                          struct kubelet *k)
+{
+    char exe[512], lib[512], state[512], events[512], logp[512];
+    pid_t pid;
+
+    snprintf(exe, sizeof(exe), "%s/gpuslice", bin);
+    snprintf(lib, sizeof(lib), "%s/tools/fake-nvml/libnvidia-ml.so.1", bin);
+    snprintf(state, sizeof(state), "%s/state", dir);
+    snprintf(events, sizeof(events), "%s/events", dir);
+    snprintf(logp, sizeof(logp), "%s/log", dir);
+    if (file_write_atomic(events, "", 0, 0644, NULL) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        dup2(fd, 2);
+        dup2(fd, 1);
+        setenv("FAKE_NVML_MACHINE", machine, 1);
+        setenv("FAKE_NVML_STATE", state, 1);
+        setenv("FAKE_NVML_EVENTS", events, 1);
+        execl(exe, exe, "device-plugin", "--nvml-library", lib, "--device-plugin-dir", k->dir,
+              "--config-file", cfg, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+#define SCALE_GPUS 64
+#define SCALE_REPLICAS 160
+#define SCALE_SAMPLES 30
+
+/* 64 GPUs × 160 replicas: start → registered, ListAndWatch connect → first list (p50 of
+ * SCALE_SAMPLES fresh streams, the first included), RSS. 0, or -1 (message on stderr). */
+static int bench_scale(const char *bin)
+{
+    struct kubelet k = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    char tmp[] = "/tmp/gs-bench-scale-XXXXXX", machine[512], cfg[512], sock[600], cmd[700];
+    uint64_t lat[SCALE_SAMPLES], t0, t1;
+    struct mem mem;
+    int rc = -1, n = 0;
+    pid_t pid = -1;
+    char yaml[512];
+
+    if (!mkdtemp(tmp))
+        return -1;
+    snprintf(k.dir, sizeof(k.dir), "%s/dp", tmp);
+    mkdir(k.dir, 0750);
+    snprintf(machine, sizeof(machine), "%s/machine.yaml", tmp);
+    snprintf(cfg, sizeof(cfg), "%s/config.yaml", tmp);
+    snprintf(yaml, sizeof(yaml),
+             "driver: \"570.158.01\"\ncuda: 12080\ngpus:\n  - model: NVIDIA H100 80GB HBM3\n"
+             "    count: %d\n    numa_node: 0\n  - model: NVIDIA H100 80GB HBM3\n"
+             "    count: %d\n    numa_node: 1\ntopology:\n  nvlink: all\n",
+             SCALE_GPUS / 2, SCALE_GPUS / 2);
+    if (file_write_atomic(machine, yaml, strlen(yaml), 0644, NULL) < 0)
+        goto out;
+    snprintf(yaml, sizeof(yaml),
+             "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+             "    - name: nvidia.com/gpu\n      replicas: %d\n",
+             SCALE_REPLICAS);
+    if (file_write_atomic(cfg, yaml, strlen(yaml), 0644, NULL) < 0 || kubelet_start(&k) < 0)
+        goto out;
+    t0 = time_now_ns();
+    pid = daemon_spawn(bin, tmp, machine, cfg, &k);
+    t1 = pid > 0 ? kubelet_wait(&k, 1, 20000) : 0;
+    if (!t1) {
+        fprintf(stderr, "bench_daemon: scale: no registration within 20 s (log %s/log)\n", tmp);
+        goto out;
+    }
+    mem = mem_of(pid);
+    snprintf(sock, sizeof(sock), "%s/%s", k.dir, k.endpoint);
+    for (int i = 0; i < SCALE_SAMPLES; i++) {
+        struct rpc_client *c = NULL;
+        struct rpc_client_stream *s = NULL;
+        uint8_t *msg = NULL;
+        size_t len = 0;
+        uint64_t a;
+        if (rpc_client_new(sock, NULL, &c, NULL) < 0)
+            break;
+        a = time_now_ns();
+        if (rpc_client_stream_open(c, DP "ListAndWatch", NULL, 0, &s, NULL) == 0 &&
+            rpc_client_stream_next(s, 5000, &msg, &len, NULL, NULL) == 1) {
+            uint64_t b = time_now_ns(); /* the list is here; checked after the clock stops */
+            V1beta1__ListAndWatchResponse *l =
+                v1beta1__list_and_watch_response__unpack(NULL, len, msg);
+            if (l && l->n_devices == SCALE_GPUS * SCALE_REPLICAS)
+                lat[n++] = b - a;
+            v1beta1__list_and_watch_response__free_unpacked(l, NULL);
+        }
+        free(msg);
+        rpc_client_stream_close(s);
+        rpc_client_free(c);
+    }
+    if (n == 0) {
+        fprintf(stderr, "bench_daemon: scale: no full device list (log %s/log)\n", tmp);
+        goto out;
+    }
+    printf("{\"bench\":\"daemon_scale\",\"machine\":\"h100x%d\",\"replicas\":%d,\"devices\":%d,"
+           "\"start_to_registered_ms\":%.2f,\"list_and_watch_first_list_samples\":%d,"
+           "\"list_and_watch_first_list_p50_ms\":%.2f,\"list_and_watch_first_list_max_ms\":%.2f,"
+           "\"rss_kib\":%ld,\"anon_kib\":%ld}\n",
+           SCALE_GPUS, SCALE_REPLICAS, SCALE_GPUS * SCALE_REPLICAS, (double)(t1 - t0) / 1e6, n,
+           pct_us(lat, (size_t)n, 0.5) / 1000, pct_us(lat, (size_t)n, 1.0) / 1000, mem.rss,
+           mem.anon);
+    rc = 0;
+out:
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    rpc_server_free(k.srv);
+    if (rc == 0) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+        (void)!system(cmd);
+    }
+    return rc;
 }
 
 int main(void)
@@ -380,7 +502,7 @@ int main(void)
                "\"p50_ms\":%.2f,\"max_ms\":%.2f,\"target_ms\":1000}\n",
                pct_us(lat, 5, 0.5) / 1000, pct_us(lat, 5, 1.0) / 1000);
     }
-    rc = 0;
+    rc = bench_scale(bin) < 0;
 out:
     if (rc)
         fprintf(stderr, "bench_daemon: failed; daemon log in %s\n", logp);

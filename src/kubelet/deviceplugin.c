@@ -21,6 +21,7 @@
 struct dp_snapshot {
     atomic_uint refs;
     pthread_mutex_t lock; /* guards the model's health fields against concurrent readers */
+    unsigned health_gen;  /* bumped (under lock) whenever a health field changes */
     struct model *model;
     struct inv_inventory *inv;
 };
@@ -84,6 +85,8 @@ int dp_snapshot_set_health(struct dp_snapshot *s, const char *uuid, unsigned gi_
 
     pthread_mutex_lock(&s->lock);
     r = model_set_health(s->model, uuid, gi_id, ci_id, healthy);
+    if (r > 0)
+        s->health_gen++;
     pthread_mutex_unlock(&s->lock);
     return r;
 }
@@ -102,6 +105,8 @@ int dp_snapshot_set_all_health(struct dp_snapshot *s, bool healthy)
             }
         }
     }
+    if (n > 0)
+        s->health_gen++;
     pthread_mutex_unlock(&s->lock);
     return n;
 }
@@ -121,6 +126,11 @@ struct dp_plugin {
     struct rpc_stream *watchers[DP_MAX_WATCHERS];
     size_t n_watchers;
     struct dp_plugin_stats stats;
+    /* The ListAndWatch answer of snap, encoded once per change and sent to every stream
+     * (10,240 devices: ~1 MiB, not re-encoded per connect); NULL until needed. */
+    uint8_t *list;
+    size_t list_len;
+    unsigned list_gen; /* snap's health_gen it was encoded at */
 };
 
 static int pack_to(const ProtobufCMessage *msg, struct strbuf *out)
@@ -210,17 +220,32 @@ static struct dp_snapshot *plugin_snapshot(struct dp_plugin *p)
     return s;
 }
 
-/* Under p->lock: encodes the list of the current snapshot. */
-static int plugin_encode_locked(struct dp_plugin *p, uint8_t **ret, size_t *ret_len)
+/* Under p->lock: the list of the current snapshot, encoded when snap or its health changed
+ * since the last encoding (borrowed until the lock is released). */
+static int plugin_list_locked(struct dp_plugin *p, const uint8_t **ret, size_t *ret_len)
 {
     const struct model_resource *res;
-    int r;
+    int r = 0;
 
     dp_snapshot_lock(p->snap);
-    res = model_find_resource(p->snap->model, p->resource_name);
-    r = res ? dp_encode_device_list(res, ret, ret_len, NULL) : -ENOENT;
+    if (!p->list || p->list_gen != p->snap->health_gen) {
+        free(p->list);
+        p->list = NULL;
+        res = model_find_resource(p->snap->model, p->resource_name);
+        r = res ? dp_encode_device_list(res, &p->list, &p->list_len, NULL) : -ENOENT;
+        p->list_gen = p->snap->health_gen;
+    }
     dp_snapshot_unlock(p->snap);
+    *ret = p->list;
+    *ret_len = p->list_len;
     return r;
+}
+
+/* Under p->lock: the cached list no longer matches p->snap. */
+static void plugin_list_drop_locked(struct dp_plugin *p)
+{
+    free(p->list);
+    p->list = NULL;
 }
 
 /* Under p->lock: sends msg to watcher i; a slow or gone watcher is ended so that the
@@ -274,7 +299,7 @@ static int h_watch_open(void *ctx, const uint8_t *req, size_t req_len, struct rp
                         struct rpc_status *st)
 {
     struct dp_plugin *p = ctx;
-    uint8_t *msg = NULL;
+    const uint8_t *msg = NULL;
     size_t len = 0;
     int r;
 
@@ -287,7 +312,7 @@ static int h_watch_open(void *ctx, const uint8_t *req, size_t req_len, struct rp
         r = 0;
         goto out;
     }
-    r = plugin_encode_locked(p, &msg, &len);
+    r = plugin_list_locked(p, &msg, &len);
     if (r < 0) {
         rpc_status_set(st, RPC_INTERNAL, "encoding the device list: %s", strerror(-r));
         r = 0;
@@ -298,7 +323,6 @@ static int h_watch_open(void *ctx, const uint8_t *req, size_t req_len, struct rp
     plugin_send_locked(p, p->n_watchers - 1, msg, len);
 out:
     pthread_mutex_unlock(&p->lock);
-    free(msg);
     return r;
 }
 
@@ -645,6 +669,8 @@ out:
 
 int dp_plugin_start(struct dp_plugin *p, struct error *err)
 {
+    const uint8_t *msg;
+    size_t len;
     int r = rpc_server_start(p->srv, err);
 
     if (r < 0) {
@@ -652,6 +678,11 @@ int dp_plugin_start(struct dp_plugin *p, struct error *err)
         return r;
     }
     p->started = true;
+    /* encoded now, before the plugin registers: the kubelet's ListAndWatch, right after
+     * Register, finds the list ready (a failure here is retried on connect) */
+    pthread_mutex_lock(&p->lock);
+    (void)plugin_list_locked(p, &msg, &len);
+    pthread_mutex_unlock(&p->lock);
     return 0;
 }
 
@@ -670,6 +701,7 @@ void dp_plugin_free(struct dp_plugin *p)
     for (size_t i = 0; i < p->n_watchers; i++)
         rpc_stream_unref(p->watchers[i]);
     dp_snapshot_unref(p->snap);
+    free(p->list);
     pthread_mutex_destroy(&p->lock);
     free(p->resource_name);
     free(p->socket_path);
@@ -678,18 +710,17 @@ void dp_plugin_free(struct dp_plugin *p)
 
 static int plugin_push_locked(struct dp_plugin *p)
 {
-    uint8_t *msg = NULL;
+    const uint8_t *msg = NULL;
     size_t len = 0;
     int n = 0, r;
 
-    r = plugin_encode_locked(p, &msg, &len);
+    r = plugin_list_locked(p, &msg, &len);
     if (r < 0)
         return r;
     for (size_t i = 0; i < p->n_watchers; i++)
         if (plugin_send_locked(p, i, msg, len))
             n++;
     p->stats.pushes++;
-    free(msg);
     return n;
 }
 
@@ -709,6 +740,7 @@ int dp_plugin_replace_snapshot(struct dp_plugin *p, struct dp_snapshot *snap, bo
     pthread_mutex_lock(&p->lock);
     old = p->snap;
     p->snap = dp_snapshot_ref(snap);
+    plugin_list_drop_locked(p);
     if (push)
         r = plugin_push_locked(p);
     pthread_mutex_unlock(&p->lock);
