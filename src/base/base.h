@@ -153,20 +153,32 @@ void path_rm_tree(const char *path);
 struct dl_symbol {
     const char *name;
     size_t offset;
+    bool optional; /* absent: the slot is NULL and dl_load.missing hears of it */
 };
 #define DL_SYMBOL(type, field, symbol)                                                             \
     {                                                                                              \
-        (symbol), offsetof(type, field)                                                            \
+        (symbol), offsetof(type, field), false                                                     \
     }
 
 /* dlopens the first of names that loads (RTLD_NOW | RTLD_LOCAL) and resolves every symbol
- * into table (table_size bytes, a struct of function pointers). All or nothing: on failure
- * table is untouched, the library closed, and err says "cannot load <name>: <dlerror>"
- * (-ELIBACC) or "cannot load <name>: it has no <symbol>" (-ELIBBAD); callers add their hint.
- * *ret_handle (may be NULL: loaded for the life of the process) owns the library. */
+ * into table (table_size bytes; only the symbols' slots are written). All or nothing: on
+ * failure table is untouched, the library closed, and err says "cannot load <name>:
+ * <dlerror>" (-ELIBACC) or "cannot load <name>: it has no <symbol>" (-ELIBBAD); callers add
+ * their hint. *ret_handle (may be NULL: loaded for the life of the process) owns it. */
 int dl_load_table(const char *const *names, size_t n_names, const struct dl_symbol *syms,
                   size_t n_syms, void *table, size_t table_size, void **ret_handle,
                   struct error *err);
+
+/* The same with optional symbols and what a caller wants to know about a failure. */
+struct dl_load {
+    void (*missing)(void *ctx, const char *symbol); /* an optional symbol is absent */
+    void *ctx;
+    char why[256];       /* out, -ELIBACC: dlerror()'s text for the last name tried */
+    const char *lacking; /* out, -ELIBBAD: the required symbol absent (syms' string) */
+};
+int dl_load_table_opt(const char *const *names, size_t n_names, const struct dl_symbol *syms,
+                      size_t n_syms, void *table, size_t table_size, void **ret_handle,
+                      struct dl_load *opt, struct error *err);
 
 /* ---- time -------------------------------------------------------------------------------- */
 

@@ -10,16 +10,16 @@
 
 #include "base/base.h"
 
-int dl_load_table(const char *const *names, size_t n_names, const struct dl_symbol *syms,
-                  size_t n_syms, void *table, size_t table_size, void **ret_handle,
-                  struct error *err)
+int dl_load_table_opt(const char *const *names, size_t n_names, const struct dl_symbol *syms,
+                      size_t n_syms, void *table, size_t table_size, void **ret_handle,
+                      struct dl_load *opt, struct error *err)
 {
     const char *why = NULL, *name = NULL;
-    char *t = calloc(1, table_size ? table_size : 1);
+    void **slots = calloc(n_syms ? n_syms : 1, sizeof(*slots));
     void *h = NULL;
     int r = 0;
 
-    if (!t)
+    if (!slots)
         return error_set(err, -ENOMEM, "out of memory");
     (void)dlerror();
     for (size_t i = 0; i < n_names && !h; i++) {
@@ -29,30 +29,45 @@ int dl_load_table(const char *const *names, size_t n_names, const struct dl_symb
             why = dlerror();
     }
     if (!h) {
+        if (opt)
+            str_copy(opt->why, why ? why : "unknown error", sizeof(opt->why));
         r = error_set(err, -ELIBACC, "cannot load %s: %s", name ? name : "(no name)",
                       why ? why : "unknown error");
         goto out;
     }
     for (size_t i = 0; i < n_syms; i++) {
-        void *sym = dlsym(h, syms[i].name);
-        if (!sym) {
-            r = error_set(err, -ELIBBAD, "cannot load %s: it has no %s", name, syms[i].name);
-            goto out;
-        }
-        if (syms[i].offset + sizeof(sym) > table_size) {
+        if (syms[i].offset + sizeof(void *) > table_size) {
             r = error_set(err, -EINVAL, "%s: %s lies outside the table", name, syms[i].name);
             goto out;
         }
-        /* POSIX guarantees that a dlsym result converts to a function pointer */
-        memcpy(t + syms[i].offset, &sym, sizeof(sym));
+        slots[i] = dlsym(h, syms[i].name);
+        if (slots[i] || syms[i].optional)
+            continue;
+        if (opt)
+            opt->lacking = syms[i].name;
+        r = error_set(err, -ELIBBAD, "cannot load %s: it has no %s", name, syms[i].name);
+        goto out;
     }
-    memcpy(table, t, table_size);
+    /* POSIX guarantees that a dlsym result converts to a function pointer */
+    for (size_t i = 0; i < n_syms; i++)
+        memcpy((char *)table + syms[i].offset, &slots[i], sizeof(slots[i]));
+    for (size_t i = 0; i < n_syms && opt && opt->missing; i++)
+        if (!slots[i])
+            opt->missing(opt->ctx, syms[i].name);
     if (ret_handle)
         *ret_handle = h;
     h = NULL; /* the caller's now, or loaded for the life of the process */
 out:
     if (h)
         dlclose(h);
-    free(t);
+    free(slots);
     return r;
+}
+
+int dl_load_table(const char *const *names, size_t n_names, const struct dl_symbol *syms,
+                  size_t n_syms, void *table, size_t table_size, void **ret_handle,
+                  struct error *err)
+{
+    return dl_load_table_opt(names, n_names, syms, n_syms, table, table_size, ret_handle, NULL,
+                             err);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* loader.c: finds libnvidia-ml.so.1 the way NVIDIA's device plugin does (explicit path,
  * else the container driver root and the driver root's library dirs, else the dynamic
- * linker), dlopens it, resolves every symbol of NVML_FUNCS one by one and initialises
- * NVML. Never linked against NVML: machines without GPUs must still start the binary. */
+ * linker), loads it with base/'s dl_load_table_opt (every symbol of NVML_FUNCS; the
+ * required ones or nothing) and initialises NVML. Never linked against NVML: machines without GPUs
+ * must still start the binary. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -252,44 +253,52 @@ static const char *optional_effect(const char *symbol)
     return NULL;
 }
 
-/* dlsym one symbol. Missing required → error; missing optional with a known effect →
- * load warning; other missing optional ones (MIG mutation, events, …) are NULL and the
- * caller that needs them says so. */
-static int resolve(struct gpu_nvml *n, const char *symbol, void **slot, struct error *err)
+/* An optional symbol is absent: a load warning when its absence costs something users see;
+ * other missing optional ones (MIG mutation, events, ...) are NULL and the caller that needs
+ * them says so. */
+static void on_missing(void *ctx, const char *symbol)
 {
-    const char *effect;
+    struct gpu_nvml *n = ctx;
+    const char *effect = optional_effect(symbol);
 
-    dlerror();
-    *slot = dlsym(n->dl, symbol);
-    if (*slot)
-        return 0;
-    if (is_required(symbol))
+    if (effect)
+        (void)gpu__warn(&n->load_warnings, "%s missing in %s: %s", symbol, n->path, effect);
+}
+
+static int dlopen_error(const struct gpu_nvml_options *opts, const char *path, const char *why,
+                        struct error *err);
+
+/* dlopens the library at n->path and resolves every NVML_FUNCS entry into n: a required one
+ * missing is an error, an optional one is NULL (on_missing). */
+static int load_symbols(const struct gpu_nvml_options *opts, struct gpu_nvml *n, struct error *err)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+    } fns[] = {
+#define GPU__SYMBOL(name, ret, params) {#name, offsetof(struct gpu_nvml, name)},
+        NVML_FUNCS(GPU__SYMBOL)
+#undef GPU__SYMBOL
+    };
+    struct dl_symbol syms[GS_ARRAY_SIZE(fns)];
+    struct dl_load dl = {.missing = on_missing, .ctx = n};
+    const char *names[] = {n->path};
+    struct error e = {0};
+    int r;
+
+    for (size_t i = 0; i < GS_ARRAY_SIZE(fns); i++)
+        syms[i] = (struct dl_symbol){fns[i].name, fns[i].offset, !is_required(fns[i].name)};
+    r = dl_load_table_opt(names, 1, syms, GS_ARRAY_SIZE(syms), n, sizeof(*n), &n->dl, &dl, &e);
+    if (r == -ELIBACC)
+        return dlopen_error(opts, n->path, dl.why, err);
+    if (r == -ELIBBAD)
         return error_set(err, -ENOEXEC,
                          "NVML library '%s' lacks required symbol %s; is it "
                          "libnvidia-ml.so.1 from an NVIDIA driver >= 450?",
-                         n->path, symbol);
-    effect = optional_effect(symbol);
-    if (effect)
-        return gpu__warn(&n->load_warnings, "%s missing in %s: %s", symbol, n->path, effect);
-    return 0;
-}
-
-static int resolve_all(struct gpu_nvml *n, struct error *err)
-{
-    int r;
-
-#define GPU__RESOLVE(name, ret, params)                                                            \
-    do {                                                                                           \
-        void *p_ = NULL;                                                                           \
-        r = resolve(n, #name, &p_, err);                                                           \
-        if (r < 0)                                                                                 \
-            return r;                                                                              \
-        /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */           \
-        memcpy(&n->name, &p_, sizeof(n->name));                                                    \
-    } while (0);
-    NVML_FUNCS(GPU__RESOLVE)
-#undef GPU__RESOLVE
-    return 0;
+                         n->path, dl.lacking);
+    if (r < 0)
+        *err = e;
+    return r;
 }
 
 static int dlopen_error(const struct gpu_nvml_options *opts, const char *path, const char *why,
@@ -326,13 +335,7 @@ int gpu_nvml_open(const struct gpu_nvml_options *opts, struct gpu_nvml **ret, st
     r = gpu_nvml_locate(opts, &n->path, err);
     if (r < 0)
         goto out;
-    n->dl = dlopen(n->path, RTLD_NOW | RTLD_LOCAL);
-    if (!n->dl) {
-        const char *why = dlerror();
-        r = dlopen_error(opts, n->path, why ? why : "unknown dlopen error", err);
-        goto out;
-    }
-    r = resolve_all(n, err);
+    r = load_symbols(opts, n, err);
     if (r < 0)
         goto out;
     rc = n->nvmlInit_v2();
