@@ -560,6 +560,9 @@ int kube__http_error(const char *method, const char *url, long status, const cha
     case 410:
         code = -ESTALE;
         break;
+    case 422: /* validation: the message names the field */
+        code = -EINVAL;
+        break;
     case 429:
     case 500:
     case 502:
