@@ -205,7 +205,8 @@ DRA_RESOURCES = {"resourceslices": ("ResourceSlice", False),
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
-QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)"
+                      r"([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
 MAX_DEVICES = 128  # ResourceSliceMaxDevices
 MAX_ATTRS_AND_CAPS = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version")

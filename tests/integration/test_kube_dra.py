@@ -172,7 +172,8 @@ class KubeDraTest(unittest.TestCase):
         self.assertEqual([o["rc"] for o in out], [-errno.EEXIST, 0, -errno.ENOENT])
         self.assertIn("Precondition failed", out[0]["error"])
         self.assertEqual(self.control("GET", "dra")["resourceslices"], [])
-        methods = [r["method"] for r in self.requests_to("/apis/resource.k8s.io/v1/resourceslices/")]
+        methods = [r["method"]
+                   for r in self.requests_to("/apis/resource.k8s.io/v1/resourceslices/")]
         self.assertEqual(methods, ["PUT", "PUT", "DELETE", "DELETE", "DELETE"])
 
     def test_v1beta1_devices_under_basic(self):
