@@ -85,6 +85,8 @@ class KubeDraTest(unittest.TestCase):
         p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         out = [json.loads(line) for line in p.stdout.splitlines()]
         self.assertEqual(len(out), len(cmds), p.stderr)
+        # 1 = a command failed; anything else is a crash or a leak (ASan builds)
+        self.assertEqual(p.returncode, 0 if all(o["rc"] == 0 for o in out) else 1, p.stderr)
         return out
 
     def requests_to(self, prefix):
