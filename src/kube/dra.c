@@ -68,7 +68,7 @@ int kube__url_dra(const char *server, const char *version, const char *ns, const
 }
 
 int kube__url_slices(const char *server, const char *version, const char *driver, const char *node,
-                     char **ret)
+                     bool watch, const char *rv, char **ret)
 {
     struct strbuf sb = STRBUF_INIT;
     int r = put_base(&sb, server, version);
@@ -81,6 +81,14 @@ int kube__url_slices(const char *server, const char *version, const char *driver
         r = strbuf_puts(&sb, "%2Cspec.nodeName%3D");
     if (r >= 0)
         r = kube__escape(&sb, node);
+    if (r >= 0 && watch)
+        r = strbuf_printf(&sb, "&watch=true&allowWatchBookmarks=true&timeoutSeconds=%d",
+                          KUBE__WATCH_TIMEOUT_S);
+    if (r >= 0 && rv && *rv) {
+        r = strbuf_puts(&sb, "&resourceVersion=");
+        if (r >= 0)
+            r = kube__escape(&sb, rv);
+    }
     return url_finish(&sb, r, ret);
 }
 
@@ -302,7 +310,7 @@ int kube_slices_list(struct kube_client *c, const char *driver, const char *node
     r = kube_dra_version(c, &v, err);
     if (r < 0)
         return r;
-    if (kube__url_slices(c->auth.server, v, driver, node, &url) < 0)
+    if (kube__url_slices(c->auth.server, v, driver, node, false, NULL, &url) < 0)
         return error_set(err, -ENOMEM, "out of memory");
     r = call(c, "GET", url, NULL, &body, err);
     if (r >= 0) {

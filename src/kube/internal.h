@@ -105,9 +105,9 @@ extern const char *const kube__dra_versions[3];
 int kube__url_dra(const char *server, const char *version, const char *ns, const char *resource,
                   const char *name, char **ret);
 /* <server>/apis/resource.k8s.io/<version>/resourceslices?fieldSelector=spec.driver%3D<driver>
- * %2Cspec.nodeName%3D<node> */
+ * %2Cspec.nodeName%3D<node>[&watch=true&...][&resourceVersion=rv] */
 int kube__url_slices(const char *server, const char *version, const char *driver, const char *node,
-                     char **ret);
+                     bool watch, const char *rv, char **ret);
 /* The request body for a create/update: body_json (v1 shape) with apiVersion and kind set,
  * metadata.resourceVersion set when resource_version is not NULL, and for v1beta1 each
  * device's fields other than name moved under "basic". *ret owned. -EINVAL: not an object

@@ -213,4 +213,30 @@ void kube_node_watch_stats(struct kube_node_watch *w, struct kube_watch_stats *r
  * NULL ok. Not from a callback. */
 void kube_node_watch_stop(struct kube_node_watch *w);
 
+/* ---- watching the ResourceSlices of one DRA driver on one node ---------------------------- */
+
+struct kube_slice_watch;
+
+/* Learns the resource.k8s.io version first (kube_dra_version: -EOPNOTSUPP when DRA is off),
+ * then starts a thread that lists and watches the slices with fieldSelector
+ * spec.driver=<driver>,spec.nodeName=<node> (node NULL = the client's node), with the same
+ * reconnect, 410 re-list and backoff as the node watch. cb->on_change is called with value
+ * NULL whenever the set of slices or any slice changed (and after the first list);
+ * on_status as for the node watch. c must outlive the watch. *ret owned: stop it with
+ * kube_slice_watch_stop. */
+int kube_slices_watch_start(struct kube_client *c, const char *driver, const char *node,
+                            const struct kube_watch_callbacks *cb, struct kube_slice_watch **ret,
+                            struct error *err);
+/* Readable on every change of the slices and of reachability (as kube_node_watch_fd). */
+int kube_slice_watch_fd(const struct kube_slice_watch *w);
+/* The slices as last seen: *ret as kube_slices_list fills it (items sorted by name; the
+ * resourceVersion of the last list or event), *ret_known false until the first successful
+ * list (then the list is empty). Thread-safe. */
+int kube_slice_watch_get(struct kube_slice_watch *w, struct kube_slice_list *ret, bool *ret_known,
+                         struct error *err);
+void kube_slice_watch_stats(struct kube_slice_watch *w, struct kube_watch_stats *ret,
+                            struct error *ret_last_err);
+/* As kube_node_watch_stop. NULL ok. */
+void kube_slice_watch_stop(struct kube_slice_watch *w);
+
 #endif

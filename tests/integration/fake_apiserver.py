@@ -53,6 +53,7 @@ class State:
         self.dra_versions = list(DRA_VERSIONS)  # served, newest first; [] = no group
         # resource -> {(namespace or "", name): object}; ResourceSlices in the v1 shape
         self.dra = {r: {} for r in DRA_RESOURCES}
+        self.dra_history = []  # (rv, type, resource or None for a bookmark, object) in order
         for name in nodes:
             self.nodes[name] = self.new_node(name)
 
@@ -106,6 +107,7 @@ class State:
         with self.cond:
             self.compacted_rv = int(self.next_rv())
             self.history = []
+            self.dra_history = []
 
     def drop_watches(self):
         with self.cond:
@@ -115,7 +117,13 @@ class State:
     def bookmark(self):
         with self.cond:
             self.history.append((self.rv, "BOOKMARK", None))
+            self.dra_history.append((self.rv, "BOOKMARK", None, None))
             self.cond.notify_all()
+
+    def dra_record(self, etype, resource, obj):
+        """A DRA change for watches (the caller holds cond and has bumped rv)."""
+        self.dra_history.append((self.rv, etype, resource, json.loads(json.dumps(obj))))
+        self.cond.notify_all()
 
 
 def status(code, reason, message, details=None):
@@ -493,8 +501,7 @@ class Handler(BaseHTTPRequestHandler):
         ctx = (version, resource, ns)
         if method == "GET" and name is None:
             if q.get("watch") in ("true", "1"):
-                return self.send_json(405, status(405, "MethodNotAllowed",
-                                                  "the stand-in does not watch " + resource))
+                return self.dra_watch(ctx, q)
             return self.dra_list(ctx, q)
         if DRA_RESOURCES[resource][1] and ns is None:
             return self.send_json(404, status(404, "NotFound", "the server could not find "
@@ -538,6 +545,74 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(200, {"kind": DRA_RESOURCES[resource][0] + "List",
                                     "apiVersion": "%s/%s" % (DRA_GROUP, version),
                                     "metadata": {"resourceVersion": rv}, "items": items})
+
+    def dra_watch(self, ctx, q):
+        """A chunked watch of one DRA resource, as watch() is for nodes."""
+        version, resource, ns = ctx
+        st = self.st
+        sel = field_selector(q.get("fieldSelector"))
+        if sel is None:
+            return self.send_json(400, status(400, "BadRequest", "field label not supported"))
+
+        def match(o):
+            return ((ns is None or o["metadata"].get("namespace", "") == ns)
+                    and all(slice_field(o, k) == v for k, v in sel.items()))
+
+        rv_text = q.get("resourceVersion")
+        deadline = time.monotonic() + float(q.get("timeoutSeconds", "1800"))
+        bookmarks = q.get("allowWatchBookmarks") == "true"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        with st.cond:
+            st.watches_open += 1
+            st.cond.notify_all()
+            gen = st.generation
+            if rv_text in (None, "", "0"):
+                since = st.rv
+                pending = [("ADDED", self.dra_out(ctx, o))
+                           for _, o in sorted(st.dra[resource].items()) if match(o)]
+            else:
+                since = int(rv_text)
+                pending = []
+                if since < st.compacted_rv or st.always_gone:
+                    pending = [("ERROR", status(410, "Expired", "too old resource version: "
+                                                "%d (%d)" % (since, st.compacted_rv)))]
+                    since = None
+        try:
+            for t, o in pending:
+                self.send_chunk({"type": t, "object": o})
+            if since is None:
+                return self.end_chunks()
+            while True:
+                with st.cond:
+                    while True:
+                        if st.generation != gen or self.server.down:
+                            return self.abort()
+                        fresh = [e for e in st.dra_history if e[0] > since]
+                        if fresh or time.monotonic() >= deadline:
+                            break
+                        st.cond.wait(0.2)
+                    if not fresh:
+                        return self.end_chunks()
+                    since = max(e[0] for e in fresh)
+                for r, t, res, o in fresh:
+                    if t == "BOOKMARK":
+                        if bookmarks:
+                            self.send_chunk({"type": "BOOKMARK", "object": {
+                                "kind": DRA_RESOURCES[resource][0],
+                                "apiVersion": "%s/%s" % (DRA_GROUP, version),
+                                "metadata": {"resourceVersion": str(r)}}})
+                    elif res == resource and match(o):
+                        self.send_chunk({"type": t, "object": self.dra_out(ctx, o)})
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with st.cond:
+                st.watches_open -= 1
+                st.cond.notify_all()
 
     def dra_check(self, ctx, obj, name):
         """(stored form, None) or (None, (code, Status))."""
@@ -604,6 +679,7 @@ class Handler(BaseHTTPRequestHandler):
                       "creationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       "generation": 1})
             self.st.dra[resource][key] = stored
+            self.st.dra_record("ADDED", resource, stored)
             out = self.dra_out(ctx, stored)
         return self.send_json(201, out)
 
@@ -645,6 +721,7 @@ class Handler(BaseHTTPRequestHandler):
                 stored.get("spec") != old.get("spec"))
             m["resourceVersion"] = self.st.next_rv()
             self.st.dra[resource][key] = stored
+            self.st.dra_record("MODIFIED", resource, stored)
             out = self.dra_out(ctx, stored)
         return self.send_json(200, out)
 
@@ -662,7 +739,9 @@ class Handler(BaseHTTPRequestHandler):
                                              "precondition: %s, %s in object meta: %s" %
                                              (label, pre[f], label, old["metadata"][f]))
             del self.st.dra[resource][key]
-            self.st.next_rv()
+            old = json.loads(json.dumps(old))
+            old["metadata"]["resourceVersion"] = self.st.next_rv()
+            self.st.dra_record("DELETED", resource, old)
             out = self.dra_out(ctx, old)
         return self.send_json(200, out)
 

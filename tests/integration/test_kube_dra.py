@@ -6,7 +6,9 @@
 # and node, created with generateName and a Node owner, updated with resourceVersion (409 →
 # re-list hint), deleted (preconditions, already gone), v1beta1's "basic" shape, the API's
 # validation texts passed on, RBAC refusals naming the verb and resource, ResourceClaims
-# read, Events about a pod in its namespace. Also the stand-in itself (its validation).
+# read, Events about a pod in its namespace; the slice watch (changes seen within a second,
+# other drivers' and nodes' slices ignored, re-list after compaction and dropped streams,
+# prompt stop). Also the stand-in itself (its validation).
 # usage: test_kube_dra.py [-v] PATH/TO/kube_dra_probe
 import errno
 import json
@@ -14,6 +16,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -42,6 +46,62 @@ def slice_body(node=NODE, driver=DRIVER, devices=None, owner_uid=None):
                                                 "name": node, "uid": owner_uid,
                                                 "controller": True}]
     return body
+
+
+class WatchProbe:
+    """kube_dra_probe watch DRIVER, its JSON lines collected by a thread."""
+
+    def __init__(self, url, driver=DRIVER):
+        self.p = subprocess.Popen([PROBE, "--server", url, "--node", NODE, "watch", driver],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        for line in self.p.stdout:
+            with self.cond:
+                self.lines.append(json.loads(line))
+                self.cond.notify_all()
+
+    def wait_for(self, pred, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for e in self.lines:
+                    if pred(e):
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("timed out; lines so far: %s" % self.lines)
+                self.cond.wait(left)
+
+    def slices(self, names, timeout=10.0):
+        """The first report of exactly these slice names: from now on, or the latest one
+        already printed (the watch may have seen the change before the call)."""
+        with self.cond:
+            start = len(self.lines)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for e in self.lines[start:] + self.lines[:start][-1:]:
+                    if e.get("event") == "slices" and \
+                            sorted(x["name"] for x in e["slices"]) == sorted(names):
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("timed out waiting for %s; lines: %s" %
+                                         (names, self.lines))
+                self.cond.wait(left)
+
+    def stop(self):
+        self.p.stdin.close()
+        rc = self.p.wait(timeout=30)
+        err = self.p.stderr.read()
+        self.p.stderr.close()
+        self.p.stdout.close()
+        return rc, err
 
 
 class KubeDraTest(unittest.TestCase):
@@ -285,6 +345,83 @@ class KubeDraTest(unittest.TestCase):
         out = self.probe(["pod-event", "team", "p", "", "Warning", "GPULost", "m"])
         self.assertEqual(out[0]["rc"], -errno.EACCES)
         self.assertIn('may not create events in namespace "team"', out[0]["error"])
+
+    # ---- the slice watch ----------------------------------------------------------------
+
+    def test_watch_follows_own_slices(self):
+        w = WatchProbe(self.url)
+        try:
+            w.wait_for(lambda e: e.get("event") == "slices" and e["known"])
+            t0 = time.monotonic()
+            code, made = self.http("POST", SLICES % "v1", slice_body())
+            self.assertEqual(code, 201)
+            name = made["metadata"]["name"]
+            e = w.slices([name])
+            self.assertLess(time.monotonic() - t0, 1.0)
+            # other drivers' and nodes' slices are not ours
+            self.http("POST", SLICES % "v1", slice_body("node-2"))
+            self.http("POST", SLICES % "v1", slice_body(driver="other.example.com"))
+            # an update shows with its devices and new resourceVersion
+            body = made
+            body["spec"]["devices"].append({"name": "gpu-1"})
+            code, upd = self.http("PUT", SLICES % "v1" + "/" + name, body)
+            self.assertEqual(code, 200)
+            e = w.wait_for(lambda e: e.get("event") == "slices" and e["slices"] and
+                           e["slices"][0]["rv"] == upd["metadata"]["resourceVersion"])
+            self.assertEqual([d["name"] for d in e["slices"][0]["devices"]], ["gpu-0", "gpu-1"])
+            self.assertEqual([x["name"] for x in e["slices"]], [name])
+            t0 = time.monotonic()
+            self.assertEqual(self.http("DELETE", SLICES % "v1" + "/" + name)[0], 200)
+            w.slices([])
+            self.assertLess(time.monotonic() - t0, 1.0)
+        finally:
+            rc, err = w.stop()
+        self.assertEqual(rc, 0, err)
+        paths = [r["path"] for r in self.requests_to("/apis/resource.k8s.io/v1/resourceslices?")]
+        self.assertTrue(any("watch=true" in p for p in paths), paths)
+
+    def test_watch_relists_after_compaction_and_dropped_streams(self):
+        w = WatchProbe(self.url)
+        try:
+            w.wait_for(lambda e: e.get("event") == "slices" and e["known"])
+            _, a = self.http("POST", SLICES % "v1", slice_body())
+            w.slices([a["metadata"]["name"]])
+            # changes made while the stream is down, then a compaction: 410 → a new list
+            self.control("POST", "compact")
+            self.control("POST", "drop")
+            _, b = self.http("POST", SLICES % "v1", slice_body())
+            self.control("POST", "compact")
+            w.slices([a["metadata"]["name"], b["metadata"]["name"]])
+            self.control("POST", "drop")
+            self.http("DELETE", SLICES % "v1" + "/" + a["metadata"]["name"])
+            w.slices([b["metadata"]["name"]])
+            # a bookmark moves the resume point without a change report
+            self.control("POST", "bookmark")
+        finally:
+            rc, err = w.stop()
+        self.assertEqual(rc, 0, err)
+        lists = [r for r in self.requests_to("/apis/resource.k8s.io/v1/resourceslices?")
+                 if "watch=true" not in r["path"]]
+        self.assertGreaterEqual(len(lists), 2)
+
+    def test_watch_without_dra_fails_at_start(self):
+        self.control("POST", "dra-versions?served=")
+        w = WatchProbe(self.url)
+        e = w.wait_for(lambda e: e.get("cmd") == "watch")
+        self.assertEqual(e["rc"], -errno.EOPNOTSUPP)
+        self.assertIn("Dynamic Resource Allocation is not enabled", e["error"])
+        rc, _ = w.stop()
+        self.assertEqual(rc, 1)
+
+    def test_watch_stops_promptly_while_server_down(self):
+        w = WatchProbe(self.url)
+        w.wait_for(lambda e: e.get("event") == "slices" and e["known"])
+        self.srv.down()
+        w.wait_for(lambda e: e.get("event") == "status" and not e["reachable"])
+        t0 = time.monotonic()
+        rc, err = w.stop()
+        self.assertEqual(rc, 0, err)
+        self.assertLess(time.monotonic() - t0, 2.0)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,15 @@
 /* kube_dra_probe: drives src/kube's resource.k8s.io calls for test_kube_dra.py (against
  * fake_apiserver.py). Commands run in order in one client (so the remembered version shows),
  * separated by ";"; each prints one JSON line {"cmd", "rc", "error"?, ...}. Bodies come from
- * files. Exit status 0 when every command succeeded, 1 otherwise. */
+ * files. Exit status 0 when every command succeeded, 1 otherwise. `watch DRIVER` instead
+ * follows the slices, one line per change seen through the eventfd, until stdin closes. */
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kube/kube.h"
 
@@ -100,6 +103,73 @@ static int cmd_event(struct kube_client *c, char **a, int n, struct error *err)
     return report("pod-event", kube_event_post_about(c, &ev, err), err, NULL);
 }
 
+static void on_status(bool reachable, const struct error *err, void *userdata)
+{
+    json_t *o = json_pack("{s:s, s:b}", "event", "status", "reachable", reachable);
+
+    (void)userdata;
+    if (err)
+        json_object_set_new(o, "error", json_string(err->msg));
+    report("watch", 0, NULL, o);
+}
+
+/* Prints the slices (names and resourceVersions) after each change. */
+static int print_slices(struct kube_slice_watch *w)
+{
+    struct kube_slice_list l = {0};
+    struct error err = {0};
+    json_t *items, *item, *out;
+    bool known = false;
+    size_t i;
+    int r = kube_slice_watch_get(w, &l, &known, &err);
+
+    if (r < 0)
+        return report("watch", r, &err, NULL);
+    items = json_loads(l.items_json, 0, NULL);
+    out = json_pack("{s:s, s:b, s:[], s:s}", "event", "slices", "known", known, "slices", "rv",
+                    l.resource_version);
+    json_array_foreach(items, i, item)
+    {
+        json_t *meta = json_object_get(item, "metadata");
+        json_array_append_new(json_object_get(out, "slices"),
+                              json_pack("{s:O, s:O, s:O?}", "name", json_object_get(meta, "name"),
+                                        "rv", json_object_get(meta, "resourceVersion"), "devices",
+                                        json_object_get(json_object_get(item, "spec"), "devices")));
+    }
+    json_decref(items);
+    kube_slice_list_release(&l);
+    return report("watch", 0, &err, out);
+}
+
+static int cmd_watch(struct kube_client *c, char **a, int n)
+{
+    struct kube_watch_callbacks cb = {.on_status = on_status};
+    struct kube_slice_watch *w = NULL;
+    struct error err = {0};
+    int r;
+
+    if (n < 1)
+        return report("watch", error_set(&err, -EINVAL, "watch DRIVER [NODE]"), &err, NULL);
+    r = kube_slices_watch_start(c, a[0], n > 1 ? a[1] : NULL, &cb, &w, &err);
+    if (r < 0)
+        return report("watch", r, &err, NULL);
+    for (;;) {
+        struct pollfd p[2] = {{.fd = kube_slice_watch_fd(w), .events = POLLIN},
+                              {.fd = 0, .events = POLLIN}};
+        uint64_t v;
+        char buf[64];
+
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents && read(0, buf, sizeof(buf)) <= 0)
+            break;
+        if (p[0].revents && read(p[0].fd, &v, sizeof(v)) == sizeof(v))
+            print_slices(w);
+    }
+    kube_slice_watch_stop(w);
+    return 0;
+}
+
 /* One command: a[0] is its name, n its word count. */
 static int run(struct kube_client *c, char **a, int n)
 {
@@ -132,6 +202,8 @@ static int run(struct kube_client *c, char **a, int n)
     }
     if (str_eq(a[0], "pod-event"))
         return cmd_event(c, a + 1, n - 1, &err);
+    if (str_eq(a[0], "watch"))
+        return cmd_watch(c, a + 1, n - 1);
     return report(a[0], error_set(&err, -EINVAL, "unknown command \"%s\"", a[0]), &err, NULL);
 }
 
@@ -156,7 +228,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: kube_dra_probe [--server URL] [--node N] [--kubeconfig F] "
                         "CMD ARGS [; CMD ARGS]...\n  version | list DRIVER [NODE] | create FILE"
                         " | update NAME RV FILE | delete NAME [RV] | claim NS NAME |\n"
-                        "  node-uid [NODE] | pod-event NS POD UID TYPE REASON MESSAGE\n");
+                        "  node-uid [NODE] | pod-event NS POD UID TYPE REASON MESSAGE |\n"
+                        "  watch DRIVER [NODE] (until stdin closes)\n");
         return 2;
     }
     if (kube_client_new(&o, &c, &err) < 0) {

@@ -38,9 +38,15 @@ static void test_url_slices_field_selector(void **state)
 {
     char *url = NULL;
 
-    assert_int_equal(kube__url_slices("http://h:1", "v1", "gpu.nvidia.com", "node 1", &url), 0);
+    assert_int_equal(
+        kube__url_slices("http://h:1", "v1", "gpu.nvidia.com", "node 1", false, NULL, &url), 0);
     assert_string_equal(url, "http://h:1/apis/resource.k8s.io/v1/resourceslices?fieldSelector="
                              "spec.driver%3Dgpu.nvidia.com%2Cspec.nodeName%3Dnode%201");
+    free(url);
+    assert_int_equal(kube__url_slices("http://h:1", "v1beta1", "d", "n", true, "12", &url), 0);
+    assert_string_equal(url, "http://h:1/apis/resource.k8s.io/v1beta1/resourceslices?"
+                             "fieldSelector=spec.driver%3Dd%2Cspec.nodeName%3Dn&watch=true&"
+                             "allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=12");
     free(url);
 }
 
@@ -226,6 +232,14 @@ static void test_calls_check_arguments_without_a_request(void **state)
     assert_int_equal(kube_slice_update(c, NULL, "{}", "1", &out, &err), -EINVAL);
     assert_int_equal(kube_slice_delete(c, "", NULL, &err), -EINVAL);
     assert_int_equal(kube_claim_get(c, "ns", NULL, &out, &err), -EINVAL);
+    {
+        struct kube_slice_watch *w = NULL;
+        assert_int_equal(kube_slices_watch_start(c, "gpu.nvidia.com", NULL, NULL, &w, &err),
+                         -EINVAL);
+        assert_int_equal(kube_slices_watch_start(c, "", "n", NULL, &w, &err), -EINVAL);
+        assert_null(w);
+        kube_slice_watch_stop(NULL);
+    }
     assert_null(out);
     {
         struct kube_event ev = {.about = {.kind = "Pod", .name = "p"}, .type = "Info"};
@@ -252,6 +266,13 @@ static void test_dra_version_unreachable_not_remembered(void **state)
     assert_null(v);
     assert_null(c->dra_version);
     assert_non_null(strstr(err.msg, "/apis/resource.k8s.io/v1"));
+    {
+        /* a slice watch learns the version first: the failure comes back at once */
+        struct kube_slice_watch *w = NULL;
+        assert_int_equal(kube_slices_watch_start(c, "gpu.nvidia.com", "n", NULL, &w, &err),
+                         -ECONNREFUSED);
+        assert_null(w);
+    }
     kube_client_free(c);
 }
 
