@@ -2,7 +2,8 @@
 /* kube.h: the Kubernetes API client (libcurl + jansson) — authentication (in-cluster service
  * account or kubeconfig), reading one node label, watching it (list + watch with
  * resourceVersion, reconnect with backoff, re-list on 410 Gone), recording Events on the node
- * or a pod, and resource.k8s.io (DRA: ResourceSlices, ResourceClaims). Library code: never
+ * or a pod, and resource.k8s.io (DRA: ResourceSlices listed, watched and written,
+ * ResourceClaims read). Library code: never
  * logs above debug, never logs secrets; callers log the errors returned. */
 #ifndef GS_KUBE_H
 #define GS_KUBE_H
