@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube.h: the Kubernetes API client (libcurl + jansson) — authentication (in-cluster service
- * account or kubeconfig), reading one node label, watching it (list + watch with
- * resourceVersion, reconnect with backoff, re-list on 410 Gone), recording Events on the node
- * or a pod, and resource.k8s.io (DRA: ResourceSlices listed, watched and written,
- * ResourceClaims read). Library code: never
- * logs above debug, never logs secrets; callers log the errors returned. */
+/* kube.h: the Kubernetes API client (libcurl + jansson) — in-cluster or kubeconfig auth, a
+ * node label read and watched (list + watch, backoff, re-list on 410), Events on the node or
+ * a pod, and resource.k8s.io for DRA (ResourceSlices listed, watched and written, claims
+ * read). Library code: never logs above debug, never logs secrets; callers log errors. */
 #ifndef GS_KUBE_H
 #define GS_KUBE_H
 
