@@ -248,6 +248,13 @@ static int call(struct kube_client *c, const char *method, const char *url, cons
     resp.max_len = KUBE__BODY_MAX_BYTES;
     rq.timeout_ms = c->request_timeout_ms;
     r = kube__perform(c, &rq, &resp, &status, err);
+    if (r == -EOPNOTSUPP) {
+        /* The version learned is no longer served (runtime-config changed, a downgrade):
+         * forget it, so that the next call asks again. */
+        pthread_mutex_lock(&c->lock);
+        c->dra_version = NULL;
+        pthread_mutex_unlock(&c->lock);
+    }
     if (r >= 0 && ret_body) {
         *ret_body = strbuf_take(&resp);
         if (!*ret_body)

@@ -121,7 +121,9 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
 /* Which version of resource.k8s.io the API server serves: "v1" (Kubernetes 1.34+),
  * "v1beta2" (1.33), "v1beta1" (1.32), tried in that order as NVIDIA's driver does (GET of
  * the version's discovery document, /apis/resource.k8s.io/<v>; a 404 moves on). The answer
- * is remembered by the client: later calls make no request. *ret_version is a static string.
+ * is remembered by the client: later calls make no request, until a call finds that version
+ * no longer served (-EOPNOTSUPP), after which the next call asks again. *ret_version is a
+ * static string.
  * -EOPNOTSUPP when none is served, with a message saying DRA is not enabled and how to turn
  * it on; other errors as kube_request (the answer is not remembered then). */
 int kube_dra_version(struct kube_client *c, const char **ret_version, struct error *err);

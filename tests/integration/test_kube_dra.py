@@ -175,6 +175,25 @@ class KubeDraTest(unittest.TestCase):
                                      "/apis/resource.k8s.io/v1beta2/resourceslices?fieldSelector="
                                      "spec.driver%3Dgpu.nvidia.com%2Cspec.nodeName%3Dnode-1"])
 
+    def test_version_asked_again_when_no_longer_served(self):
+        # the list on the version no longer served fails once; the client then asks again
+        out = self.probe_switching()
+        self.assertEqual([o["rc"] for o in out], [0, -errno.EOPNOTSUPP, 0, 0])
+        self.assertEqual((out[0]["version"], out[2]["version"]), ("v1", "v1beta1"))
+
+    def probe_switching(self):
+        """One process: version (v1), then v1 is turned off, then list, version, list."""
+        self.control("POST", "dra-versions?served=v1,v1beta1")
+        p = subprocess.Popen([PROBE, "--server", self.url, "--node", NODE, "version", ";",
+                              "wait", ";", "list", DRIVER, ";", "version", ";", "list",
+                              DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        first = json.loads(p.stdout.readline())
+        self.control("POST", "dra-versions?served=v1beta1")
+        out, err = p.communicate("go\n", timeout=60)
+        lines = [first] + [json.loads(x) for x in out.splitlines()]
+        return [x for x in lines if x["cmd"] != "wait"]
+
     def test_no_group_says_dra_is_off(self):
         self.control("POST", "dra-versions?served=")
         out = self.probe(["version"], ["list", DRIVER], ["claim", "default", "c"])
