@@ -11,8 +11,9 @@
 # resource.k8s.io (DRA): ResourceSlices (cluster-scoped; fieldSelector on spec.driver and
 # spec.nodeName, generateName, resourceVersion conflicts, delete preconditions, the real
 # validation of driver/pool/node/devices/attributes/ownerReferences with its texts),
-# ResourceClaims (namespaced) and DeviceClasses, in v1, v1beta2 and v1beta1 (devices under
-# "basic"); which versions are served is chosen with --dra-versions or /_test/dra-versions.
+# ResourceClaims (namespaced; status as given on create or PUT to /status) and DeviceClasses,
+# in v1, v1beta2 and v1beta1 (devices under "basic"); which versions are served is chosen
+# with --dra-versions or /_test/dra-versions.
 import argparse
 import json
 import os
@@ -489,6 +490,8 @@ class Handler(BaseHTTPRequestHandler):
         rest, ns = parts[3:], None
         if len(rest) >= 3 and rest[0] == "namespaces":
             ns, rest = rest[1], rest[2:]
+        if rest[2:] == ["status"] and rest[0] == "resourceclaims" and method == "PUT":
+            return self.dra_claim_status((version, rest[0], ns), rest[1], body)
         if (not rest or rest[0] not in DRA_RESOURCES or len(rest) > 2
                 or (ns is not None and not DRA_RESOURCES[rest[0]][1])):
             return self.send_json(404, status(404, "NotFound", "the server could not find "
@@ -521,6 +524,31 @@ class Handler(BaseHTTPRequestHandler):
         if method == "DELETE":
             return self.dra_delete(ctx, name, obj)
         return self.send_json(405, status(405, "MethodNotAllowed", method))
+
+    def dra_claim_status(self, ctx, name, body):
+        """PUT .../resourceclaims/<name>/status: what the scheduler writes (allocation).
+        The stand-in also keeps a status given on create, so tests can skip this step."""
+        _, resource, ns = ctx
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            return self.send_json(400, status(400, "BadRequest", "invalid JSON"))
+        with self.st.cond:
+            old = self.st.dra[resource].get((ns or "", name))
+            if old is None:
+                return self.send_json(404, not_found(DRA_GROUP, resource, name))
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != old["metadata"]["resourceVersion"]:
+                return self.dra_conflict(resource, name, "the object has been modified; please "
+                                         "apply your changes to the latest version and try "
+                                         "again")
+            new = json.loads(json.dumps(old))
+            new["status"] = obj.get("status") or {}
+            new["metadata"]["resourceVersion"] = self.st.next_rv()
+            self.st.dra[resource][(ns or "", name)] = new
+            self.st.dra_record("MODIFIED", resource, new)
+            out = self.dra_out(ctx, new)
+        return self.send_json(200, out)
 
     @staticmethod
     def dra_out(ctx, obj):

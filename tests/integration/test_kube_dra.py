@@ -331,6 +331,15 @@ class KubeDraTest(unittest.TestCase):
             self.assertEqual(o["rc"], -errno.ENOENT)
             self.assertIn("not found", o["error"])
         self.assertIn("/namespaces/team/resourceclaims/nope", out[1]["error"])
+        # the scheduler's write: status through the subresource
+        path = "/apis/resource.k8s.io/v1/namespaces/team/resourceclaims/gpu-claim/status"
+        res = {"request": "gpu", "driver": DRIVER, "pool": NODE, "device": "gpu-1"}
+        code, upd = self.http("PUT", path, {"status": {"allocation": {"devices": {
+            "results": [res]}}}})
+        self.assertEqual(code, 200)
+        got = self.probe(["claim", "team", "gpu-claim"])[0]["object"]
+        self.assertEqual(got["status"]["allocation"]["devices"]["results"], [res])
+        self.assertEqual(got["metadata"]["resourceVersion"], upd["metadata"]["resourceVersion"])
 
     def test_device_classes_in_the_stand_in(self):
         dc = {"metadata": {"name": "gpu.nvidia.com"},
