@@ -447,6 +447,13 @@ static bool refused(const char *msg, char *verb, size_t verb_size, char *what, s
     return true;
 }
 
+/* Where the ClusterRole a refused request needs is written down. */
+static const char *rbac_doc(const char *what)
+{
+    return strstr(what, KUBE_DRA_GROUP) ? "deployments/kustomize/components/dra, docs/dra.md"
+                                        : "docs/kubernetes-api.md";
+}
+
 /* A 404 names an object that does not exist (a NotFound Status with details.name), or a
  * path the server does not serve at all: under /apis/<group>/<version>/ that means the API
  * group (a CustomResourceDefinition) is not installed. The group/version into gv. */
@@ -511,15 +518,24 @@ int kube__http_error(const char *method, const char *url, long status, const cha
         else if (*ns)
             snprintf(hint, sizeof(hint),
                      "; the service account may not %s %s in namespace \"%s\": grant \"%s\" on "
-                     "\"%s\" there (a Role, or a ClusterRole; docs/kubernetes-api.md)",
-                     verb, what, ns, verb, what);
+                     "\"%s\" there (a Role, or a ClusterRole; %s)",
+                     verb, what, ns, verb, what, rbac_doc(what));
         else
             snprintf(hint, sizeof(hint),
                      "; the service account may not %s %s: grant \"%s\" on \"%s\" in its "
-                     "ClusterRole (docs/kubernetes-api.md)",
-                     verb, what, verb, what);
+                     "ClusterRole (%s)",
+                     verb, what, verb, what, rbac_doc(what));
         break;
     case 404:
+        if (api_not_served(url, body, body_len, gv, sizeof(gv)) &&
+            str_startswith(gv, KUBE_DRA_GROUP "/")) {
+            code = -EOPNOTSUPP;
+            snprintf(hint, sizeof(hint),
+                     "; the API server does not serve %s: Dynamic Resource Allocation is off "
+                     "there or that version is not enabled (docs/dra.md)",
+                     gv);
+            break;
+        }
         if (api_not_served(url, body, body_len, gv, sizeof(gv))) {
             code = -EOPNOTSUPP;
             snprintf(hint, sizeof(hint),
@@ -536,9 +552,16 @@ int kube__http_error(const char *method, const char *url, long status, const cha
         break;
     case 409:
         code = -EEXIST;
+        if (strstr(url, "/resourceslices/"))
+            snprintf(hint, sizeof(hint),
+                     "; the ResourceSlice changed since it was read: list the slices again and "
+                     "retry with the new resourceVersion");
         break;
     case 410:
         code = -ESTALE;
+        break;
+    case 422: /* validation: the message names the field */
+        code = -EINVAL;
         break;
     case 429:
     case 500:
@@ -612,7 +635,8 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
         k->easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
     else
         k->easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    if (strcmp(rq->method, "PUT") == 0 || strcmp(rq->method, "PATCH") == 0)
+    if (strcmp(rq->method, "PUT") == 0 || strcmp(rq->method, "PATCH") == 0 ||
+        strcmp(rq->method, "DELETE") == 0)
         k->easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
 
     if (rq->cancel)
@@ -645,7 +669,7 @@ out:
 
 /* ---- node label -------------------------------------------------------------------------- */
 
-static const char *node_or_default(const struct kube_client *c, const char *node, struct error *err)
+const char *kube__node_or_default(const struct kube_client *c, const char *node, struct error *err)
 {
     node = node ? node : c->node_name;
     if (!node || !*node)
@@ -655,21 +679,16 @@ static const char *node_or_default(const struct kube_client *c, const char *node
     return node && *node ? node : NULL;
 }
 
-int kube_node_get_label(struct kube_client *c, const char *node, const char *label_key,
-                        char **ret_value, struct error *err)
+/* GET the node into *ret (owned by the caller on success). */
+static int get_node(struct kube_client *c, const char *node, const char *label_key,
+                    struct kube__node_info *ret, struct error *err)
 {
-    struct kube__node_info info = {0};
     struct strbuf body = STRBUF_INIT;
     struct kube__request rq = {.method = "GET", .timeout_ms = c->request_timeout_ms};
     char *url = NULL;
     long status;
     int r;
 
-    node = node_or_default(c, node, err);
-    if (!node)
-        return -EINVAL;
-    if (!label_key || !*label_key)
-        return error_set(err, -EINVAL, "no label key to read");
     body.max_len = KUBE__BODY_MAX_BYTES;
     r = kube__url_node(c->auth.server, node, &url);
     if (r < 0)
@@ -678,110 +697,63 @@ int kube_node_get_label(struct kube_client *c, const char *node, const char *lab
     r = kube__perform(c, &rq, &body, &status, err);
     if (r < 0)
         goto out;
-    r = kube__node_parse(body.buf ? body.buf : "", body.len, label_key, &info, err);
+    r = kube__node_parse(body.buf ? body.buf : "", body.len, label_key, ret, err);
     if (r < 0) {
         error_prefix(err, "GET %s", url);
         goto out;
     }
-    kube__remember_uid(c, node, info.uid);
-    *ret_value = info.label_value;
-    info.label_value = NULL;
+    kube__remember_uid(c, node, ret->uid);
 out:
-    kube__node_info_release(&info);
     strbuf_release(&body);
     free(url);
     return r;
 }
 
-/* ---- events ------------------------------------------------------------------------------ */
-
-static void rfc3339_now(char *buf, size_t size, struct timespec *ret_now)
+int kube_node_get_label(struct kube_client *c, const char *node, const char *label_key,
+                        char **ret_value, struct error *err)
 {
-    struct tm tm;
-
-    clock_gettime(CLOCK_REALTIME, ret_now);
-    gmtime_r(&ret_now->tv_sec, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* At most `max` bytes of s, not cutting a UTF-8 sequence in two. Owned. */
-static char *truncate_utf8(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-
-    if (n <= max)
-        return strdup(s);
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return strndup(s, n);
-}
-
-static json_t *event_json(struct kube_client *c, const char *node, const char *type,
-                          const char *reason, const char *message)
-{
-    char ts[32], name[300];
-    struct timespec now;
-    json_t *obj, *involved;
-    char *msg = truncate_utf8(message ? message : "", KUBE_EVENT_MESSAGE_MAX_BYTES);
-
-    if (!msg)
-        return NULL;
-    rfc3339_now(ts, sizeof(ts), &now);
-    /* client-go's recorder names events <object>.<unix nanoseconds in hex>. */
-    snprintf(name, sizeof(name), "%s.%llx", node,
-             (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec);
-    involved = json_pack("{s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Node", "name", node);
-    if (involved) {
-        pthread_mutex_lock(&c->lock);
-        if (c->node_uid && str_eq(node, c->node_name))
-            json_object_set_new(involved, "uid", json_string(c->node_uid));
-        pthread_mutex_unlock(&c->lock);
-    }
-    obj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o*, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, "
-                    "s:i, s:s, s:s}",
-                    "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
-                    c->event_namespace, "involvedObject", involved, "reason", reason, "message",
-                    msg, "type", type, "source", "component", "gpuslice", "host", node,
-                    "firstTimestamp", ts, "lastTimestamp", ts, "count", 1, "reportingComponent",
-                    "gpuslice", "reportingInstance", node);
-    free(msg);
-    return obj;
-}
-
-int kube_event_post(struct kube_client *c, const char *node, const char *type, const char *reason,
-                    const char *message, struct error *err)
-{
-    struct strbuf response = STRBUF_INIT;
-    char *url = NULL, *body = NULL;
-    json_t *obj = NULL;
-    struct kube__request rq = {.method = "POST", .timeout_ms = c->request_timeout_ms};
-    long status;
+    struct kube__node_info info = {0};
     int r;
 
-    node = node_or_default(c, node, err);
+    node = kube__node_or_default(c, node, err);
     if (!node)
         return -EINVAL;
-    if (!str_eq(type, "Normal") && !str_eq(type, "Warning"))
-        return error_set(err, -EINVAL, "event type \"%s\" must be Normal or Warning",
-                         type ? type : "");
-    if (!reason || !*reason)
-        return error_set(err, -EINVAL, "an event needs a reason");
-    response.max_len = KUBE__BODY_MAX_BYTES;
-    obj = event_json(c, node, type, reason, message);
-    body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-    r = body ? kube__url_events(c->auth.server, c->event_namespace, &url) : -ENOMEM;
-    if (r < 0) {
-        r = error_set(err, r, "out of memory");
-        goto out;
+    if (!label_key || !*label_key)
+        return error_set(err, -EINVAL, "no label key to read");
+    r = get_node(c, node, label_key, &info, err);
+    if (r >= 0) {
+        *ret_value = info.label_value;
+        info.label_value = NULL;
     }
-    rq.url = url;
-    rq.body = body;
-    r = kube__perform(c, &rq, &response, &status, err);
-out:
-    strbuf_release(&response);
-    json_decref(obj);
-    free(body);
-    free(url);
+    kube__node_info_release(&info);
+    return r;
+}
+
+int kube_node_uid(struct kube_client *c, const char *node, char **ret_uid, struct error *err)
+{
+    struct kube__node_info info = {0};
+    char *uid = NULL;
+    int r;
+
+    node = kube__node_or_default(c, node, err);
+    if (!node)
+        return -EINVAL;
+    if (str_eq(node, c->node_name)) {
+        pthread_mutex_lock(&c->lock);
+        uid = str_dup(c->node_uid);
+        pthread_mutex_unlock(&c->lock);
+        if (uid) {
+            *ret_uid = uid;
+            return 0;
+        }
+    }
+    r = get_node(c, node, NULL, &info, err);
+    if (r >= 0 && !info.uid)
+        r = error_set(err, -EINVAL, "node \"%s\" has no metadata.uid", node);
+    if (r >= 0) {
+        *ret_uid = info.uid;
+        info.uid = NULL;
+    }
+    kube__node_info_release(&info);
     return r;
 }

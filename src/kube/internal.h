@@ -80,8 +80,9 @@ struct kube_client {
     char *node_name;
     const char *event_namespace; /* KUBE__NODE_EVENT_NAMESPACE: see kube_event_post */
     long request_timeout_ms;
-    pthread_mutex_t lock; /* guards node_uid */
-    char *node_uid;       /* learned from GET/list of node_name; used in Events */
+    pthread_mutex_t lock;    /* guards node_uid and dra_version */
+    char *node_uid;          /* learned from GET/list of node_name; used in Events */
+    const char *dra_version; /* resource.k8s.io version served (static), NULL = not known */
 };
 
 /* ---- URLs (percent-encoding of path segments and query values) -------------------------- */
@@ -94,6 +95,30 @@ int kube__url_node_list(const char *server, const char *node, bool watch, const 
                         char **ret);
 /* <server>/api/v1/namespaces/<ns>/events */
 int kube__url_events(const char *server, const char *ns, char **ret);
+
+/* ---- resource.k8s.io (dra.c) ------------------------------------------------------------ */
+
+/* The versions tried, newest first (NVIDIA's driver's order). */
+extern const char *const kube__dra_versions[3];
+/* <server>/apis/resource.k8s.io/<version>[/namespaces/<ns>][/<resource>[/<name>]]; ns,
+ * resource and name may be NULL. */
+int kube__url_dra(const char *server, const char *version, const char *ns, const char *resource,
+                  const char *name, char **ret);
+/* <server>/apis/resource.k8s.io/<version>/resourceslices?fieldSelector=spec.driver%3D<driver>
+ * %2Cspec.nodeName%3D<node>[&watch=true&...][&resourceVersion=rv] */
+int kube__url_slices(const char *server, const char *version, const char *driver, const char *node,
+                     bool watch, const char *rv, char **ret);
+/* The request body for a create/update: body_json (v1 shape) with apiVersion and kind set,
+ * metadata.resourceVersion set when resource_version is not NULL, and for v1beta1 each
+ * device's fields other than name moved under "basic". *ret owned. -EINVAL: not an object
+ * (or spec.devices not an array). */
+int kube__slice_body(const char *body_json, const char *version, const char *resource_version,
+                     char **ret, struct error *err);
+/* A ResourceSliceList answer → items (re-serialised) and the list's resourceVersion. */
+int kube__slice_list_parse(const char *body, size_t len, struct kube_slice_list *ret,
+                           struct error *err);
+/* The "DRA is not enabled" error (-EOPNOTSUPP) for a server. */
+int kube__dra_off_error(const char *server, struct error *err);
 
 /* ---- API objects ------------------------------------------------------------------------ */
 
@@ -180,5 +205,7 @@ int kube__perform(struct kube_client *c, const struct kube__request *rq, struct 
 int kube__http_error(const char *method, const char *url, long status, const char *body,
                      size_t body_len, struct error *err);
 void kube__remember_uid(struct kube_client *c, const char *node, const char *uid);
+/* node, or the client's node when NULL; NULL (and err set) when neither is known. */
+const char *kube__node_or_default(const struct kube_client *c, const char *node, struct error *err);
 
 #endif

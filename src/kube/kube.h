@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube.h: the Kubernetes API client (libcurl + jansson) — authentication (in-cluster service
- * account or kubeconfig), reading one node label, watching it (list + watch with
- * resourceVersion, reconnect with backoff, re-list on 410 Gone) and recording Events on the
- * node. The daemon uses it to pick the config named by the node label. Library code: never
- * logs above debug, never logs secrets; callers log the errors returned. */
+/* kube.h: the Kubernetes API client (libcurl + jansson) — in-cluster or kubeconfig auth, a
+ * node label read and watched (list + watch, backoff, re-list on 410), Events on the node or
+ * a pod, and resource.k8s.io for DRA (ResourceSlices listed, watched and written, claims
+ * read). Library code: never logs above debug, never logs secrets; callers log errors. */
 #ifndef GS_KUBE_H
 #define GS_KUBE_H
 
@@ -72,10 +71,40 @@ int kube_node_get_label(struct kube_client *c, const char *node, const char *lab
 int kube_event_post(struct kube_client *c, const char *node, const char *type, const char *reason,
                     const char *message, struct error *err);
 
+/* The object an Event is about. kind and name are required; api_version NULL = "v1";
+ * namespace NULL or "" = a cluster-scoped object; uid optional (kubectl describe matches on
+ * it when present). Borrowed for the call. */
+struct kube_object_ref {
+    const char *api_version;
+    const char *kind;
+    const char *namespace;
+    const char *name;
+    const char *uid;
+};
+
+/* An Event about any object (a Pod: "prepared claim's GPU was lost"). type "Normal" or
+ * "Warning", reason CamelCase, message truncated to 1 KiB. It goes to the object's namespace
+ * (an Event about a cluster-scoped object: to "default", as kube_event_post). Source
+ * component "gpuslice", host the client's node. All borrowed for the call. */
+struct kube_event {
+    struct kube_object_ref about;
+    const char *type;
+    const char *reason;
+    const char *message;
+};
+/* POSTs the Event. Errors as kube_request (-EACCES: RBAC "create" on events in that
+ * namespace; -EINVAL: a bad type, reason or object, or the API refused the Event). */
+int kube_event_post_about(struct kube_client *c, const struct kube_event *ev, struct error *err);
+
+/* GET /api/v1/nodes/<node> (node NULL = the client's node): *ret_uid owned copy of
+ * metadata.uid (for ownerReferences). Remembered for the client's own node, so later calls
+ * and Events need no request. Errors as kube_node_get_label. */
+int kube_node_uid(struct kube_client *c, const char *node, char **ret_uid, struct error *err);
+
 /* ---- any object: for labels (NodeFeature objects, Node label patches) ------------------ */
 
 /* One request on an API path ("/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/ns/nodefeatures/x").
- * method "GET", "POST", "PUT" or "PATCH"; body NULL for GET; content_type NULL =
+ * method "GET", "POST", "PUT", "PATCH" or "DELETE"; body NULL for GET; content_type NULL =
  * application/json (PATCH: "application/merge-patch+json"). On 2xx returns 0 and, when
  * ret_body is not NULL, the owned response body. -ENOENT for 404 of an object (the API's
  * NotFound Status names it), -EOPNOTSUPP for 404 of a path the server does not serve at all
@@ -84,6 +113,59 @@ int kube_event_post(struct kube_client *c, const char *node, const char *type, c
  * message), -EIO/-ETIMEDOUT otherwise, with the API's message in err. */
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *body,
                  const char *content_type, char **ret_body, struct error *err);
+
+/* ---- resource.k8s.io: Dynamic Resource Allocation ---------------------------------------- */
+
+#define KUBE_DRA_GROUP "resource.k8s.io"
+
+/* Which version of resource.k8s.io the API server serves: "v1" (Kubernetes 1.34+),
+ * "v1beta2" (1.33), "v1beta1" (1.32), tried in that order as NVIDIA's driver does (GET of
+ * the version's discovery document, /apis/resource.k8s.io/<v>; a 404 moves on). The answer
+ * is remembered by the client: later calls make no request, until a call finds that version
+ * no longer served (-EOPNOTSUPP), after which the next call asks again. *ret_version is a
+ * static string.
+ * -EOPNOTSUPP when none is served, with a message saying DRA is not enabled and how to turn
+ * it on; other errors as kube_request (the answer is not remembered then). */
+int kube_dra_version(struct kube_client *c, const char **ret_version, struct error *err);
+
+/* The ResourceSlices of one driver on one node. */
+struct kube_slice_list {
+    char *items_json; /* a JSON array of the ResourceSlice objects, as served */
+    size_t n_items;
+    char *resource_version; /* the list's metadata.resourceVersion (where a watch starts) */
+};
+void kube_slice_list_release(struct kube_slice_list *l); /* frees the contents; NULL ok */
+
+/* GET .../resourceslices?fieldSelector=spec.driver=<driver>,spec.nodeName=<node> (node
+ * NULL = the client's node). Fills *ret on success only (owned by the caller; release it).
+ * Errors as kube_request; -EOPNOTSUPP: DRA is not enabled (kube_dra_version). */
+int kube_slices_list(struct kube_client *c, const char *driver, const char *node,
+                     struct kube_slice_list *ret, struct error *err);
+
+/* POST a ResourceSlice. body_json is the object in the v1 shape (devices with attributes and
+ * capacity directly, not under "basic"; metadata.name or metadata.generateName set by the
+ * caller); apiVersion is set to the served version and, for v1beta1, each device's fields
+ * are moved under "basic". *ret_json (may be NULL): the created object as the server
+ * answered (its name, uid, resourceVersion), owned. -EEXIST: the name is taken; -EINVAL: a
+ * body that is not a JSON object, or the API refused it (422: the message names the field). */
+int kube_slice_create(struct kube_client *c, const char *body_json, char **ret_json,
+                      struct error *err);
+
+/* PUT the ResourceSlice `name`: body_json as for create; resource_version (required) is the
+ * one last read: the server refuses the update with 409 when the slice changed since, and
+ * this returns -EEXIST with a message saying to list again and retry. *ret_json as create. */
+int kube_slice_update(struct kube_client *c, const char *name, const char *body_json,
+                      const char *resource_version, char **ret_json, struct error *err);
+
+/* DELETE the ResourceSlice `name`; resource_version NULL = whatever it is now, otherwise a
+ * precondition (-EEXIST on 409 when it changed). -ENOENT when it is already gone. */
+int kube_slice_delete(struct kube_client *c, const char *name, const char *resource_version,
+                      struct error *err);
+
+/* GET /apis/resource.k8s.io/<v>/namespaces/<ns>/resourceclaims/<name>: *ret_json the claim
+ * as served (owned; the caller parses it and checks its uid). -ENOENT: no such claim. */
+int kube_claim_get(struct kube_client *c, const char *ns, const char *name, char **ret_json,
+                   struct error *err);
 
 /* ---- watching one label of one node ------------------------------------------------------ */
 
@@ -131,5 +213,31 @@ void kube_node_watch_stats(struct kube_node_watch *w, struct kube_watch_stats *r
 /* Aborts the transfer in flight, joins the thread (returns within ~200 ms) and frees.
  * NULL ok. Not from a callback. */
 void kube_node_watch_stop(struct kube_node_watch *w);
+
+/* ---- watching the ResourceSlices of one DRA driver on one node ---------------------------- */
+
+struct kube_slice_watch;
+
+/* Learns the resource.k8s.io version first (kube_dra_version: -EOPNOTSUPP when DRA is off),
+ * then starts a thread that lists and watches the slices with fieldSelector
+ * spec.driver=<driver>,spec.nodeName=<node> (node NULL = the client's node), with the same
+ * reconnect, 410 re-list and backoff as the node watch. cb->on_change is called with value
+ * NULL whenever the set of slices or any slice changed (and after the first list);
+ * on_status as for the node watch. c must outlive the watch. *ret owned: stop it with
+ * kube_slice_watch_stop. */
+int kube_slices_watch_start(struct kube_client *c, const char *driver, const char *node,
+                            const struct kube_watch_callbacks *cb, struct kube_slice_watch **ret,
+                            struct error *err);
+/* Readable on every change of the slices and of reachability (as kube_node_watch_fd). */
+int kube_slice_watch_fd(const struct kube_slice_watch *w);
+/* The slices as last seen: *ret as kube_slices_list fills it (items sorted by name; the
+ * resourceVersion of the last list or event), *ret_known false until the first successful
+ * list (then the list is empty). Thread-safe. */
+int kube_slice_watch_get(struct kube_slice_watch *w, struct kube_slice_list *ret, bool *ret_known,
+                         struct error *err);
+void kube_slice_watch_stats(struct kube_slice_watch *w, struct kube_watch_stats *ret,
+                            struct error *ret_last_err);
+/* As kube_node_watch_stop. NULL ok. */
+void kube_slice_watch_stop(struct kube_slice_watch *w);
 
 #endif

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* watch.c: follows one label of one node from a background thread — list, then watch from
- * the list's resourceVersion; 410 Gone or a broken stream → re-list; failures → backoff
- * (500 ms doubling to 30 s). Changes reach the owner through callbacks, an eventfd and a
- * locked copy of the value. Stop interrupts any transfer at once (curl_multi_wakeup). */
+/* watch.c: follows one label of one node, or the ResourceSlices of one DRA driver on one
+ * node, from a background thread — list, then watch from the list's resourceVersion; 410
+ * Gone or a broken stream → re-list; failures → backoff (500 ms doubling to 30 s). Changes
+ * reach the owner through callbacks, an eventfd and a locked copy of the value (the label,
+ * or the slices by name). Stop interrupts any transfer at once (curl_multi_wakeup). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "kube/curl.h"
 #include "kube/internal.h"
@@ -18,7 +21,9 @@ enum reach { REACH_UNKNOWN, REACH_YES, REACH_NO };
 struct kube_node_watch {
     struct kube_client *c; /* borrowed */
     char *node;
-    char *label_key;
+    char *label_key;   /* the label watched; NULL for a slice watch */
+    char *driver;      /* a slice watch: the DRA driver */
+    const char *dra_v; /* a slice watch: the resource.k8s.io version (static) */
     struct kube_watch_callbacks cb;
     int efd;
     pthread_t thread;
@@ -29,6 +34,8 @@ struct kube_node_watch {
     pthread_cond_t cond;
     bool known;
     char *value;
+    json_t *slices;  /* a slice watch: name → ResourceSlice object (NULL until listed) */
+    char *slices_rv; /* a slice watch: the resourceVersion the slices were seen at */
     struct kube_watch_stats stats;
     struct error last_err;
 
@@ -134,6 +141,162 @@ static bool wait_stop(struct kube_node_watch *w, unsigned ms)
     return stop;
 }
 
+/* A slice watch's new set of slices (map stolen) seen at rv. */
+static void set_slices(struct kube_node_watch *w, json_t *map, const char *rv)
+{
+    char *rv_copy = rv ? strdup(rv) : NULL;
+    bool changed;
+
+    pthread_mutex_lock(&w->lock);
+    changed = !w->known || !json_equal(w->slices, map);
+    if (rv_copy) {
+        free(w->slices_rv);
+        w->slices_rv = rv_copy;
+    }
+    if (changed) {
+        json_decref(w->slices);
+        w->slices = map;
+        map = NULL;
+        w->known = true;
+        w->stats.n_changes++;
+    }
+    pthread_mutex_unlock(&w->lock);
+    json_decref(map);
+    if (!changed)
+        return;
+    notify(w);
+    if (w->cb.on_change)
+        w->cb.on_change(NULL, w->cb.userdata);
+}
+
+/* A ResourceSliceList answer → name → object, and the list's resourceVersion. */
+static int slices_from_list(const char *body, size_t len, json_t **ret_map, char **ret_rv,
+                            struct error *err)
+{
+    struct kube_slice_list l = {0};
+    json_t *items = NULL, *map = NULL, *item;
+    size_t i;
+    int r = kube__slice_list_parse(body, len, &l, err);
+
+    if (r < 0)
+        return r;
+    items = json_loads(l.items_json, 0, NULL);
+    map = json_object();
+    if (!items || !map) {
+        r = error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    json_array_foreach(items, i, item)
+    {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+        if (name)
+            json_object_set(map, name, item);
+    }
+    *ret_map = map;
+    map = NULL;
+    *ret_rv = l.resource_version;
+    l.resource_version = NULL;
+out:
+    json_decref(map);
+    json_decref(items);
+    kube_slice_list_release(&l);
+    return r;
+}
+
+static int do_list_slices(struct kube_node_watch *w, struct error *err)
+{
+    struct strbuf body = STRBUF_INIT;
+    struct kube__request rq = {.method = "GET", .cancel = &w->cancel};
+    char *url = NULL, *rv = NULL;
+    json_t *map = NULL;
+    long status;
+    int r;
+
+    body.max_len = KUBE__BODY_MAX_BYTES;
+    rq.timeout_ms = w->c->request_timeout_ms;
+    r = kube__url_slices(w->c->auth.server, w->dra_v, w->driver, w->node, false, NULL, &url);
+    if (r < 0)
+        return error_set(err, r, "out of memory");
+    rq.url = url;
+    r = kube__perform(w->c, &rq, &body, &status, err);
+    if (r < 0)
+        goto out;
+    r = slices_from_list(body.buf ? body.buf : "", body.len, &map, &rv, err);
+    if (r < 0) {
+        error_prefix(err, "GET %s", url);
+        goto out;
+    }
+    r = set_rv(w, rv);
+    if (r < 0)
+        goto out;
+    count(w, &w->stats.n_lists);
+    set_slices(w, map, rv);
+    map = NULL;
+out:
+    json_decref(map);
+    free(rv);
+    strbuf_release(&body);
+    free(url);
+    return r;
+}
+
+/* One ADDED/MODIFIED/DELETED slice applied to a copy of the set. */
+static int apply_slice_event(struct kube_node_watch *w, bool deleted, json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+    json_t *copy;
+    int r = set_rv(w, rv);
+
+    if (r < 0 || !name)
+        return r;
+    pthread_mutex_lock(&w->lock);
+    copy = w->slices ? json_deep_copy(w->slices) : json_object();
+    pthread_mutex_unlock(&w->lock);
+    if (!copy)
+        return -ENOMEM;
+    if (deleted)
+        json_object_del(copy, name);
+    else
+        json_object_set(copy, name, obj);
+    set_slices(w, copy, rv);
+    return 0;
+}
+
+static int on_slice_line(struct kube_node_watch *w, const char *line, size_t len)
+{
+    json_t *j = json_loadb(line, len, 0, NULL), *obj;
+    const char *type = json_string_value(json_object_get(j, "type"));
+    int r;
+
+    obj = json_object_get(j, "object");
+    if (!type || !json_is_object(obj)) {
+        r = error_set(w->stream_err, -EINVAL, "watch event without \"type\" or \"object\"");
+    } else if (str_eq(type, "ERROR")) {
+        json_t *code = json_object_get(obj, "code");
+        const char *msg = json_string_value(json_object_get(obj, "message"));
+        r = json_integer_value(code) == 410
+                ? -ESTALE
+                : error_set(w->stream_err, -EIO, "watch error %lld: %s",
+                            (long long)json_integer_value(code), msg ? msg : "(no message)");
+    } else if (str_eq(type, "BOOKMARK")) {
+        w->n_stream_events++;
+        r = set_rv(w, json_string_value(
+                          json_object_get(json_object_get(obj, "metadata"), "resourceVersion")));
+    } else if (str_eq(type, "ADDED") || str_eq(type, "MODIFIED") || str_eq(type, "DELETED")) {
+        w->n_stream_events++;
+        r = apply_slice_event(w, str_eq(type, "DELETED"), obj);
+    } else {
+        r = error_set(w->stream_err, -EINVAL, "unknown watch event type \"%s\"", type);
+    }
+    json_decref(j);
+    if (r < 0)
+        w->stream_failed = true;
+    return r;
+}
+
 static int do_list(struct kube_node_watch *w, struct error *err)
 {
     struct kube__node_info info = {0};
@@ -144,6 +307,8 @@ static int do_list(struct kube_node_watch *w, struct error *err)
     long status;
     int r;
 
+    if (!w->label_key)
+        return do_list_slices(w, err);
     body.max_len = KUBE__BODY_MAX_BYTES;
     rq.timeout_ms = w->c->request_timeout_ms;
     r = kube__url_node_list(w->c->auth.server, w->node, false, NULL, &url);
@@ -178,6 +343,8 @@ static int on_line(const char *line, size_t len, void *userdata)
     struct kube__watch_event ev = {0};
     int r;
 
+    if (!w->label_key)
+        return on_slice_line(w, line, len);
     r = kube__watch_event_parse(line, len, w->label_key, &ev, w->stream_err);
     if (r < 0) {
         w->stream_failed = true;
@@ -240,7 +407,10 @@ static int do_watch(struct kube_node_watch *w, long *ret_status, struct error *e
     long status;
     int r;
 
-    r = kube__url_node_list(w->c->auth.server, w->node, true, w->rv, &url);
+    if (w->label_key)
+        r = kube__url_node_list(w->c->auth.server, w->node, true, w->rv, &url);
+    else
+        r = kube__url_slices(w->c->auth.server, w->dra_v, w->driver, w->node, true, w->rv, &url);
     if (r < 0)
         return error_set(err, r, "out of memory");
     count(w, &w->stats.n_watches);
@@ -371,26 +541,30 @@ static void watch_free(struct kube_node_watch *w)
     kube__lines_release(&w->lines);
     free(w->rv);
     free(w->value);
+    json_decref(w->slices);
+    free(w->slices_rv);
     free(w->node);
     free(w->label_key);
+    free(w->driver);
     free(w);
 }
 
-int kube_node_watch_start(struct kube_client *c, const char *node, const char *label_key,
-                          const struct kube_watch_callbacks *cb, struct kube_node_watch **ret,
-                          struct error *err)
+/* What a watch follows: a node's label (label_key), or a driver's slices on the node. */
+struct watch_what {
+    const char *node;
+    const char *label_key;
+    const char *driver;
+    const char *dra_v;
+};
+
+static int watch_start(struct kube_client *c, const struct watch_what *what,
+                       const struct kube_watch_callbacks *cb, struct kube_node_watch **ret,
+                       struct error *err)
 {
     struct kube_node_watch *w = NULL;
     pthread_condattr_t ca;
     int r;
 
-    node = node ? node : c->node_name;
-    if (!node || !*node)
-        return error_set(err, -EINVAL,
-                         "no node name to watch: set NODE_NAME (from "
-                         "spec.nodeName through the downward API)");
-    if (!label_key || !*label_key)
-        return error_set(err, -EINVAL, "no label key to watch");
     w = calloc(1, sizeof(*w));
     if (!w)
         return error_set(err, -ENOMEM, "out of memory");
@@ -403,10 +577,13 @@ int kube_node_watch_start(struct kube_client *c, const char *node, const char *l
     w->c = c;
     if (cb)
         w->cb = *cb;
-    w->node = strdup(node);
-    w->label_key = strdup(label_key);
+    w->node = strdup(what->node);
+    w->label_key = str_dup(what->label_key);
+    w->driver = str_dup(what->driver);
+    w->dra_v = what->dra_v;
     w->cancel.multi = c->curl->multi_init();
-    if (!w->node || !w->label_key || !w->cancel.multi) {
+    if (!w->node || (what->label_key && !w->label_key) || (what->driver && !w->driver) ||
+        !w->cancel.multi) {
         r = error_set(err, -ENOMEM, "out of memory");
         goto out;
     }
@@ -417,7 +594,7 @@ int kube_node_watch_start(struct kube_client *c, const char *node, const char *l
     }
     r = -pthread_create(&w->thread, NULL, watch_thread, w);
     if (r < 0) {
-        error_set(err, r, "cannot start the node watch thread: %s", strerror(-r));
+        error_set(err, r, "cannot start the watch thread: %s", strerror(-r));
         goto out;
     }
     w->thread_started = true;
@@ -426,6 +603,22 @@ int kube_node_watch_start(struct kube_client *c, const char *node, const char *l
 out:
     watch_free(w);
     return r;
+}
+
+int kube_node_watch_start(struct kube_client *c, const char *node, const char *label_key,
+                          const struct kube_watch_callbacks *cb, struct kube_node_watch **ret,
+                          struct error *err)
+{
+    struct watch_what what = {.label_key = label_key};
+
+    what.node = node ? node : c->node_name;
+    if (!what.node || !*what.node)
+        return error_set(err, -EINVAL,
+                         "no node name to watch: set NODE_NAME (from "
+                         "spec.nodeName through the downward API)");
+    if (!label_key || !*label_key)
+        return error_set(err, -EINVAL, "no label key to watch");
+    return watch_start(c, &what, cb, ret, err);
 }
 
 int kube_node_watch_fd(const struct kube_node_watch *w)
@@ -474,4 +667,108 @@ void kube_node_watch_stop(struct kube_node_watch *w)
         pthread_join(w->thread, NULL);
     }
     watch_free(w);
+}
+
+/* ---- ResourceSlices of one driver on one node ------------------------------------------- */
+
+struct kube_slice_watch {
+    struct kube_node_watch *w; /* the same machinery, following slices */
+};
+
+int kube_slices_watch_start(struct kube_client *c, const char *driver, const char *node,
+                            const struct kube_watch_callbacks *cb, struct kube_slice_watch **ret,
+                            struct error *err)
+{
+    struct watch_what what = {.driver = driver};
+    struct kube_slice_watch *sw;
+    int r;
+
+    what.node = node ? node : c->node_name;
+    if (!driver || !*driver || !what.node || !*what.node)
+        return error_set(err, -EINVAL,
+                         "watching ResourceSlices needs a driver and a node name (NODE_NAME)");
+    /* Once, here: the caller hears at once that DRA is off, and stop never waits on it. */
+    r = kube_dra_version(c, &what.dra_v, err);
+    if (r < 0)
+        return r;
+    sw = calloc(1, sizeof(*sw));
+    if (!sw)
+        return error_set(err, -ENOMEM, "out of memory");
+    r = watch_start(c, &what, cb, &sw->w, err);
+    if (r < 0) {
+        free(sw);
+        return r;
+    }
+    *ret = sw;
+    return 0;
+}
+
+int kube_slice_watch_fd(const struct kube_slice_watch *sw)
+{
+    return sw->w->efd;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The slices of map as an array sorted by name (new reference). */
+static json_t *sorted_items(json_t *map)
+{
+    size_t n = json_object_size(map), i = 0;
+    const char **names = calloc(n ? n : 1, sizeof(*names));
+    json_t *arr = json_array(), *v;
+    const char *key;
+
+    if (!names || !arr) {
+        free(names);
+        json_decref(arr);
+        return NULL;
+    }
+    json_object_foreach(map, key, v) names[i++] = key;
+    qsort(names, n, sizeof(*names), by_name);
+    for (i = 0; i < n; i++)
+        json_array_append(arr, json_object_get(map, names[i]));
+    free(names);
+    return arr;
+}
+
+int kube_slice_watch_get(struct kube_slice_watch *sw, struct kube_slice_list *ret, bool *ret_known,
+                         struct error *err)
+{
+    struct kube_node_watch *w = sw->w;
+    struct kube_slice_list l = {0};
+    json_t *arr;
+    bool known;
+
+    pthread_mutex_lock(&w->lock);
+    known = w->known;
+    arr = sorted_items(w->slices);
+    l.n_items = json_array_size(arr);
+    l.items_json = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    l.resource_version = strdup(w->slices_rv ? w->slices_rv : "");
+    pthread_mutex_unlock(&w->lock);
+    json_decref(arr);
+    if (!l.items_json || !l.resource_version) {
+        kube_slice_list_release(&l);
+        return error_set(err, -ENOMEM, "out of memory");
+    }
+    *ret = l;
+    *ret_known = known;
+    return 0;
+}
+
+void kube_slice_watch_stats(struct kube_slice_watch *sw, struct kube_watch_stats *ret,
+                            struct error *ret_last_err)
+{
+    kube_node_watch_stats(sw->w, ret, ret_last_err);
+}
+
+void kube_slice_watch_stop(struct kube_slice_watch *sw)
+{
+    if (!sw)
+        return;
+    kube_node_watch_stop(sw->w);
+    free(sw);
 }

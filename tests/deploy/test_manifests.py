@@ -12,7 +12,10 @@
 # ConfigMaps); every DaemonSet schedules without NFD's labels and waits quietly without a
 # GPU; the sharing overlays see host processes; the policy applies only to shared resources
 # (per-node: only to pods that select sharing nodes), CREATE only; the nfd and cdi
-# components; overlays/mig-by-label.
+# components; overlays/mig-by-label. Issue 22: overlays/dra (components/dra) holds NVIDIA's
+# DeviceClasses with their CEL (evaluated on sample devices), the plugin's least-privilege
+# ClusterRole, and the DaemonSet as NVIDIA's kubelet plugin (command, env, mounts,
+# privilege); the YAML examples of docs/dra.md parse and their CEL selects what they say.
 # Usage: test_manifests.py SOURCE_DIR BUILD_DIR
 import os
 import re
@@ -578,6 +581,139 @@ class Admission(Rendered):
         for bad in ["size(variables.over == 0", "a ? b", "a &&", "'open", "x.", "f(a,,b)"]:
             with self.assertRaises(cel_subset.CelError, msg=bad):
                 cel_subset.parse(bad)
+
+
+def sample_device(kind, memory="80Gi", driver="gpu.nvidia.com", product="NVIDIA H100"):
+    """A device as DRA's CEL sees it: attributes and capacity by domain, plain values."""
+    return {"driver": driver,
+            "attributes": {driver: {"type": kind, "productName": product}},
+            "capacity": {driver: {"memory": cel_subset.Quantity(memory)}}}
+
+
+def selects(expression, device):
+    try:
+        return bool(cel_subset.evaluate(cel_subset.parse(expression), {"device": device}))
+    except cel_subset.Absent:
+        return False
+
+
+@unittest.skipIf(not KUBECTL, "kubectl not installed (it renders the kustomize overlays)")
+class Dra(unittest.TestCase):
+    """overlays/dra: the agent as NVIDIA's DRA kubelet plugin (issue 22, docs/dra.md)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render("dra")
+
+    def plugin(self):
+        return one(self.docs, "DaemonSet", "gpuslice-device-plugin")["spec"]["template"]["spec"]
+
+    def test_device_classes_are_nvidias(self):
+        want = {"gpu.nvidia.com": "gpu", "mig.nvidia.com": "mig"}
+        classes = [d for d in self.docs if d["kind"] == "DeviceClass"]
+        self.assertEqual(sorted(d["metadata"]["name"] for d in classes), sorted(want))
+        for d in classes:
+            name = d["metadata"]["name"]
+            self.assertEqual(d["apiVersion"], "resource.k8s.io/v1")
+            [sel] = d["spec"]["selectors"]
+            self.assertEqual(sel["cel"]["expression"],
+                             "device.driver == 'gpu.nvidia.com' && "
+                             "device.attributes['gpu.nvidia.com'].type == '%s'" % want[name])
+            if name == "gpu.nvidia.com":
+                self.assertEqual(d["spec"]["extendedResourceName"], "nvidia.com/gpu")
+            else:
+                self.assertNotIn("extendedResourceName", d["spec"])
+            for kind in ("gpu", "mig"):
+                self.assertEqual(selects(sel["cel"]["expression"], sample_device(kind)),
+                                 kind == want[name], (name, kind))
+            self.assertFalse(selects(sel["cel"]["expression"],
+                                     sample_device(want[name], driver="other.example.com")))
+
+    def test_rbac_least_privilege_and_justified(self):
+        role = one(self.docs, "ClusterRole", "gpuslice-dra")
+        got = [((tuple(r["apiGroups"]), tuple(r["resources"])), sorted(r["verbs"]))
+               for r in role["rules"]]
+        self.assertEqual(got, [
+            ((("resource.k8s.io",), ("resourceslices",)),
+             sorted(["get", "list", "watch", "create", "update", "patch", "delete"])),
+            ((("resource.k8s.io",), ("resourceclaims",)), ["get", "list", "watch"]),
+            ((("",), ("nodes",)), ["get"]),
+            ((("",), ("events",)), ["create", "patch"])])
+        sa = one(self.docs, "ServiceAccount", "gpuslice")
+        b = one(self.docs, "ClusterRoleBinding", "gpuslice-dra")
+        self.assertEqual(b["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                        "kind": "ClusterRole", "name": "gpuslice-dra"})
+        self.assertEqual(b["subjects"], [{"kind": "ServiceAccount", "name": "gpuslice",
+                                          "namespace": sa["metadata"]["namespace"]}])
+        self.assertEqual(self.plugin()["serviceAccountName"], "gpuslice")
+        with open(os.path.join(KUST, "components/dra/rbac.yaml")) as f:
+            src = f.read()
+        blocks = re.findall(r"((?:\s*#.*\n)+)\s*verbs: \[([^\]]*)\]", src)
+        self.assertEqual(len(blocks), 4)
+        for comment, verbs in blocks:
+            for verb in re.findall(r'"(\w+)"', verbs):
+                self.assertRegex(comment, r"\b%s\b" % verb, "verb %s not justified" % verb)
+
+    def test_plugin_command_env_mounts_privilege(self):
+        spec = self.plugin()
+        [c] = spec["containers"]
+        self.assertEqual(c["command"], ["gpuslice", "dra-plugin"])
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName")
+        self.assertEqual(env["CDI_ROOT"]["value"], "/var/run/cdi")
+        self.assertEqual(env["NVIDIA_DRIVER_ROOT"]["value"], "/")
+        self.assertEqual(env["DRIVER_ROOT_CTR_PATH"]["value"], "/driver-root")
+        self.assertEqual(env["KUBELET_PLUGINS_DIRECTORY_PATH"]["value"], "/var/lib/kubelet/plugins")
+        self.assertEqual(env["KUBELET_REGISTRAR_DIRECTORY_PATH"]["value"],
+                         "/var/lib/kubelet/plugins_registry")
+        vols = {v["name"]: v for v in spec["volumes"]}
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        for path, host, ro in (("/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins", False),
+                               ("/var/lib/kubelet/plugins_registry",
+                                "/var/lib/kubelet/plugins_registry", False),
+                               ("/var/run/cdi", "/var/run/cdi", False),
+                               ("/driver-root", "/", True)):
+            m = mounts[path]
+            self.assertEqual(vols[m["name"]]["hostPath"]["path"], host, path)
+            self.assertEqual(m.get("readOnly", False), ro, path)
+        self.assertEqual(mounts["/var/lib/kubelet/plugins"]["mountPropagation"], "Bidirectional")
+        sc = c["securityContext"]
+        self.assertTrue(sc["privileged"])
+        # the API server refuses privileged with allowPrivilegeEscalation false
+        self.assertTrue(sc["allowPrivilegeEscalation"])
+        self.assertNotIn("livenessProbe", c)
+        self.assertNotIn("readinessProbe", c)
+        ns = one(self.docs, "Namespace", "gpuslice")
+        self.assertEqual(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+                         "privileged")
+        self.assertEqual(len([d for d in self.docs if d["kind"] == "DaemonSet"]), 1)
+
+    def test_docs_examples_parse_and_select(self):
+        with open(os.path.join(SRC, "docs/dra.md")) as f:
+            blocks = re.findall(r"```yaml\n(.*?)```", f.read(), re.S)
+        objs = [d for b in blocks for d in yaml.safe_load_all(b) if d]
+        kinds = {d["kind"] for d in objs}
+        self.assertTrue({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass",
+                         "Pod"} <= kinds, kinds)
+        for d in objs:
+            self.assertIn(d["apiVersion"], ("v1", "apps/v1", "resource.k8s.io/v1"), d)
+        exprs = []
+        for d in objs:
+            spec = d.get("spec", {})
+            if d["kind"] == "ResourceClaimTemplate":
+                spec = spec["spec"]
+            reqs = spec.get("devices", {}).get("requests", []) if d["kind"] != "DeviceClass" \
+                else [{"exactly": spec}]
+            for r in reqs:
+                exprs += [s["cel"]["expression"] for s in r["exactly"].get("selectors", [])]
+        forty = [e for e in exprs if "quantity('40Gi')" in e]
+        self.assertTrue(forty, exprs)
+        for e in forty:
+            self.assertTrue(selects(e, sample_device("gpu", "80Gi")), e)
+            self.assertTrue(selects(e, sample_device("gpu", "40Gi")), e)
+            self.assertFalse(selects(e, sample_device("gpu", "24Gi")), e)
+        for e in exprs:
+            cel_subset.parse(e)  # well formed
 
 
 class Dockerfile(unittest.TestCase):

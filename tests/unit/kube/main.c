@@ -10,5 +10,6 @@ int main(void)
     failed += run_kubeconfig_tests();
     failed += run_client_tests();
     failed += run_curl_tests();
+    failed += run_dra_tests();
     return failed ? 1 : 0;
 }

@@ -14,5 +14,6 @@ int run_objects_tests(void);
 int run_kubeconfig_tests(void);
 int run_client_tests(void);
 int run_curl_tests(void);
+int run_dra_tests(void);
 
 #endif
