@@ -109,8 +109,11 @@ static int check_fields(json_t *obj, const char *const *allowed, const char *pat
 {
     const char *key;
     const json_t *v;
-    char list[256] = "";
+    char list[256] = "", owner[64];
+    size_t n = strlen(path);
 
+    /* "sharing.mpsConfig." names its object as "sharing.mpsConfig" */
+    snprintf(owner, sizeof(owner), "%.*s", n ? (int)n - 1 : 0, path);
     json_object_foreach(obj, key, v)
     {
         bool ok = false;
@@ -119,13 +122,13 @@ static int check_fields(json_t *obj, const char *const *allowed, const char *pat
         if (ok)
             continue;
         for (size_t i = 0; allowed[i]; i++) {
-            size_t n = strlen(list);
-            snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", allowed[i]);
+            size_t len = strlen(list);
+            snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", allowed[i]);
         }
         return error_set(err, -EINVAL,
                          "%s: unknown field \"%s%s\"; %s takes only %s (the decoder is strict, "
                          "as NVIDIA's: remove or rename the field)",
-                         where, path, key, *path ? path : "the config", list);
+                         where, path, key, n ? owner : "the config", list);
     }
     return 0;
 }
