@@ -27,6 +27,7 @@
 #define DRA_MAX_ATTRS 16
 #define DRA_MAX_CAPACITIES 24 /* 7 + memorySlice0..15 */
 #define DRA_MAX_PINNED_LIMITS 64
+#define DRA_SLICE_MAX_DEVICES 128 /* resource.k8s.io/v1 ResourceSliceMaxDevices */
 
 /* ---- slice devices ------------------------------------------------------------------------ */
 
@@ -127,7 +128,9 @@ struct dra_slice_meta {
  * pool {name: node, generation, resourceSliceCount: 1}, devices. v1 and v1beta2 devices are
  * flat ({name, attributes, capacity}); v1beta1 nests attributes and capacity under `basic`.
  * Attribute values are {"string"|"int"|"bool"|"version": …}, capacities {"value": "<q>"}.
- * -EINVAL without node name or with a bad version, -ENOMEM. *ret is a new reference. */
+ * -EINVAL without node name or with a bad version, -E2BIG for more than
+ * DRA_SLICE_MAX_DEVICES devices (the API server refuses such a slice), -ENOMEM. *ret is a
+ * new reference. */
 int dra_slice_json(const struct dra_devices *devs, const struct dra_slice_meta *meta,
                    enum dra_api_version version, json_t **ret, struct error *err);
 
@@ -184,7 +187,8 @@ enum dra_timeslice {
 };
 
 struct dra_pinned_limit {
-    char key[INV_UUID_MAX]; /* as written: a device index ("0") or a uuid */
+    char key[INV_UUID_MAX]; /* as written: a uuid, or an index into the config's devices
+                             * sorted by uuid ("0"), as NVIDIA's driver reads it */
     uint64_t bytes;
 };
 

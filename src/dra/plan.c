@@ -168,44 +168,63 @@ static int add_device(const struct ctx *c, const struct dra_result *res,
     return 0;
 }
 
-/* The per-device MPS limit of a group: a key is a uuid of the group or an index into the
- * group's devices (in result order), as NVIDIA's MpsPerDevicePinnedMemoryLimit.Normalize. */
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* One per-device key: a uuid of the group, or an index into the group's uuids sorted (as
+ * NVIDIA's MpsPerDevicePinnedMemoryLimit.Normalize over AllocatableDevices.UUIDs()). *ret is
+ * the uuid it names (borrowed from uuids). */
+static int limit_key(const struct ctx *c, const char *key, const char **uuids, size_t n,
+                     const char **ret)
+{
+    unsigned idx;
+
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(uuids[i], key) == 0) {
+            *ret = uuids[i];
+            return 0;
+        }
+    if (parse_uint(key, &idx) < 0)
+        return error_set(c->err, -EINVAL,
+                         "invalid device: unable to parse key as an integer: %s "
+                         "(sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit); key the "
+                         "limits by a device UUID or its index in the request",
+                         key);
+    if (idx >= n)
+        return error_set(c->err, -EINVAL,
+                         "invalid device index: %s "
+                         "(sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit); the config "
+                         "applies to %zu device(s), indexed from 0 in UUID order",
+                         key, n);
+    *ret = uuids[idx];
+    return 0;
+}
+
+/* The MPS pinned-memory limit of one device of a group: the config's default, overridden
+ * by the per-device entry that names it. */
 static int pinned_limit(const struct ctx *c, const struct dra_plan *plan, unsigned group,
                         const struct dra_mps_config *mps, const char *uuid, uint64_t *ret)
 {
-    for (size_t k = 0; k < mps->n_per_device; k++) {
-        const char *key = mps->per_device[k].key;
-        unsigned idx;
-        size_t seen = 0;
-        bool hit = strcmp(key, uuid) == 0;
-        bool known = hit;
+    const char **uuids = calloc(plan->n_devices + 1, sizeof(*uuids));
+    const char *named = NULL;
+    size_t n = 0;
+    int r = 0;
 
-        for (size_t d = 0; !known && d < plan->n_devices; d++)
-            known =
-                plan->devices[d].group == group && strcmp(plan->devices[d].device.uuid, key) == 0;
-        if (!known && parse_uint(key, &idx) < 0)
-            return error_set(c->err, -EINVAL,
-                             "invalid device: unable to parse key as an integer: %s "
-                             "(sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit); key the "
-                             "limits by a device UUID or its index in the request",
-                             key);
-        for (size_t d = 0; !known && d < plan->n_devices; d++) {
-            if (plan->devices[d].group != group)
-                continue;
-            known = seen == idx;
-            hit = known && strcmp(plan->devices[d].device.uuid, uuid) == 0;
-            seen++;
-        }
-        if (!known)
-            return error_set(c->err, -EINVAL,
-                             "invalid device index: %s "
-                             "(sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit); the config "
-                             "applies to %zu device(s), indexed from 0",
-                             key, seen);
-        if (hit)
+    if (!uuids)
+        return error_set(c->err, -ENOMEM, "out of memory");
+    for (size_t d = 0; d < plan->n_devices; d++)
+        if (plan->devices[d].group == group)
+            uuids[n++] = plan->devices[d].device.uuid;
+    qsort(uuids, n, sizeof(*uuids), cmp_str);
+    for (size_t k = 0; k < mps->n_per_device && r == 0; k++) {
+        r = limit_key(c, mps->per_device[k].key, uuids, n, &named);
+        if (r == 0 && strcmp(named, uuid) == 0)
             *ret = mps->per_device[k].bytes;
     }
-    return 0;
+    free(uuids);
+    return r;
 }
 
 static int apply_sharing(const struct ctx *c, struct dra_plan *plan, size_t i, size_t cfg_index)

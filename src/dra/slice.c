@@ -104,6 +104,7 @@ int dra_slice_json(const struct dra_devices *devs, const struct dra_slice_meta *
 {
     const char *api = dra_api_version_string(version);
     json_t *slice = NULL, *devices = NULL;
+    size_t n = 0;
     bool ok = true;
 
     if (!api)
@@ -111,6 +112,13 @@ int dra_slice_json(const struct dra_devices *devs, const struct dra_slice_meta *
     if (!meta || !meta->node_name || !*meta->node_name)
         return error_set(err, -EINVAL,
                          "no node name for the ResourceSlice; set --node-name or NODE_NAME");
+    for (size_t i = 0; devs && i < devs->n_devices; i++)
+        n += devs->devices[i].healthy;
+    if (n > DRA_SLICE_MAX_DEVICES)
+        return error_set(err, -E2BIG,
+                         "%zu devices on node %s, more than the %d a ResourceSlice may hold; "
+                         "use fewer MIG devices per GPU",
+                         n, meta->node_name, DRA_SLICE_MAX_DEVICES);
     devices = json_array();
     for (size_t i = 0; devices && ok && devs && i < devs->n_devices; i++)
         if (devs->devices[i].healthy &&

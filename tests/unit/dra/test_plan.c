@@ -162,7 +162,10 @@ static const char *const three_migs =
  * config's devices) or by uuid; devices of one config share a group. */
 static void test_dra_plan_build_mps_limits(void **state)
 {
+    const struct dra_device *m0 = dra_devices_find(tx_plan_devices(), MIG0);
     const struct dra_device *m2 = dra_devices_find(tx_plan_devices(), MIG2);
+    /* indexes count the config's devices in uuid order, as NVIDIA's driver does */
+    const char *m0_index = strcmp(m0->info.uuid, m2->info.uuid) < 0 ? "0" : "1";
     char configs[2048];
     struct dra_claim *c;
     struct dra_plan *p;
@@ -173,8 +176,8 @@ static void test_dra_plan_build_mps_limits(void **state)
              "  \"gpu.nvidia.com\", \"parameters\": {" API "\"kind\": \"MigDeviceConfig\","
              "  \"sharing\": {\"strategy\": \"MPS\", \"mpsConfig\": {"
              "  \"defaultActiveThreadPercentage\": 25, \"defaultPinnedDeviceMemoryLimit\": \"2Gi\","
-             "  \"defaultPerDevicePinnedMemoryLimit\": {\"0\": \"1Gi\", \"%s\": \"3Gi\"}}}}}}]",
-             m2->info.uuid);
+             "  \"defaultPerDevicePinnedMemoryLimit\": {\"%s\": \"1Gi\", \"%s\": \"3Gi\"}}}}}}]",
+             m0_index, m2->info.uuid);
     c = claim(three_migs, configs);
     p = plan_ok(c, NULL);
     assert_int_equal(p->n_devices, 3);

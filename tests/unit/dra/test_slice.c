@@ -3,6 +3,7 @@
  * (same) and v1beta1 (attributes and capacity under `basic`), generateName or name for an
  * update, the owner reference, unhealthy devices left out, bad input. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +166,28 @@ static void test_dra_slice_json_bad_input(void **state)
     assert_int_equal(dra_slice_json(tx_plan_devices(), NULL, DRA_API_V1, &s, NULL), -EINVAL);
 }
 
+/* The API allows 128 devices per slice: 128 healthy ones go, 129 are refused. */
+static void test_dra_slice_json_too_many_devices(void **state)
+{
+    struct dra_devices devs = {calloc(130, sizeof(struct dra_device)), 130};
+    struct dra_slice_meta meta = {.node_name = "n"};
+    json_t *s = NULL;
+    struct error err = {0};
+    (void)state;
+
+    assert_non_null(devs.devices);
+    for (size_t i = 0; i < 130; i++) {
+        snprintf(devs.devices[i].info.name, sizeof(devs.devices[i].info.name), "gpu-%zu", i);
+        devs.devices[i].healthy = i >= 2;
+    }
+    assert_int_equal(dra_slice_json(&devs, &meta, DRA_API_V1, &s, &err), 0);
+    json_decref(s);
+    devs.devices[0].healthy = true;
+    assert_int_equal(dra_slice_json(&devs, &meta, DRA_API_V1, &s, &err), -E2BIG);
+    assert_non_null(strstr(err.msg, "129 devices on node n, more than the 128"));
+    free(devs.devices);
+}
+
 int run_slice_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +196,7 @@ int run_slice_tests(void)
         cmocka_unit_test(test_dra_slice_json_update),
         cmocka_unit_test(test_dra_slice_json_unhealthy_and_kinds),
         cmocka_unit_test(test_dra_slice_json_bad_input),
+        cmocka_unit_test(test_dra_slice_json_too_many_devices),
     };
     return cmocka_run_group_tests_name("dra slice", tests, NULL, NULL);
 }
