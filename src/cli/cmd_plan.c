@@ -6,6 +6,8 @@
  * decision and the report from model/ and dra/. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +57,15 @@ static void usage(FILE *f)
             "--device-id-strategy, ...), as the daemon takes them.\n");
 }
 
-enum { OPT_SIZE = 0x1900, OPT_PER_PROCESS, OPT_HEADROOM, OPT_FROM_METRICS, OPT_DRA, OPT_NODE_NAME };
+enum {
+    OPT_SIZE = 0x1900,
+    OPT_PER_PROCESS,
+    OPT_HEADROOM,
+    OPT_FROM_METRICS,
+    OPT_DRA,
+    OPT_NODE_NAME,
+    OPT_SYSFS_ROOT
+};
 
 struct size_args {
     bool size;
@@ -80,6 +90,9 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
         return -1;
     case OPT_NODE_NAME:
         z->node_name = arg;
+        return -1;
+    case OPT_SYSFS_ROOT: /* tests: where --dra resolves PCIe roots */
+        a->nvml.sysfs_root = arg;
         return -1;
     case OPT_PER_PROCESS:
         z->size = true;
@@ -110,10 +123,33 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
     }
 }
 
+/* The PCIe root of a GPU as Kubernetes' deviceattribute package finds it: the "pci<dom>:<bus>"
+ * directory its sysfs device resolves under. "" when sysfs does not have the device. */
+static void pcie_root(const char *sysfs_root, const char *bus_id, char *buf, size_t size)
+{
+    char name[32], path[512], *real = NULL;
+    const char *p, *end;
+
+    buf[0] = '\0';
+    if (gpu_pci_sysfs_name(bus_id, name, sizeof(name)) < 0)
+        return;
+    snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sysfs_root, name);
+    real = realpath(path, NULL);
+    p = real ? strstr(real, "/pci") : NULL;
+    if (p) {
+        end = strchr(p + 1, '/');
+        snprintf(buf, size, "%.*s", (int)(end ? end - p - 1 : (ptrdiff_t)strlen(p + 1)), p + 1);
+    }
+    free(real);
+}
+
 /* The ResourceSlice of this node, as `gpuslice dra-plugin` would create it. */
-static int plan_dra(const struct cli_node *node, const char *node_name)
+static int plan_dra(const struct cli_node *node, const char *sysfs_root, const char *node_name)
 {
     char host[256];
+    char(*roots)[64] = calloc(node->inv->n_gpus + 1, sizeof(*roots));
+    const char **root_ptrs = calloc(node->inv->n_gpus + 1, sizeof(*root_ptrs));
+    struct dra_devices_options opts = {.pcie_roots = root_ptrs};
     struct dra_devices *devs = NULL;
     struct dra_slice_meta meta = {.generation = 1};
     json_t *slice = NULL;
@@ -128,7 +164,16 @@ static int plan_dra(const struct cli_node *node, const char *node_name)
         node_name = host;
     }
     meta.node_name = node_name;
-    if (dra_devices_build(node->inv, NULL, &devs, &err) < 0 ||
+    if (!roots || !root_ptrs) {
+        fprintf(stderr, "gpuslice plan --dra: out of memory\n");
+        goto out;
+    }
+    for (size_t i = 0; i < node->inv->n_gpus; i++) {
+        pcie_root(sysfs_root ? sysfs_root : GPU_DEFAULT_SYSFS_ROOT, node->inv->gpus[i].pci_bus_id,
+                  roots[i], sizeof(roots[i]));
+        root_ptrs[i] = roots[i];
+    }
+    if (dra_devices_build(node->inv, &opts, &devs, &err) < 0 ||
         dra_slice_json(devs, &meta, DRA_API_V1, &slice, &err) < 0) {
         fprintf(stderr, "gpuslice plan --dra: %s\n", err.msg);
         goto out;
@@ -144,6 +189,8 @@ out:
     free(text);
     json_decref(slice);
     dra_devices_free(devs);
+    free(roots);
+    free(root_ptrs);
     return rc;
 }
 
@@ -157,6 +204,7 @@ int cmd_plan(int argc, char **argv)
         {"from-metrics", required_argument, NULL, OPT_FROM_METRICS}, /* its name before 0.2 */
         {"dra", no_argument, NULL, OPT_DRA},
         {"node-name", required_argument, NULL, OPT_NODE_NAME},
+        {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT}, /* tests */
         {NULL, 0, NULL, 0},
     };
     struct size_args z = {.headroom_pct = 10};
@@ -179,7 +227,7 @@ int cmd_plan(int argc, char **argv)
     if (cli_node_load(&a, true, false, &node) < 0)
         goto out;
     if (z.dra) {
-        rc = plan_dra(&node, z.node_name);
+        rc = plan_dra(&node, a.nvml.sysfs_root, z.node_name);
         goto out;
     }
     if (z.size) {

@@ -142,6 +142,8 @@ const char *dra_architecture_name(const char *inv_arch)
 /* The parent GPU's attributes, shared by a GPU and its MIG devices. */
 struct gpu_attrs {
     char cc[32], driver[INV_VERSION_MAX], cuda[32], bus_id[INV_BUS_ID_MAX];
+    const char *pcie_root; /* NULL when unknown */
+    char *const *unhealthy;
 };
 
 static void attr_str(struct dra_device *d, const char *name, enum dra_attr_kind kind,
@@ -200,6 +202,8 @@ static void common_attrs(struct dra_device *d, const struct inv_gpu *g, const st
     attr_str(d, "driverVersion", DRA_ATTR_VERSION, ga->driver);
     attr_str(d, "cudaDriverVersion", DRA_ATTR_VERSION, ga->cuda);
     attr_str(d, DRA_PCI_BUS_ID_ATTR, DRA_ATTR_STRING, ga->bus_id);
+    if (ga->pcie_root)
+        attr_str(d, DRA_PCIE_ROOT_ATTR, DRA_ATTR_STRING, ga->pcie_root);
 }
 
 static bool listed(char *const *uuids, const char *uuid)
@@ -207,8 +211,7 @@ static bool listed(char *const *uuids, const char *uuid)
     return uuids && strv_contains(uuids, uuid);
 }
 
-static int gpu_device(const struct inv_gpu *g, const struct gpu_attrs *ga, char *const *unhealthy,
-                      struct dra_device *d)
+static int gpu_device(const struct inv_gpu *g, const struct gpu_attrs *ga, struct dra_device *d)
 {
     struct dra_device_info *i = &d->info;
 
@@ -220,7 +223,7 @@ static int gpu_device(const struct inv_gpu *g, const struct gpu_attrs *ga, char 
     i->minor = g->minor;
     i->mig_index = -1;
     i->gi_id = i->ci_id = INV_ID_NONE;
-    d->healthy = !listed(unhealthy, g->uuid);
+    d->healthy = !listed(ga->unhealthy, g->uuid);
     attr_str(d, "type", DRA_ATTR_STRING, "gpu");
     attr_str(d, "uuid", DRA_ATTR_STRING, g->uuid);
     common_attrs(d, g, ga);
@@ -269,8 +272,7 @@ static int mig_capacities(struct dra_device *d, const struct inv_mig_device *m)
 }
 
 static int mig_device(const struct inv_gpu *g, const struct inv_mig_device *m,
-                      const struct gpu_attrs *ga, char *const *unhealthy, struct dra_device *d,
-                      struct error *err)
+                      const struct gpu_attrs *ga, struct dra_device *d, struct error *err)
 {
     struct dra_device_info *i = &d->info;
 
@@ -284,7 +286,7 @@ static int mig_device(const struct inv_gpu *g, const struct inv_mig_device *m,
     i->gi_id = m->gi_id;
     i->ci_id = m->ci_id;
     str_copy(i->profile, m->profile, sizeof(i->profile));
-    d->healthy = !listed(unhealthy, m->uuid) && !listed(unhealthy, g->uuid);
+    d->healthy = !listed(ga->unhealthy, m->uuid) && !listed(ga->unhealthy, g->uuid);
     attr_str(d, "type", DRA_ATTR_STRING, "mig");
     attr_str(d, "uuid", DRA_ATTR_STRING, m->uuid);
     attr_str(d, "parentUUID", DRA_ATTR_STRING, g->uuid);
@@ -308,28 +310,33 @@ static size_t count_devices(const struct inv_inventory *inv)
     return n;
 }
 
-static int gpu_devices(const struct inv_inventory *inv, const struct inv_gpu *g,
-                       char *const *unhealthy, struct dra_devices *devs, struct error *err)
+static int gpu_devices(const struct inv_inventory *inv, size_t i,
+                       const struct dra_devices_options *opts, struct dra_devices *devs,
+                       struct error *err)
 {
-    struct gpu_attrs ga;
+    const struct inv_gpu *g = &inv->gpus[i];
+    struct gpu_attrs ga = {0};
     int r = gpu_attrs_make(inv, g, &ga, err);
 
     if (r < 0)
         return r;
+    ga.unhealthy = opts ? opts->unhealthy_uuids : NULL;
+    if (opts && opts->pcie_roots && opts->pcie_roots[i] && *opts->pcie_roots[i])
+        ga.pcie_root = opts->pcie_roots[i];
     if (!g->mig_enabled)
-        return gpu_device(g, &ga, unhealthy, &devs->devices[devs->n_devices++]) < 0
+        return gpu_device(g, &ga, &devs->devices[devs->n_devices++]) < 0
                    ? error_set(err, -EINVAL, "GPU %u (%s): memory does not fit a quantity",
                                g->index, g->uuid)
                    : 0;
     for (size_t k = 0; k < g->n_migs; k++) {
-        r = mig_device(g, &g->migs[k], &ga, unhealthy, &devs->devices[devs->n_devices++], err);
+        r = mig_device(g, &g->migs[k], &ga, &devs->devices[devs->n_devices++], err);
         if (r < 0)
             return r;
     }
     return 0;
 }
 
-int dra_devices_build(const struct inv_inventory *inv, char *const *unhealthy_uuids,
+int dra_devices_build(const struct inv_inventory *inv, const struct dra_devices_options *opts,
                       struct dra_devices **ret, struct error *err)
 {
     struct dra_devices *devs = calloc(1, sizeof(*devs));
@@ -344,7 +351,7 @@ int dra_devices_build(const struct inv_inventory *inv, char *const *unhealthy_uu
         goto out;
     }
     for (size_t i = 0; i < inv->n_gpus; i++) {
-        r = gpu_devices(inv, &inv->gpus[i], unhealthy_uuids, devs, err);
+        r = gpu_devices(inv, i, opts, devs, err);
         if (r < 0)
             goto out;
     }

@@ -20,6 +20,7 @@
 #define DRA_CONFIG_API_VERSION "resource.nvidia.com/v1beta1"
 #define DRA_CDI_KIND "k8s.gpu.nvidia.com/claim"
 #define DRA_PCI_BUS_ID_ATTR "resource.kubernetes.io/pciBusID"
+#define DRA_PCIE_ROOT_ATTR "resource.kubernetes.io/pcieRoot"
 
 #define DRA_NAME_MAX 64      /* "gpu-15-mig-1c3g40gb-19-4" fits; DNS labels are <= 63 */
 #define DRA_ATTR_NAME_MAX 48 /* "resource.kubernetes.io/pciBusID" */
@@ -77,13 +78,21 @@ struct dra_devices {
     size_t n_devices;
 };
 
+/* What the shell knows beyond the inventory. Borrowed for the call; NULL means none. */
+struct dra_devices_options {
+    /* uuids of GPUs or MIG devices to mark unhealthy (a GPU's marks its MIG devices too) */
+    char *const *unhealthy_uuids; /* NULL-terminated */
+    /* per GPU index (inventory order, n_gpus entries): the PCIe root the shell resolved
+     * under sysfs ("pci0000:00"), published as resource.kubernetes.io/pcieRoot on the GPU
+     * and its MIG devices; NULL or "" when unknown (the attribute is left out) */
+    const char *const *pcie_roots;
+};
+
 /* Builds the devices NVIDIA's driver would offer for `inv`: a GPU with MIG off (MIG-capable
- * or not) is `gpu-<minor>`; a MIG-enabled GPU is replaced by its MIG devices. A device whose
- * uuid, or whose parent's uuid, is in `unhealthy_uuids` (NULL-terminated, may be NULL) is
- * marked unhealthy. -EINVAL (naming the GPU) for what cannot be expressed (a version or bus
- * id of a shape NVIDIA would refuse, too many memory slices), -ENOMEM. *ret owned:
- * dra_devices_free. */
-int dra_devices_build(const struct inv_inventory *inv, char *const *unhealthy_uuids,
+ * or not) is `gpu-<minor>`; a MIG-enabled GPU is replaced by its MIG devices. -EINVAL
+ * (naming the GPU) for what cannot be expressed (a version or bus id of a shape NVIDIA
+ * would refuse, too many memory slices), -ENOMEM. *ret owned: dra_devices_free. */
+int dra_devices_build(const struct inv_inventory *inv, const struct dra_devices_options *opts,
                       struct dra_devices **ret, struct error *err);
 void dra_devices_free(struct dra_devices *devs);
 

@@ -202,6 +202,13 @@ assert d[6]["capacity"]["memorySlice6"] == {"value": "1"}, d[6]["capacity"]
 else
     bad dra-h20 "unexpected slice: $out"
 fi
+# the PCIe root from sysfs, as Kubernetes' deviceattribute package resolves it
+mkdir -p "$tmp/sys/devices/pci0000:0f/0000:0f:01.0/0000:10:00.0" "$tmp/sys/bus/pci/devices"
+ln -s ../../../devices/pci0000:0f/0000:0f:01.0/0000:10:00.0 "$tmp/sys/bus/pci/devices/0000:10:00.0"
+machine l20-node
+check dra-pcie-root 0 '"resource.kubernetes.io/pcieRoot": {\s*"string": "pci0000:0f"' \
+    sh -c "\"\$0\" plan --dra --node-name n --sysfs-root \"\$1\" --nvml-library \"\$2\" | tr -d '\n'" \
+    "$BIN" "$tmp/sys" "$LIB"
 check dra-hostname 0 "\"nodeName\": \"$(hostname)\"" env -u NODE_NAME \
     "$BIN" plan --dra --nvml-library "$LIB"
 check dra-help 0 "--dra" "$BIN" plan --help

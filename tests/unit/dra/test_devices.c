@@ -280,7 +280,9 @@ static void test_dra_devices_unhealthy(void **state)
 
     assert_int_equal(strv_push(&bad, inv->gpus[1].uuid), 0);
     assert_int_equal(strv_push(&bad, inv->gpus[0].migs[1].uuid), 0);
-    assert_int_equal(dra_devices_build(inv, bad, &devs, NULL), 0);
+    assert_int_equal(
+        dra_devices_build(inv, &(struct dra_devices_options){.unhealthy_uuids = bad}, &devs, NULL),
+        0);
     assert_true(dra_devices_find(devs, "gpu-0-mig-4g20gb-5-0")->healthy);
     assert_false(dra_devices_find(devs, "gpu-0-mig-3g20gb-9-4")->healthy);
     assert_false(dra_devices_find(devs, "gpu-1")->healthy);
@@ -290,11 +292,36 @@ static void test_dra_devices_unhealthy(void **state)
 
     bad = strv_new();
     assert_int_equal(strv_push(&bad, inv->gpus[0].uuid), 0);
-    assert_int_equal(dra_devices_build(inv, bad, &devs, NULL), 0);
+    assert_int_equal(
+        dra_devices_build(inv, &(struct dra_devices_options){.unhealthy_uuids = bad}, &devs, NULL),
+        0);
     assert_false(dra_devices_find(devs, "gpu-0-mig-4g20gb-5-0")->healthy);
     assert_false(dra_devices_find(devs, "gpu-0-mig-3g20gb-9-4")->healthy);
     dra_devices_free(devs);
     strv_free(bad);
+    inv_free(inv);
+}
+
+/* A PCIe root the shell found goes on the GPU and on its MIG devices; none, no attribute. */
+static void test_dra_devices_pcie_root(void **state)
+{
+    struct inv_inventory *inv = tx_machine("mixed-models");
+    const char *roots[8] = {"pci0000:00", NULL, "", "pci0000:80"};
+    struct dra_devices_options o = {.pcie_roots = roots};
+    struct dra_devices *devs = NULL;
+    (void)state;
+
+    assert_true(inv->n_gpus <= GS_ARRAY_SIZE(roots));
+    assert_int_equal(dra_devices_build(inv, &o, &devs, NULL), 0);
+    assert_string_equal(tx_attr(dra_devices_find(devs, "gpu-0-mig-4g20gb-5-0"), DRA_PCIE_ROOT_ATTR),
+                        "pci0000:00");
+    assert_string_equal(tx_attr(dra_devices_find(devs, "gpu-0-mig-3g20gb-9-4"), DRA_PCIE_ROOT_ATTR),
+                        "pci0000:00");
+    assert_null(tx_attr(dra_devices_find(devs, "gpu-1"), DRA_PCIE_ROOT_ATTR));
+    assert_null(tx_attr(dra_devices_find(devs, "gpu-2"), DRA_PCIE_ROOT_ATTR));
+    assert_string_equal(tx_attr(dra_devices_find(devs, "gpu-3"), DRA_PCIE_ROOT_ATTR), "pci0000:80");
+    assert_int_equal(dra_devices_find(devs, "gpu-3")->n_attrs, GS_ARRAY_SIZE(common_attrs) + 1);
+    dra_devices_free(devs);
     inv_free(inv);
 }
 
@@ -423,6 +450,7 @@ int run_devices_tests(void)
         cmocka_unit_test(test_dra_devices_h20_mig),
         cmocka_unit_test(test_dra_devices_mixed),
         cmocka_unit_test(test_dra_devices_unhealthy),
+        cmocka_unit_test(test_dra_devices_pcie_root),
         cmocka_unit_test(test_dra_devices_bad_inventory),
         cmocka_unit_test(test_dra_quantity_binary),
         cmocka_unit_test(test_dra_semver),
