@@ -234,7 +234,9 @@ int dra_quantity_parse(const char *text, uint64_t *ret, struct error *err);
 
 struct dra_plan_sharing {
     enum dra_sharing_strategy strategy;
-    enum dra_timeslice interval;  /* TIME_SLICING on a whole GPU; MIG devices have none */
+    /* TIME_SLICING: the interval to set on a whole GPU. On a MIG device TimeSlicing sets
+     * nothing (MIG devices have no time-slice of their own; NVIDIA sets none either). */
+    enum dra_timeslice interval;
     int active_thread_percentage; /* MPS, -1 when not set */
     uint64_t pinned_limit_mib;    /* MPS, 0 when not set */
 };
@@ -263,9 +265,10 @@ struct dra_checkpoint;
 /* The plan for preparing `claim` on node `pool` (its pool name): every result whose driver
  * is gpu.nvidia.com and pool is this node, in order; other drivers' and pools' results are
  * skipped. Configs for gpu.nvidia.com are decoded strictly; the one that applies to a result
- * is, as in NVIDIA's driver, the last claim config naming its request, else the last class
- * config naming it, else the last config for all requests of the device's kind (claim over
- * class), else none. Refusals (-EINVAL unless said), with NVIDIA's texts first:
+ * is, as in NVIDIA's driver, the last one in [class configs…, claim configs…] that either
+ * names its request (a main request also names its subrequests "<main>/<sub>") or names no
+ * request and is of the device's kind (GpuConfig for gpu, MigDeviceConfig for mig); none
+ * means no sharing. Refusals (-EINVAL unless said), with NVIDIA's texts first:
  * "claim not yet allocated"; "requested device is not allocatable: <name>" (-ENODEV);
  * "requested device is not healthy: <name>" (-EIO); "requested device <name> is already
  * allocated to different claim <uid>" (-EBUSY, checked against claims of `prepared` in

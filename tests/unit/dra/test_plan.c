@@ -128,8 +128,8 @@ static void test_dra_plan_build_precedence(void **state)
     dra_claim_free(c);
 }
 
-/* A config naming a request beats one for all requests, even a later claim one; a main
- * request name covers its subrequests. */
+/* A config naming another request is skipped; a main request name covers its subrequests;
+ * as in NVIDIA's driver a later config for all requests beats an earlier one naming it. */
 static void test_dra_plan_build_requests(void **state)
 {
     struct dra_claim *c = claim(
@@ -146,6 +146,18 @@ static void test_dra_plan_build_requests(void **state)
 
     assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_TIME_SLICING);
     assert_int_equal(p->devices[0].sharing.interval, DRA_TIMESLICE_MEDIUM);
+    dra_plan_free(p);
+    dra_claim_free(c);
+
+    c = claim("[{\"request\": \"gpu\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","
+              "  \"device\": \"gpu-0\"}]",
+              "[{\"source\": \"FromClass\", \"requests\": [\"gpu\"], \"opaque\": {\"driver\":"
+              "   \"gpu.nvidia.com\", \"parameters\": {" API "\"kind\": \"GpuConfig\", \"sharing\":"
+              "   {\"strategy\": \"MPS\"}}}},"
+              " {\"source\": \"FromClaim\", \"opaque\": {\"driver\": \"gpu.nvidia.com\","
+              "   \"parameters\": {" API "\"kind\": \"GpuConfig\"}}}]");
+    p = plan_ok(c, NULL);
+    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_NONE);
     dra_plan_free(p);
     dra_claim_free(c);
 }
