@@ -393,3 +393,44 @@ const struct dra_capacity *dra_device_capacity(const struct dra_device *d, const
             return &d->capacities[i];
     return NULL;
 }
+
+static bool same_device(const struct dra_device *a, const struct dra_device *b)
+{
+    if (strcmp(a->info.name, b->info.name) != 0 || a->n_attrs != b->n_attrs ||
+        a->n_capacities != b->n_capacities)
+        return false;
+    for (size_t i = 0; i < a->n_attrs; i++) {
+        const struct dra_attr *x = &a->attrs[i], *y = &b->attrs[i];
+        if (strcmp(x->name, y->name) != 0 || x->kind != y->kind || strcmp(x->str, y->str) != 0 ||
+            x->i != y->i || x->b != y->b)
+            return false;
+    }
+    for (size_t i = 0; i < a->n_capacities; i++)
+        if (strcmp(a->capacities[i].name, b->capacities[i].name) != 0 ||
+            strcmp(a->capacities[i].value, b->capacities[i].value) != 0)
+            return false;
+    return true;
+}
+
+/* The next healthy device from *i on, or NULL. */
+static const struct dra_device *next_published(const struct dra_devices *d, size_t *i)
+{
+    for (; d && *i < d->n_devices; (*i)++)
+        if (d->devices[*i].healthy)
+            return &d->devices[(*i)++];
+    return NULL;
+}
+
+bool dra_devices_same_slice(const struct dra_devices *a, const struct dra_devices *b)
+{
+    size_t i = 0, j = 0;
+
+    for (;;) {
+        const struct dra_device *x = next_published(a, &i);
+        const struct dra_device *y = next_published(b, &j);
+        if (!x || !y)
+            return !x && !y;
+        if (!same_device(x, y))
+            return false;
+    }
+}

@@ -96,6 +96,11 @@ int dra_devices_build(const struct inv_inventory *inv, const struct dra_devices_
                       struct dra_devices **ret, struct error *err);
 void dra_devices_free(struct dra_devices *devs);
 
+/* True when both lists publish the same slice (the same healthy devices, in order, with
+ * the same attributes and capacities): the plugin updates its slice only when not. NULL is
+ * an empty list. */
+bool dra_devices_same_slice(const struct dra_devices *a, const struct dra_devices *b);
+
 /* Lookups: NULL when absent. Borrowed from devs. */
 const struct dra_device *dra_devices_find(const struct dra_devices *devs, const char *name);
 const struct dra_attr *dra_device_attr(const struct dra_device *d, const char *name);

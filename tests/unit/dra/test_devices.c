@@ -325,6 +325,32 @@ static void test_dra_devices_pcie_root(void **state)
     inv_free(inv);
 }
 
+/* The slice changes with the MIG layout and with health, not with a rebuild of the same. */
+static void test_dra_devices_same_slice(void **state)
+{
+    struct inv_inventory *inv = tx_machine("mixed-models");
+    struct dra_devices *a = tx_devices(inv), *b = tx_devices(inv);
+    (void)state;
+
+    assert_true(dra_devices_same_slice(a, b));
+    assert_true(dra_devices_same_slice(NULL, NULL));
+    assert_false(dra_devices_same_slice(a, NULL));
+    b->devices[2].healthy = false;
+    assert_false(dra_devices_same_slice(a, b));
+    a->devices[2].healthy = false;
+    assert_true(dra_devices_same_slice(a, b)); /* unhealthy devices are not published */
+    str_copy(b->devices[0].capacities[0].value, "15", sizeof(b->devices[0].capacities[0].value));
+    assert_false(dra_devices_same_slice(a, b));
+    dra_devices_free(b);
+    inv->gpus[0].n_migs = 1; /* a MIG device gone */
+    b = tx_devices(inv);
+    a->devices[2].healthy = true;
+    assert_false(dra_devices_same_slice(a, b));
+    dra_devices_free(a);
+    dra_devices_free(b);
+    inv_free(inv);
+}
+
 /* Shapes NVIDIA's driver refuses (semver.MustParse would panic) are errors naming them. */
 static void test_dra_devices_bad_inventory(void **state)
 {
@@ -451,6 +477,7 @@ int run_devices_tests(void)
         cmocka_unit_test(test_dra_devices_mixed),
         cmocka_unit_test(test_dra_devices_unhealthy),
         cmocka_unit_test(test_dra_devices_pcie_root),
+        cmocka_unit_test(test_dra_devices_same_slice),
         cmocka_unit_test(test_dra_devices_bad_inventory),
         cmocka_unit_test(test_dra_quantity_binary),
         cmocka_unit_test(test_dra_semver),
