@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_plan.c: `gpuslice plan` — what this node will advertise to the kubelet with a given
  * config, before anything is rolled out: resources, device counts, sharing and memory per
- * replica, with the model's errors and warnings. Only wiring: config from config/, the
- * snapshot from gpu/, the decision and the report from model/. */
+ * replica, with the model's errors and warnings; with --dra, the ResourceSlice the DRA
+ * plugin would publish. Only wiring: config from config/, the snapshot from gpu/, the
+ * decision and the report from model/ and dra/. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "cli/cli.h"
 #include "config/config.h"
+#include "dra/dra.h"
 #include "gpu/gpu.h"
 #include "model/model.h"
 
@@ -42,18 +47,33 @@ static void usage(FILE *f)
             "                             running daemon started (its /metrics at H:P, as given\n"
             "                             to it; --from-metrics is the old name)\n"
             "      --headroom P           memory kept free when sizing (default 10%%)\n"
+            "      --dra                  print the ResourceSlice (resource.k8s.io/v1, JSON) the\n"
+            "                             DRA plugin would publish for this node, offline: no\n"
+            "                             owner reference, every device counted healthy\n"
+            "      --node-name NAME       node (and pool) name for --dra (env NODE_NAME; default\n"
+            "                             the host name)\n"
             "  -h, --help                 show this help\n"
             "Every NVIDIA device plugin flag and env var is accepted (--mps-root,\n"
             "--device-id-strategy, ...), as the daemon takes them.\n");
 }
 
-enum { OPT_SIZE = 0x1900, OPT_PER_PROCESS, OPT_HEADROOM, OPT_FROM_METRICS };
+enum {
+    OPT_SIZE = 0x1900,
+    OPT_PER_PROCESS,
+    OPT_HEADROOM,
+    OPT_FROM_METRICS,
+    OPT_DRA,
+    OPT_NODE_NAME,
+    OPT_SYSFS_ROOT
+};
 
 struct size_args {
     bool size;
     uint64_t per_process_mib;
     unsigned headroom_pct;
     const char *from_metrics;
+    bool dra;
+    const char *node_name;
 };
 
 static int on_size_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
@@ -64,6 +84,15 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
     switch (c) {
     case OPT_SIZE:
         z->size = true;
+        return -1;
+    case OPT_DRA:
+        z->dra = true;
+        return -1;
+    case OPT_NODE_NAME:
+        z->node_name = arg;
+        return -1;
+    case OPT_SYSFS_ROOT: /* tests: where --dra resolves PCIe roots */
+        a->nvml.sysfs_root = arg;
         return -1;
     case OPT_PER_PROCESS:
         z->size = true;
@@ -94,6 +123,77 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
     }
 }
 
+/* The PCIe root of a GPU as Kubernetes' deviceattribute package finds it: the "pci<dom>:<bus>"
+ * directory its sysfs device resolves under. "" when sysfs does not have the device. */
+static void pcie_root(const char *sysfs_root, const char *bus_id, char *buf, size_t size)
+{
+    char name[32], path[512], *real = NULL;
+    const char *p, *end;
+
+    buf[0] = '\0';
+    if (gpu_pci_sysfs_name(bus_id, name, sizeof(name)) < 0)
+        return;
+    snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sysfs_root, name);
+    real = realpath(path, NULL);
+    p = real ? strstr(real, "/pci") : NULL;
+    if (p) {
+        end = strchr(p + 1, '/');
+        snprintf(buf, size, "%.*s", (int)(end ? end - p - 1 : (ptrdiff_t)strlen(p + 1)), p + 1);
+    }
+    free(real);
+}
+
+/* The ResourceSlice of this node, as `gpuslice dra-plugin` would create it. */
+static int plan_dra(const struct cli_node *node, const char *sysfs_root, const char *node_name)
+{
+    char host[256];
+    char(*roots)[64] = calloc(node->inv->n_gpus + 1, sizeof(*roots));
+    const char **root_ptrs = calloc(node->inv->n_gpus + 1, sizeof(*root_ptrs));
+    struct dra_devices_options opts = {.pcie_roots = root_ptrs};
+    struct dra_devices *devs = NULL;
+    struct dra_slice_meta meta = {.generation = 1};
+    json_t *slice = NULL;
+    char *text = NULL;
+    struct error err = {0};
+    int rc = CLI_EXIT_FAILURE;
+
+    if (!node_name || !*node_name)
+        node_name = getenv("NODE_NAME");
+    if ((!node_name || !*node_name) && gethostname(host, sizeof(host)) == 0) {
+        host[sizeof(host) - 1] = '\0';
+        node_name = host;
+    }
+    meta.node_name = node_name;
+    if (!roots || !root_ptrs) {
+        fprintf(stderr, "gpuslice plan --dra: out of memory\n");
+        goto out;
+    }
+    for (size_t i = 0; i < node->inv->n_gpus; i++) {
+        pcie_root(sysfs_root ? sysfs_root : GPU_DEFAULT_SYSFS_ROOT, node->inv->gpus[i].pci_bus_id,
+                  roots[i], sizeof(roots[i]));
+        root_ptrs[i] = roots[i];
+    }
+    if (dra_devices_build(node->inv, &opts, &devs, &err) < 0 ||
+        dra_slice_json(devs, &meta, DRA_API_V1, &slice, &err) < 0) {
+        fprintf(stderr, "gpuslice plan --dra: %s\n", err.msg);
+        goto out;
+    }
+    text = json_dumps(slice, JSON_INDENT(2));
+    if (!text) {
+        fprintf(stderr, "gpuslice plan --dra: out of memory\n");
+        goto out;
+    }
+    printf("%s\n", text);
+    rc = CLI_EXIT_OK;
+out:
+    free(text);
+    json_decref(slice);
+    dra_devices_free(devs);
+    free(roots);
+    free(root_ptrs);
+    return rc;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     static const struct option size_opts[] = {
@@ -102,6 +202,9 @@ int cmd_plan(int argc, char **argv)
         {"headroom", required_argument, NULL, OPT_HEADROOM},
         {"metrics-address", required_argument, NULL, OPT_FROM_METRICS},
         {"from-metrics", required_argument, NULL, OPT_FROM_METRICS}, /* its name before 0.2 */
+        {"dra", no_argument, NULL, OPT_DRA},
+        {"node-name", required_argument, NULL, OPT_NODE_NAME},
+        {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT}, /* tests */
         {NULL, 0, NULL, 0},
     };
     struct size_args z = {.headroom_pct = 10};
@@ -123,6 +226,10 @@ int cmd_plan(int argc, char **argv)
     /* keep_valid: show every problem (in the report), and what is left */
     if (cli_node_load(&a, true, false, &node) < 0)
         goto out;
+    if (z.dra) {
+        rc = plan_dra(&node, a.nvml.sysfs_root, z.node_name);
+        goto out;
+    }
     if (z.size) {
         char *metrics = NULL;
         if (z.from_metrics && cli_metrics_fetch(z.from_metrics, &metrics, &err) < 0) {

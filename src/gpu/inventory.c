@@ -466,6 +466,13 @@ static int read_mig_device(struct read_ctx *c, nvmlDevice_t parent, const struct
     m->encoders = ci_prof.sharedEncoderCount;
     m->jpeg_engines = ci_prof.sharedJpegCount;
     m->ofa_engines = ci_prof.sharedOfaCount;
+    m->gi_profile.memory_mib = gi_prof.memorySizeMB;
+    m->gi_profile.multiprocessors = gi_prof.multiprocessorCount;
+    m->gi_profile.copy_engines = gi_prof.copyEngineCount;
+    m->gi_profile.decoders = gi_prof.decoderCount;
+    m->gi_profile.encoders = gi_prof.encoderCount;
+    m->gi_profile.jpeg_engines = gi_prof.jpegCount;
+    m->gi_profile.ofa_engines = gi_prof.ofaCount;
     r = gpu_mig_profile_name(ci_slices, gi_slices,
                              gpu_mig_memory_gb(gi_prof.memorySizeMB, parent_total_bytes),
                              gi_profile_suffix(gi_index), m->profile, sizeof(m->profile));

@@ -45,6 +45,12 @@ struct inv_mig_device {
     unsigned gi_slices, ci_slices; /* compute slices of the GPU / compute instance */
     /* engines the compute instance shares (NVML's CI profile shared* counts) */
     unsigned copy_engines, decoders, encoders, jpeg_engines, ofa_engines;
+    /* The GPU-instance profile's own figures (nvmlGpuInstanceProfileInfo_t), which NVIDIA's
+     * DRA driver publishes as the MIG device's capacities. */
+    struct {
+        uint64_t memory_mib; /* memorySizeMB (MiB despite the name) */
+        unsigned multiprocessors, copy_engines, decoders, encoders, jpeg_engines, ofa_engines;
+    } gi_profile;
 };
 
 struct inv_gpu {

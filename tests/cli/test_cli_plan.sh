@@ -2,7 +2,9 @@
 # test_cli_plan.sh: `gpuslice plan` against the fake NVML — the seed's L20 node with its
 # `l20` config (8 time-sliced replicas, ~5758 MiB each), the T4 node with `t4`, an A100
 # all-balanced under `single` (NVIDIA's error, exit 1, valid part still shown), the JSON
-# shape, every example machine under `mixed` (JSON parses), and usage errors (exit 2).
+# shape, every example machine under `mixed` (JSON parses), usage errors (exit 2), and
+# `plan --dra`: the ResourceSlice of the L20 node and of a MIG node, node name from the flag,
+# NODE_NAME or the host name.
 # Usage: test_cli_plan.sh GPUSLICE FAKE_LIB MACHINES_DIR
 set -u
 BIN="$1" LIB="$2" MACHINES="$3"
@@ -152,4 +154,62 @@ check fallbacks-env-bad 2 "FALLBACK_STRATEGIES: unknown strategy 'bogus'" \
     env FALLBACK_STRATEGIES=bogus "$BIN" plan --nvml-library "$LIB"
 check fallbacks-none 1 "no config selected" env FAKE_NVML_MACHINE="$MACHINES/l20-node.yaml" \
     "$BIN" plan --nvml-library "$LIB" --config-file "$CM" --fallback-strategies ""
+
+# plan --dra: the ResourceSlice NVIDIA's DRA driver would publish (names, attributes, capacities)
+machine l20-node
+out=$("$BIN" plan --dra --node-name node-a --nvml-library "$LIB" 2>"$tmp/err"); rc=$?
+if [ $rc -ne 0 ]; then
+    bad dra-l20 "exit $rc: $(cat "$tmp/err")"
+elif printf '%s\n' "$out" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert s["apiVersion"] == "resource.k8s.io/v1" and s["kind"] == "ResourceSlice", s
+assert s["metadata"] == {"generateName": "node-a-gpu.nvidia.com-"}, s["metadata"]
+sp = s["spec"]
+assert sp["driver"] == "gpu.nvidia.com" and sp["nodeName"] == "node-a", sp
+assert sp["pool"] == {"name": "node-a", "generation": 1, "resourceSliceCount": 1}, sp["pool"]
+d = sp["devices"]
+assert [x["name"] for x in d] == ["gpu-0"], d
+a = d[0]["attributes"]
+assert a["type"] == {"string": "gpu"} and a["productName"] == {"string": "NVIDIA L20"}, a
+assert a["brand"] == {"string": "Nvidia"} and a["architecture"] == {"string": "Ada Lovelace"}, a
+assert a["cudaComputeCapability"] == {"version": "8.9.0"}, a
+assert a["driverVersion"] == {"version": "570.158.1"}, a
+assert a["cudaDriverVersion"] == {"version": "12.8.0"}, a
+assert a["resource.kubernetes.io/pciBusID"]["string"].startswith("0000:"), a
+assert d[0]["capacity"] == {"memory": {"value": "46068Mi"}}, d[0]["capacity"]
+'; then
+    ok dra-l20
+else
+    bad dra-l20 "unexpected slice: $out"
+fi
+machine h20-mig-7x1g
+out=$(NODE_NAME=node-b "$BIN" plan --dra --nvml-library "$LIB" 2>"$tmp/err"); rc=$?
+if [ $rc -ne 0 ]; then
+    bad dra-h20 "exit $rc: $(cat "$tmp/err")"
+elif printf '%s\n' "$out" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+d = s["spec"]["devices"]
+assert s["spec"]["nodeName"] == "node-b", s["spec"]
+assert len(d) == 56, len(d)
+assert d[0]["name"] == "gpu-0-mig-1g12gb-19-0" and d[6]["name"] == "gpu-0-mig-1g12gb-19-6", d[:7]
+assert d[0]["attributes"]["type"] == {"string": "mig"}
+assert d[0]["attributes"]["profile"] == {"string": "1g.12gb"}
+assert d[6]["capacity"]["memorySlice6"] == {"value": "1"}, d[6]["capacity"]
+'; then
+    ok dra-h20
+else
+    bad dra-h20 "unexpected slice: $out"
+fi
+# the PCIe root from sysfs, as Kubernetes' deviceattribute package resolves it
+mkdir -p "$tmp/sys/devices/pci0000:0f/0000:0f:01.0/0000:10:00.0" "$tmp/sys/bus/pci/devices"
+ln -s ../../../devices/pci0000:0f/0000:0f:01.0/0000:10:00.0 "$tmp/sys/bus/pci/devices/0000:10:00.0"
+machine l20-node
+check dra-pcie-root 0 '"resource.kubernetes.io/pcieRoot": {\s*"string": "pci0000:0f"' \
+    sh -c "\"\$0\" plan --dra --node-name n --sysfs-root \"\$1\" --nvml-library \"\$2\" | tr -d '\n'" \
+    "$BIN" "$tmp/sys" "$LIB"
+check dra-hostname 0 "\"nodeName\": \"$(hostname)\"" env -u NODE_NAME \
+    "$BIN" plan --dra --nvml-library "$LIB"
+check dra-help 0 "--dra" "$BIN" plan --help
 exit $fail

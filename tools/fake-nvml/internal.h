@@ -230,4 +230,13 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
                                                           nvmlDevice_t *device);
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device);
 
+/* NVIDIA's DRA driver (gpu-kubelet-plugin) reads the addressing mode (HMM/ATS) of every GPU
+ * and does not start on a library without the symbol. NVML's versioned struct. */
+typedef struct {
+    unsigned int version;
+    unsigned int value; /* NVML_DEVICE_ADDRESSING_MODE_NONE 0, _HMM 1, _ATS 2 */
+} nvmlDeviceAddressingMode_t;
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device,
+                                                     nvmlDeviceAddressingMode_t *mode);
+
 #endif

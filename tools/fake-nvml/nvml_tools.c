@@ -3,7 +3,8 @@
  * looks GPUs up by PCI bus id and reads the NVML version, and dies with a symbol lookup
  * error on a library without them. Also the GPU-instance profile index bound of the NVML
  * the machine's CUDA version stands for (a real 580 driver answers INVALID_ARGUMENT at
- * index 17). Declared in internal.h, since src/gpu/nvml.h holds only what gpuslice calls. */
+ * index 17). NVIDIA's DRA driver's addressing-mode read. Declared in internal.h, since
+ * src/gpu/nvml.h holds only what gpuslice calls. */
 #include <stdio.h>
 #include <string.h>
 
@@ -85,4 +86,20 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)
 {
     return by_pci_bus_id(__func__, pciBusId, device);
+}
+
+/* NOT_SUPPORTED, as on every x86 machine: only coherent platforms (Grace) answer HMM or ATS,
+ * and NVIDIA's DRA driver then simply leaves its addressingMode attribute out. */
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device,
+                                                     nvmlDeviceAddressingMode_t *mode)
+{
+    struct fake_gpu *g = NULL;
+    struct fake_ci *ci = NULL;
+    nvmlReturn_t rc = fake_enter(__func__, device, false, &g, &ci);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!mode)
+        return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 }

@@ -22,6 +22,11 @@
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length);
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device);
+typedef struct {
+    unsigned int version;
+    unsigned int value;
+} nvmlDeviceAddressingMode_t;
+nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_t *mode);
 
 #define OK(call) assert_int_equal((call), NVML_SUCCESS)
 
@@ -216,6 +221,28 @@ static void test_mig_parted_symbols_exported(void **state)
     dlclose(h);
 }
 
+/* NVIDIA's DRA driver reads it on every GPU and does not start without the symbol; x86
+ * answers NOT_SUPPORTED, a bad handle or NULL output INVALID_ARGUMENT, like the real one. */
+static void test_addressing_mode_not_supported(void **state)
+{
+    nvmlDeviceAddressingMode_t mode = {0};
+    void *h = dlopen(NULL, RTLD_NOW);
+    (void)state;
+
+    assert_non_null(h);
+    assert_non_null(dlsym(h, "nvmlDeviceGetAddressingMode"));
+    dlclose(h);
+    use_machine("a100-80gb-all-1g.yaml");
+    OK(nvmlInit_v2());
+    assert_int_equal(nvmlDeviceGetAddressingMode(dev(0), &mode), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceGetAddressingMode(dev(0), NULL), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(nvmlDeviceGetAddressingMode(NULL, &mode), NVML_ERROR_INVALID_ARGUMENT);
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetAddressingMode@0=3", 1);
+    assert_int_equal(nvmlDeviceGetAddressingMode(dev(0), &mode), 3);
+    unsetenv("FAKE_NVML_FAIL");
+    OK(nvmlShutdown());
+}
+
 static void test_get_handle_by_pci_bus_id(void **state)
 {
     nvmlPciInfo_t pci;
@@ -339,6 +366,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attributes_symbols_exported),
         cmocka_unit_test(test_mig_parted_symbols_exported),
+        cmocka_unit_test_setup_teardown(test_addressing_mode_not_supported, setup, teardown),
         cmocka_unit_test(test_get_handle_by_pci_bus_id),
         cmocka_unit_test(test_system_nvml_version),
         cmocka_unit_test(test_h200_with_mig_off_like_the_hardware),

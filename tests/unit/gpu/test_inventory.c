@@ -834,6 +834,12 @@ static void test_gpu_inventory_read_ci_subslices_and_me(void **state)
         assert_int_equal(m->multiprocessors, 14);
         assert_int_equal(m->placement_start, 4);
         assert_int_equal(m->placement_size, 4);
+        /* the GPU instance's own profile (what DRA publishes), not the sub-slice's */
+        assert_int_equal(m->gi_profile.multiprocessors, 42);
+        assert_int_equal(m->gi_profile.memory_mib, 40192);
+        assert_int_equal(m->gi_profile.copy_engines, 3);
+        assert_int_equal(m->gi_profile.decoders, 2);
+        assert_int_equal(m->gi_profile.encoders, 0);
     }
     /* GPU 1 is untouched */
     assert_string_equal(inv->gpus[1].migs[3].profile, "3g.40gb");
