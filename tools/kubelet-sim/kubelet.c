@@ -569,6 +569,8 @@ int sim_new(const struct sim_opts *opts, struct sim **ret, struct error *err)
     r = registration_start(sim, err);
     if (r >= 0 && sim->pod_resources_socket)
         r = pod_resources_start(sim, err);
+    if (r >= 0)
+        r = sim__dra_start(sim, opts, err);
     if (r < 0)
         goto out;
     *ret = sim;
@@ -583,6 +585,7 @@ void sim_free(struct sim *sim)
 {
     if (!sim)
         return;
+    sim__dra_stop(sim);
     rpc_server_free(sim->registration);
     rpc_server_free(sim->pod_resources);
     endpoints_drop_all(sim);
