@@ -208,10 +208,11 @@ int kdra_result_set_error(struct kdra_result *r, const char *fmt, ...) GS_PRINTF
 /* Frees the contents; r is empty afterwards. Accepts NULL. */
 void kdra_result_release(struct kdra_result *r);
 
-/* What the server calls. Handlers run on the gRPC server's thread, one call at a time per
- * server: they may block briefly (an API GET of the claim, writing a CDI spec) but every
- * call of the kubelet waits meanwhile (its deadline is 45 s), and they must be thread-safe
- * against the caller's other threads. */
+/* What the server calls. prepare and unprepare run on the DRA socket's gRPC thread, one call
+ * at a time: they may block briefly (an API GET of the claim, writing a CDI spec) but every
+ * other kubelet call waits meanwhile (its deadline is 45 s). registration runs on the
+ * registration socket's thread, so it may overlap them. All must be thread-safe against the
+ * caller's other threads. */
 struct kdra_ops {
     /* Fills results[i] (zeroed, n_claims entries) for claims[i]. Returns 0 for an answer
      * (per-claim errors in results), or fails the whole call: set st to a status (the
@@ -262,7 +263,8 @@ void kdra_server_stop(struct kdra_server *s);
 void kdra_server_free(struct kdra_server *s);
 const char *kdra_server_socket_path(const struct kdra_server *s);
 const char *kdra_server_registration_path(const struct kdra_server *s);
-/* False when either socket path no longer is the socket this server bound: serve again. */
+/* False when either socket path no longer is the socket this server bound (removed or
+ * replaced): free this server and start a new one to register again. */
 bool kdra_server_sockets_ok(const struct kdra_server *s);
 /* The registration state so far. Thread-safe. */
 void kdra_server_registration(struct kdra_server *s, struct kdra_registration *ret);

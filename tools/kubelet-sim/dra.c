@@ -44,6 +44,18 @@ static struct sim_dra_plugin *plugin_find(struct sim *sim, const char *reg_socke
     return NULL;
 }
 
+/* Under sim->lock: a free slot, reusing one of a removed socket when the table is full
+ * (a rolling update names each instance's socket anew). NULL when every slot is live. */
+static struct sim_dra_plugin *plugin_slot(struct sim *sim)
+{
+    if (sim->dra.n_plugins < SIM_MAX_DRA_PLUGINS)
+        return &sim->dra.plugins[sim->dra.n_plugins];
+    for (size_t i = 0; i < sim->dra.n_plugins; i++)
+        if (sim->dra.plugins[i].is_removed)
+            return &sim->dra.plugins[i];
+    return NULL;
+}
+
 /* The outcome of one registration attempt, applied under the lock. */
 struct attempt {
     const char *path;
@@ -86,14 +98,16 @@ static void apply_attempt(struct sim *sim, struct attempt *a)
 {
     struct sim_dra_plugin *p = plugin_find(sim, a->path);
 
-    if (!p && sim->dra.n_plugins >= SIM_MAX_DRA_PLUGINS)
-        return;
     if (!p) {
-        p = &sim->dra.plugins[sim->dra.n_plugins];
+        p = plugin_slot(sim);
+        if (!p)
+            return;
+        plugin_release(p);
         p->reg_socket = str_dup(a->path);
         if (!p->reg_socket)
             return;
-        sim->dra.n_plugins++;
+        if (p == &sim->dra.plugins[sim->dra.n_plugins])
+            sim->dra.n_plugins++;
     }
     p->dev = a->st.st_dev;
     p->ino = a->st.st_ino;
@@ -122,7 +136,7 @@ static bool wants_attempt(struct sim *sim, const char *path, const struct stat *
     const struct sim_dra_plugin *p = plugin_find(sim, path);
 
     if (!p)
-        return sim->dra.n_plugins < SIM_MAX_DRA_PLUGINS;
+        return plugin_slot(sim) != NULL;
     if (p->dev != st->st_dev || p->ino != st->st_ino || p->is_removed)
         return true; /* a new socket at the same path: the plugin restarted */
     return !p->is_registered && now >= p->retry_ns;
