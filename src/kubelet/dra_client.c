@@ -145,8 +145,11 @@ static int copy_prepared(const dra_prep_one *one, struct kdra_result *res)
         char **rn_v = calloc(d->n_request_names + 1, sizeof(*rn_v));
         char **cdi_v = calloc(d->n_cdi_device_ids + 1, sizeof(*cdi_v));
         if (rn_v && cdi_v) {
-            memcpy(rn_v, rn, d->n_request_names * sizeof(*rn));
-            memcpy(cdi_v, cdi, d->n_cdi_device_ids * sizeof(*cdi));
+            /* empty repeated fields are NULL: memcpy must not see them */
+            for (size_t k = 0; k < d->n_request_names; k++)
+                rn_v[k] = rn[k];
+            for (size_t k = 0; k < d->n_cdi_device_ids; k++)
+                cdi_v[k] = cdi[k];
             r = kdra_result_add_device(res, d->pool_name, d->device_name, (const char *const *)rn_v,
                                        (const char *const *)cdi_v);
         } else {

@@ -58,6 +58,11 @@ static int stub_prepare(void *ctx, enum kdra_api api, const struct kdra_claim *c
         }
         if (strcmp(claims[i].name, "errno") == 0)
             return -EIO;
+        if (strcmp(claims[i].name, "bare") == 0) {
+            /* no request names, no CDI IDs: empty repeated fields on the wire */
+            assert_int_equal(kdra_result_add_device(&results[i], "node1", "gpu-2", NULL, NULL), 0);
+            continue;
+        }
         if (strncmp(claims[i].name, "bad", 3) == 0) {
             assert_int_equal(kdra_result_set_error(&results[i], "requested device is not "
                                                                 "allocatable: gpu-7"),
@@ -273,6 +278,26 @@ static void test_kdra_prepare_both_apis(void **state)
     }
     assert_int_equal(f->n_prepare, 4);
     assert_int_equal(f->n_unprepare, 2);
+}
+
+/* A device with empty lists decodes to empty lists (UBSan once saw memcpy from NULL). */
+static void test_kdra_prepare_device_without_lists(void **state)
+{
+    struct fixture *f = *state;
+    const struct kdra_claim claims[] = {{"default", "uid-5", "bare"}};
+    struct kdra_result res[1] = {{0}};
+    struct error err = {0};
+
+    start(f);
+    assert_int_equal(kdra_client_call(kdra_server_socket_path(f->srv), KDRA_API_V1, true, claims, 1,
+                                      WAIT_MS, res, NULL, &err),
+                     0);
+    assert_int_equal(res[0].n_devices, 1);
+    assert_string_equal(res[0].devices[0].device_name, "gpu-2");
+    assert_int_equal(strv_length(res[0].devices[0].request_names), 0);
+    assert_int_equal(strv_length(res[0].devices[0].cdi_device_ids), 0);
+    assert_null(res[0].devices[0].share_id);
+    kdra_result_release(&res[0]);
 }
 
 static void test_kdra_prepare_empty_claims(void **state)
@@ -545,6 +570,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test(test_kdra_pick_api_choices),
         cmocka_unit_test_setup_teardown(test_kdra_prepare_both_apis, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kdra_prepare_device_without_lists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kdra_prepare_empty_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kdra_prepare_whole_call_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kdra_prepare_hostile_requests, setup, teardown),
