@@ -276,6 +276,40 @@ void sim__dra_stop(struct sim *sim)
     d->registry = NULL;
 }
 
+int sim__dra_restart(struct sim *sim, uint64_t deadline_ns, struct error *err)
+{
+    unsigned before[SIM_MAX_DRA_PLUGINS];
+    bool want[SIM_MAX_DRA_PLUGINS];
+    const char *late = NULL;
+    size_t n;
+
+    if (!sim->dra.registry)
+        return 0;
+    pthread_mutex_lock(&sim->lock);
+    n = sim->dra.n_plugins;
+    for (size_t i = 0; i < n; i++) {
+        struct sim_dra_plugin *p = &sim->dra.plugins[i];
+        want[i] = p->is_registered;
+        before[i] = p->n_registrations;
+        p->is_registered = false;
+        p->dev = 0; /* "a new socket": the next scan registers it */
+        p->ino = 0;
+    }
+    for (;;) {
+        late = NULL;
+        for (size_t i = 0; i < n && !late; i++)
+            if (want[i] && sim->dra.plugins[i].n_registrations == before[i] &&
+                !sim->dra.plugins[i].is_removed)
+                late = sim->dra.plugins[i].reg_socket;
+        if (!late || !sim__wait_until(sim, deadline_ns))
+            break;
+    }
+    if (late)
+        error_set(err, -ETIMEDOUT, "restart: DRA plugin %s did not register again in time", late);
+    pthread_mutex_unlock(&sim->lock);
+    return late ? -ETIMEDOUT : 0;
+}
+
 /* ---- commands ---- */
 
 static json_t *strv_json(char *const *v)

@@ -533,6 +533,8 @@ int sim__restart(struct sim *sim, int timeout_ms, uint64_t *ret_ms, struct error
                       "%d ms (first: \"%s\"); is the plugin watching for kubelet.sock?",
                       missing, timeout_ms, first_missing);
     pthread_mutex_unlock(&sim->lock);
+    if (r >= 0)
+        r = sim__dra_restart(sim, deadline, err); /* plugins_registry is rescanned as well */
     if (r >= 0 && ret_ms)
         *ret_ms = (time_now_ns() - start) / 1000000u;
     return r;

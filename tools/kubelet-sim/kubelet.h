@@ -97,6 +97,10 @@ bool sim__wait_until(struct sim *sim, uint64_t deadline_ns);
  * 0750); stops it and frees the DRA state (stop is safe on a zeroed sim_dra). */
 int sim__dra_start(struct sim *sim, const struct sim_opts *opts, struct error *err);
 void sim__dra_stop(struct sim *sim);
+/* The DRA part of a kubelet restart: every registration is forgotten and the watcher
+ * registers each plugin socket again (GetInfo, NotifyRegistrationStatus); waits until those
+ * registered before did so, up to deadline_ns. 0 at once without a registry. */
+int sim__dra_restart(struct sim *sim, uint64_t deadline_ns, struct error *err);
 /* Runs a dra-* command (run.c dispatches). Errors in err; the answer goes to out. */
 int sim__dra_run(struct sim *sim, const struct sim_cmd *c, bool json, struct strbuf *out,
                  struct error *err);

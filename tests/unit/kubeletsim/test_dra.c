@@ -2,7 +2,8 @@
 /* Tests for tools/kubelet-sim dra.c and the dra-* commands of cmd.c: parsing, then the
  * simulator in-process against src/kubelet's DRA plugin server (stub ops) — registration in
  * v1 and forced v1beta1, prepare/unprepare answers, deregistration when the socket goes and
- * registration again when it comes back, and the answers without a registry. */
+ * registration again when it comes back or the kubelet restarts, and the answers without a
+ * registry. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -281,6 +282,25 @@ static void test_sim_dra_plugin_leaves_and_returns(void **state)
     json_decref(j);
 }
 
+/* A kubelet restart registers the DRA plugins again, as a new kubelet finds the sockets. */
+static void test_sim_dra_kubelet_restart(void **state)
+{
+    struct fx *f = *state;
+    struct kdra_registration reg;
+    json_t *j;
+
+    server_start(f);
+    sim_start(f, false);
+    assert_true(wait_registered(f, true, 1));
+    j = run(f, "restart 10000", 0);
+    json_decref(j);
+    assert_true(wait_registered(f, true, 2));
+    kdra_server_registration(f->srv, &reg);
+    assert_int_equal(reg.n_get_info, 2);
+    assert_int_equal(reg.n_notifications, 2);
+    assert_true(reg.is_registered);
+}
+
 static void test_sim_dra_without_registry(void **state)
 {
     struct fx *f = *state;
@@ -303,6 +323,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sim_dra_registers_and_prepares_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_dra_force_v1beta1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_dra_plugin_leaves_and_returns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_dra_kubelet_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_dra_without_registry, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
