@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # DRA, the kubelet's side: src/kubelet's DRA plugin server with canned ops (dra_stub) driven
 # by kubelet-sim (plugin registration in v1 and v1beta1, prepare, repeat, unprepare, a
-# whole-call failure, a plugin restart, plugins it must refuse) and by Python grpcio as an
+# whole-call failure, plugin and kubelet restarts, plugins it must refuse) and by grpcio as an
 # independent peer calling the v1 and v1beta1 method paths with hand-encoded protobuf.
 # Env: GS_DRA_STUB, GS_KUBELET_SIM (set by tests/integration/dra.cmake).
 import json
@@ -275,6 +275,17 @@ class TestDraKubelet(unittest.TestCase):
         self.stub = Stub(self.root)
         p = sim.wait_plugin(lambda p: p["registered"] and p["registrations"] == 2)
         self.assertEqual(p["driver"], DRIVER)
+        self.assertTrue(sim.cmd("dra-prepare %s default/claim-a:uid-a" % DRIVER)["ok"])
+
+    def test_kubelet_restart_registers_again(self):
+        sim = self.sim()
+        self.registered_in(sim, "v1")
+        a = sim.cmd("restart 10000")
+        self.assertTrue(a["ok"], a)
+        e = self.stub.wait_event(lambda e: e["event"] == "registration")
+        self.assertTrue(e["registered"], e)
+        p = sim.wait_plugin(lambda p: p["registered"] and p["registrations"] == 2)
+        self.assertEqual(p["api"], "v1")
         self.assertTrue(sim.cmd("dra-prepare %s default/claim-a:uid-a" % DRIVER)["ok"])
 
     def test_sim_refuses_other_plugins(self):
