@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kubelet.h: the kubelet-facing services built on rpc.h — the device plugin service of one
  * resource (dp_plugin: GetDevicePluginOptions, ListAndWatch, GetPreferredAllocation,
- * Allocate, PreStartContainer, answered from a model) and the registration client. The
- * model is shared through a refcounted snapshot that can be swapped atomically. Library
- * code: never logs above debug; the daemon logs. */
+ * Allocate, PreStartContainer, answered from a model), the registration client, and the DRA
+ * kubelet plugin (kdra_: DRAPlugin v1/v1beta1 plus plugin registration, answered through an
+ * ops table). Library code: never logs above debug; the daemon logs. */
 #ifndef GS_KUBELET_H
 #define GS_KUBELET_H
 
@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "gpu/inventory.h"
+#include "kubelet/rpc.h"
 #include "model/model.h"
 
 #define DP_API_VERSION "v1beta1"
@@ -143,5 +144,157 @@ const char *dp_pod_devices_holder(const struct dp_pod_devices *l, const char *re
 #define DP_CHECKPOINT_NAME "kubelet_internal_checkpoint"
 #define DP_CHECKPOINT_MAX_BYTES (16u * 1024 * 1024)
 int dp_checkpoint_read(const char *path, struct dp_pod_devices *ret, struct error *err);
+
+/* ---- DRA kubelet plugin (dra.c) ------------------------------------------------------------
+ * The node side of Dynamic Resource Allocation as the kubelet sees it: the DRAPlugin service
+ * (NodePrepareResources, NodeUnprepareResources) on <plugins>/<driver>/dra.sock in both API
+ * versions (k8s.io.kubelet.pkg.apis.dra.v1 and .v1beta1: same messages, other package), and
+ * the plugin registration service (pluginregistration.Registration) on
+ * <registrar>/<driver>-reg.sock, which the kubelet's plugin watcher finds, asks GetInfo and
+ * answers with NotifyRegistrationStatus. Both serve before anything registers: the kubelet
+ * dials back. Requests reach the caller as plain C structs through struct kdra_ops. */
+
+#define KDRA_DRIVER_NAME "gpu.nvidia.com"
+#define KDRA_SOCKET_NAME "dra.sock"
+#define KDRA_REG_SOCKET_SUFFIX "-reg.sock"
+#define KDRA_PLUGIN_TYPE "DRAPlugin"
+/* PluginInfo.supported_versions entries (not the full gRPC service names) */
+#define KDRA_VERSION_V1 "v1.DRAPlugin"
+#define KDRA_VERSION_V1BETA1 "v1beta1.DRAPlugin"
+/* Claims in one call (the kubelet sends the claims of one pod for this driver); more are
+ * refused with INVALID_ARGUMENT. */
+#define KDRA_MAX_CLAIMS 256
+/* Longest namespace, name or UID accepted (a DNS subdomain). */
+#define KDRA_MAX_NAME_LEN 253
+
+enum kdra_api { KDRA_API_V1 = 0, KDRA_API_V1BETA1 };
+
+/* "v1" or "v1beta1". Static. */
+const char *kdra_api_name(enum kdra_api api);
+/* The full method path of NodePrepareResources (prepare true) or NodeUnprepareResources. */
+const char *kdra_method(enum kdra_api api, bool prepare);
+
+/* One claim of a request. The server hands them to the ops borrowed for the call; every
+ * field is 1..KDRA_MAX_NAME_LEN bytes of [A-Za-z0-9._-] and UIDs are unique in a call. */
+struct kdra_claim {
+    const char *namespace;
+    const char *uid;
+    const char *name;
+};
+
+/* One prepared device. Owned by its kdra_result. */
+struct kdra_device {
+    char **request_names;  /* strv; empty: every request of the claim */
+    char *pool_name;       /* required */
+    char *device_name;     /* required */
+    char **cdi_device_ids; /* strv of fully qualified CDI names */
+    char *share_id;        /* NULL when none; sent in v1 only (v1beta1 has no such field) */
+};
+
+/* The answer for one claim: prepared devices, or an error text the kubelet shows on the pod
+ * (FailedPrepareDynamicResources) and retries. For unprepare only `error` counts. */
+struct kdra_result {
+    struct kdra_device *devices;
+    size_t n_devices;
+    char *error; /* NULL: success */
+};
+
+/* Appends a device (strings and NULL-terminated lists copied; lists may be NULL). 0 or
+ * -ENOMEM, r unchanged on failure. */
+int kdra_result_add_device(struct kdra_result *r, const char *pool_name, const char *device_name,
+                           const char *const *request_names, const char *const *cdi_device_ids);
+/* Sets the claim's error text (replacing one set before). 0 or -ENOMEM. */
+int kdra_result_set_error(struct kdra_result *r, const char *fmt, ...) GS_PRINTF(2, 3);
+/* Frees the contents; r is empty afterwards. Accepts NULL. */
+void kdra_result_release(struct kdra_result *r);
+
+/* What the server calls. prepare and unprepare run on the DRA socket's gRPC thread, one call
+ * at a time: they may block briefly (an API GET of the claim, writing a CDI spec) but every
+ * other kubelet call waits meanwhile (its deadline is 45 s). registration runs on the
+ * registration socket's thread, so it may overlap them. All must be thread-safe against the
+ * caller's other threads. */
+struct kdra_ops {
+    /* Fills results[i] (zeroed, n_claims entries) for claims[i]. Returns 0 for an answer
+     * (per-claim errors in results), or fails the whole call: set st to a status (the
+     * kubelet sees "rpc error: code = <Name> desc = <message>") and return < 0; a negative
+     * return with st still OK is sent as UNKNOWN with strerror's text. The server frees the
+     * results either way. */
+    int (*prepare)(void *ctx, enum kdra_api api, const struct kdra_claim *claims, size_t n_claims,
+                   struct kdra_result *results, struct rpc_status *st);
+    /* The same for NodeUnprepareResources; only results[i].error is sent. Unpreparing a
+     * claim never prepared must succeed (the kubelet retries after restarts). */
+    int (*unprepare)(void *ctx, enum kdra_api api, const struct kdra_claim *claims, size_t n_claims,
+                     struct kdra_result *results, struct rpc_status *st);
+    /* NotifyRegistrationStatus arrived (may be NULL). error is "" when registered. Same
+     * thread rules; must not call kdra_server_stop/free. */
+    void (*registration)(void *ctx, bool registered, const char *error);
+};
+
+struct kdra_server_opts {
+    const char *driver_name;    /* NULL: KDRA_DRIVER_NAME */
+    const char *plugins_dir;    /* kubelet's plugins dir: socket <it>/<driver>/dra.sock */
+    const char *registrar_dir;  /* kubelet's plugins_registry: <it>/<driver>-reg.sock */
+    const struct kdra_ops *ops; /* borrowed; must outlive the server */
+    void *ctx;                  /* passed to the ops */
+};
+
+/* What the kubelet said about the registration, for the caller and tests. */
+struct kdra_registration {
+    bool is_registered;             /* the last NotifyRegistrationStatus said registered */
+    unsigned n_get_info;            /* GetInfo calls answered */
+    unsigned n_notifications;       /* NotifyRegistrationStatus calls received */
+    char error[RPC_STATUS_MSG_MAX]; /* the last error text, "" when none */
+};
+
+struct kdra_server;
+
+/* A stopped server; nothing is created on disk yet. -EINVAL for a missing dir or ops, or a
+ * socket path too long for a unix socket. Owned: kdra_server_free(). */
+int kdra_server_new(const struct kdra_server_opts *opts, struct kdra_server **ret,
+                    struct error *err);
+/* Creates <plugins>/<driver> and the registrar dir if missing (0750), removes stale socket
+ * files, serves DRAPlugin (v1 and v1beta1) and then Registration: when it returns 0 the
+ * kubelet can find and dial the plugin. Once only. */
+int kdra_server_start(struct kdra_server *s, struct error *err);
+/* Removes the registration socket first (the kubelet deregisters), then stops serving
+ * DRAPlugin. Idempotent; not from an op. */
+void kdra_server_stop(struct kdra_server *s);
+/* Stops and frees; accepts NULL. */
+void kdra_server_free(struct kdra_server *s);
+const char *kdra_server_socket_path(const struct kdra_server *s);
+const char *kdra_server_registration_path(const struct kdra_server *s);
+/* False when either socket path no longer is the socket this server bound (removed or
+ * replaced): free this server and start a new one to register again. */
+bool kdra_server_sockets_ok(const struct kdra_server *s);
+/* The registration state so far. Thread-safe. */
+void kdra_server_registration(struct kdra_server *s, struct kdra_registration *ret);
+
+/* ---- DRA, the kubelet's side (dra_client.c): kubelet-sim and tests ----------------------- */
+
+struct kdra_plugin_info {
+    char *type;
+    char *name;
+    char *endpoint;            /* "" when the plugin left it empty */
+    char **supported_versions; /* strv */
+};
+void kdra_plugin_info_release(struct kdra_plugin_info *i);
+
+/* GetInfo on a registration socket. -EBADMSG for an answer that does not decode. */
+int kdra_client_get_info(const char *reg_socket, int timeout_ms, struct kdra_plugin_info *ret,
+                         struct error *err);
+/* NotifyRegistrationStatus(registered, error) on a registration socket. */
+int kdra_client_notify(const char *reg_socket, bool registered, const char *error, int timeout_ms,
+                       struct error *err);
+/* Picks the API the kubelet would use from supported_versions: v1 first, then v1beta1 (only
+ * v1beta1 when force_v1beta1). -ENOTSUP with the kubelet-like text when none fits. */
+int kdra_pick_api(char *const *supported_versions, bool force_v1beta1, enum kdra_api *ret,
+                  struct error *err);
+/* NodePrepareResources (prepare true) or NodeUnprepareResources on a DRA socket. On success
+ * results[i] (n entries, zeroed by the caller, release each) is the answer for claims[i].
+ * A failed call returns as rpc_client_call (st holds the status); an answer missing a claim
+ * is -EBADMSG "NodePrepareResources skipped N ResourceClaims" as the kubelet says. */
+int kdra_client_call(const char *socket, enum kdra_api api, bool prepare,
+                     const struct kdra_claim *claims, size_t n_claims, int timeout_ms,
+                     struct kdra_result *results, struct rpc_status *st, struct error *err);
 
 #endif

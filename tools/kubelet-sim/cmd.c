@@ -29,6 +29,12 @@ static const struct cmd_def cmd_defs[] = {
     {"restart", SIM_CMD_RESTART, 0, 1, "restart [timeout_ms]"},
     {"help", SIM_CMD_HELP, 0, 0, "help"},
     {"quit", SIM_CMD_QUIT, 0, 0, "quit"},
+    {"dra-wait", SIM_CMD_DRA_WAIT, 1, 2, "dra-wait <driver> [timeout_ms]"},
+    {"dra-drivers", SIM_CMD_DRA_DRIVERS, 0, 0, "dra-drivers"},
+    {"dra-prepare", SIM_CMD_DRA_PREPARE, 2, 1 + SIM_MAX_CLAIMS,
+     "dra-prepare <driver> <namespace>/<name>:<uid> [...]"},
+    {"dra-unprepare", SIM_CMD_DRA_UNPREPARE, 2, 1 + SIM_MAX_CLAIMS,
+     "dra-unprepare <driver> <namespace>/<name>:<uid> [...]"},
 };
 
 const char *sim_cmd_help(void)
@@ -44,6 +50,10 @@ const char *sim_cmd_help(void)
            "  pod <pod>                           one pod with its Allocate responses\n"
            "  schedule                            retry Pending pods in creation order\n"
            "  restart [timeout_ms]                simulate a kubelet restart\n"
+           "  dra-wait <driver> [timeout_ms]      wait until a DRA driver is registered\n"
+           "  dra-drivers                         the DRA plugins found in plugins_registry\n"
+           "  dra-prepare <driver> <ns>/<name>:<uid>...    NodePrepareResources for claims\n"
+           "  dra-unprepare <driver> <ns>/<name>:<uid>...  NodeUnprepareResources\n"
            "  help, quit\n";
 }
 
@@ -55,6 +65,11 @@ void sim_cmd_release(struct sim_cmd *c)
     for (size_t i = 0; i < c->n_requests; i++) {
         free(c->requests[i].resource);
         free(c->requests[i].container);
+    }
+    for (size_t i = 0; i < c->n_claims; i++) {
+        free(c->claims[i].namespace);
+        free(c->claims[i].name);
+        free(c->claims[i].uid);
     }
     memset(c, 0, sizeof(*c));
 }
@@ -159,6 +174,33 @@ static int parse_request(const char *s, struct sim_request *ret, struct error *e
     return 0;
 }
 
+/* <namespace>/<name>:<uid>; each part non-empty (the plugin checks the rest, as a kubelet
+ * would send whatever the API server holds). */
+static int parse_claim(const char *s, struct sim_claim *ret, struct error *err)
+{
+    const char *slash = strchr(s, '/'), *colon = slash ? strchr(slash, ':') : NULL;
+
+    if (!slash || slash == s || !colon || colon == slash + 1 || !colon[1])
+        return error_set(err, -EINVAL, "invalid claim \"%s\": want <namespace>/<name>:<uid>", s);
+    ret->namespace = strndup(s, (size_t)(slash - s));
+    ret->name = strndup(slash + 1, (size_t)(colon - slash - 1));
+    ret->uid = str_dup(colon + 1);
+    if (!ret->namespace || !ret->name || !ret->uid)
+        return error_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
+static int parse_claims(char **argv, size_t argc, struct sim_cmd *c, struct error *err)
+{
+    for (size_t i = 0; i < argc; i++) {
+        int r = parse_claim(argv[i], &c->claims[c->n_claims], err);
+        c->n_claims++; /* released with the command either way */
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int parse_args(const struct cmd_def *d, char **argv, size_t argc, struct sim_cmd *c,
                       struct error *err)
 {
@@ -189,6 +231,11 @@ static int parse_args(const struct cmd_def *d, char **argv, size_t argc, struct 
         return argc > 1 ? parse_timeout(argv[1], &c->timeout_ms, err) : 0;
     case SIM_CMD_RESTART:
         return argc > 0 ? parse_timeout(argv[0], &c->timeout_ms, err) : 0;
+    case SIM_CMD_DRA_WAIT:
+        return argc > 0 ? parse_timeout(argv[0], &c->timeout_ms, err) : 0;
+    case SIM_CMD_DRA_PREPARE:
+    case SIM_CMD_DRA_UNPREPARE:
+        return parse_claims(argv, argc, c, err);
     case SIM_CMD_ADMIT:
         for (size_t i = 0; i < argc; i++) {
             struct sim_request *rq = &c->requests[c->n_requests];
@@ -256,7 +303,8 @@ int sim_cmd_parse(const char *line, struct sim_cmd *ret, struct error *err)
     if (r < 0)
         goto out;
     if (d->kind == SIM_CMD_WAIT || d->kind == SIM_CMD_DEVICES || d->kind == SIM_CMD_ADMIT ||
-        d->kind == SIM_CMD_DELETE || d->kind == SIM_CMD_POD) {
+        d->kind == SIM_CMD_DELETE || d->kind == SIM_CMD_POD || d->kind == SIM_CMD_DRA_WAIT ||
+        d->kind == SIM_CMD_DRA_PREPARE || d->kind == SIM_CMD_DRA_UNPREPARE) {
         c.name = strdup(argv[1]);
         if (!c.name) {
             r = error_set(err, -ENOMEM, "out of memory");

@@ -533,6 +533,8 @@ int sim__restart(struct sim *sim, int timeout_ms, uint64_t *ret_ms, struct error
                       "%d ms (first: \"%s\"); is the plugin watching for kubelet.sock?",
                       missing, timeout_ms, first_missing);
     pthread_mutex_unlock(&sim->lock);
+    if (r >= 0)
+        r = sim__dra_restart(sim, deadline, err); /* plugins_registry is rescanned as well */
     if (r >= 0 && ret_ms)
         *ret_ms = (time_now_ns() - start) / 1000000u;
     return r;
@@ -569,6 +571,8 @@ int sim_new(const struct sim_opts *opts, struct sim **ret, struct error *err)
     r = registration_start(sim, err);
     if (r >= 0 && sim->pod_resources_socket)
         r = pod_resources_start(sim, err);
+    if (r >= 0)
+        r = sim__dra_start(sim, opts, err);
     if (r < 0)
         goto out;
     *ret = sim;
@@ -583,6 +587,7 @@ void sim_free(struct sim *sim)
 {
     if (!sim)
         return;
+    sim__dra_stop(sim);
     rpc_server_free(sim->registration);
     rpc_server_free(sim->pod_resources);
     endpoints_drop_all(sim);

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kubelet-sim: the simulator object shared by kubelet.c (Registration server, dial back,
- * ListAndWatch threads, restart, pod-resources) and run.c (the commands and admission).
- * Locking: sim->lock guards state and eps; RPCs are never made while holding it. */
+ * ListAndWatch threads, restart, pod-resources), dra.c (the DRA side) and run.c (the
+ * commands and admission). Locking: sim->lock guards state, eps and dra.plugins; RPCs are
+ * never made while holding it. */
 #ifndef GS_KUBELET_SIM_KUBELET_H
 #define GS_KUBELET_SIM_KUBELET_H
 
 #include <pthread.h>
 #include <stdbool.h>
 
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "kubelet/kubelet.h"
 #include "kubelet/rpc.h"
 #include "sim.h"
 
@@ -33,6 +39,33 @@ struct sim_endpoint {
     int refs;  /* atomic */
 };
 
+/* One plugin socket found in plugins_registry, as the kubelet's plugin manager tracks it. */
+struct sim_dra_plugin {
+    char *reg_socket; /* path in plugins_registry */
+    dev_t dev;        /* of the socket file registered (a new file registers again) */
+    ino_t ino;
+    char *driver;             /* PluginInfo.name; NULL until GetInfo answered */
+    char *endpoint;           /* DRA socket (PluginInfo.endpoint, or reg_socket when empty) */
+    enum kdra_api api;        /* the service chosen */
+    bool is_registered;       /* validated and told so; false after a failure or removal */
+    bool is_removed;          /* the socket is gone (deregistered) */
+    unsigned n_registrations; /* successful registrations of this socket path */
+    char *error;              /* the last failure, NULL when none */
+    uint64_t retry_ns;        /* a failed socket is tried again from then on */
+};
+
+/* The DRA side: a watcher thread over plugins_registry. */
+struct sim_dra {
+    char *registry;
+    bool force_v1beta1;
+    pthread_t thread;
+    bool thread_started;
+    int stop_fd;    /* eventfd: the watcher ends */
+    int inotify_fd; /* wakes the watcher on changes in the registry */
+    struct sim_dra_plugin plugins[SIM_MAX_DRA_PLUGINS]; /* under sim->lock */
+    size_t n_plugins;
+};
+
 struct sim {
     char *dir;
     char *kubelet_socket;
@@ -47,6 +80,7 @@ struct sim {
 
     struct rpc_server *registration;
     struct rpc_server *pod_resources;
+    struct sim_dra dra;
 };
 
 struct sim_endpoint *sim__endpoint_ref(struct sim_endpoint *ep);
@@ -58,5 +92,19 @@ struct sim_endpoint *sim__endpoint_find(struct sim *sim, const char *resource);
 int sim__restart(struct sim *sim, int timeout_ms, uint64_t *ret_ms, struct error *err);
 /* Waits on sim->cond (lock held) until deadline_ns (CLOCK_MONOTONIC). false on timeout. */
 bool sim__wait_until(struct sim *sim, uint64_t deadline_ns);
+
+/* dra.c: starts the registry watcher when opts->plugins_registry is set (the dir is created,
+ * 0750); stops it and frees the DRA state (stop is safe on a zeroed sim_dra). */
+int sim__dra_start(struct sim *sim, const struct sim_opts *opts, struct error *err);
+void sim__dra_stop(struct sim *sim);
+/* The DRA part of a kubelet restart: every registration is forgotten and the watcher
+ * registers each plugin socket again (GetInfo, NotifyRegistrationStatus); waits until those
+ * registered before did so, up to deadline_ns. 0 at once without a registry. */
+int sim__dra_restart(struct sim *sim, uint64_t deadline_ns, struct error *err);
+/* Runs a dra-* command (run.c dispatches). Errors in err; the answer goes to out. */
+int sim__dra_run(struct sim *sim, const struct sim_cmd *c, bool json, struct strbuf *out,
+                 struct error *err);
+/* One JSON line from o (consumed), always a line even when o is NULL. */
+void sim__emit_json(json_t *o, struct strbuf *out);
 
 #endif

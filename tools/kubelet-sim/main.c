@@ -29,7 +29,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: kubelet-sim --dir DIR [options]\n"
             "A kubelet stand-in: serves Registration on DIR/kubelet.sock, dials plugins back,\n"
-            "watches ListAndWatch and admits pods like kubelet's device manager.\n\n"
+            "watches ListAndWatch and admits pods like kubelet's device manager; with\n"
+            "--plugins-registry also registers DRA drivers and prepares their claims.\n\n"
             "  --dir DIR                    device plugin directory (created if missing)\n"
             "  -o, --output text|json       answer format (json: one object per line)\n"
             "  --rpc-timeout-ms MS          deadline of every call to a plugin (10000)\n"
@@ -38,6 +39,8 @@ static void usage(FILE *f)
             "  --capacity                   one-shot: print capacity and exit\n"
             "  --timeout-ms MS              one-shot wait limit (10000)\n"
             "  --log-level LEVEL            error|warn|info|debug on stderr (warn)\n"
+            "  --plugins-registry DIR       DRA: watch DIR for plugin registration sockets\n"
+            "  --dra-v1beta1                DRA: use v1beta1.DRAPlugin even when v1 is offered\n"
             "  -h, --help\n\n%s",
             sim_cmd_help());
 }
@@ -54,9 +57,21 @@ static int parse_ms(const char *opt, const char *s, int *ret)
     return 0;
 }
 
+/* getopt codes of the long-only options */
+enum {
+    O_DIR = 256,
+    O_RPC_TIMEOUT,
+    O_PODRES,
+    O_WAIT,
+    O_CAPACITY,
+    O_TIMEOUT,
+    O_LOG,
+    O_REGISTRY,
+    O_DRA_V1BETA1
+};
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
-    enum { O_DIR = 256, O_RPC_TIMEOUT, O_PODRES, O_WAIT, O_CAPACITY, O_TIMEOUT, O_LOG };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, O_DIR},
         {"output", required_argument, NULL, 'o'},
@@ -66,6 +81,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"capacity", no_argument, NULL, O_CAPACITY},
         {"timeout-ms", required_argument, NULL, O_TIMEOUT},
         {"log-level", required_argument, NULL, O_LOG},
+        {"plugins-registry", required_argument, NULL, O_REGISTRY},
+        {"dra-v1beta1", no_argument, NULL, O_DRA_V1BETA1},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -118,6 +135,12 @@ static int parse_options(int argc, char **argv, struct options *o)
                 fprintf(stderr, "kubelet-sim: invalid --log-level \"%s\"\n", optarg);
                 return 2;
             }
+            break;
+        case O_REGISTRY:
+            o->sim.plugins_registry = optarg;
+            break;
+        case O_DRA_V1BETA1:
+            o->sim.dra_force_v1beta1 = true;
             break;
         case 'h':
             usage(stdout);

@@ -335,7 +335,7 @@ out:
 
 /* One JSON line; o is consumed. Every command must answer, so a failed encoding (only out
  * of memory or a NULL from json_pack) still gives a line. */
-static void emit_json(json_t *o, struct strbuf *out)
+void sim__emit_json(json_t *o, struct strbuf *out)
 {
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
@@ -347,16 +347,18 @@ static void emit_json(json_t *o, struct strbuf *out)
 
 static const char *cmd_name(enum sim_cmd_kind k)
 {
-    static const char *const names[] = {"wait",     "wait-resources", "capacity", "devices",
-                                        "admit",    "delete",         "pods",     "pod",
-                                        "schedule", "restart",        "help",     "quit"};
+    static const char *const names[] = {
+        "wait",        "wait-resources", "capacity", "devices", "admit", "delete",   "pods",
+        "pod",         "schedule",       "restart",  "help",    "quit",  "dra-wait", "dra-drivers",
+        "dra-prepare", "dra-unprepare"};
     return (size_t)k < GS_ARRAY_SIZE(names) ? names[k] : "?";
 }
 
 void sim_format_error(const struct error *err, const char *cmd, bool json, struct strbuf *out)
 {
     if (json)
-        emit_json(json_pack("{s:b, s:s?, s:s}", "ok", false, "cmd", cmd, "error", err->msg), out);
+        sim__emit_json(json_pack("{s:b, s:s?, s:s}", "ok", false, "cmd", cmd, "error", err->msg),
+                       out);
     else
         strbuf_printf(out, "error: %s\n", err->msg);
 }
@@ -397,10 +399,10 @@ static int run_wait(struct sim *sim, const struct sim_cmd *c, bool json, struct 
                          "register and list devices (now %zu)",
                          timeout_ms, c->count, have);
     if (json)
-        emit_json(json_pack("{s:b, s:s, s:s?, s:I, s:I}", "ok", true, "cmd", cmd_name(c->kind),
-                            "resource", c->name, "value", (json_int_t)have, "waited_ms",
-                            (json_int_t)((time_now_ns() - start) / 1000000u)),
-                  out);
+        sim__emit_json(json_pack("{s:b, s:s, s:s?, s:I, s:I}", "ok", true, "cmd", cmd_name(c->kind),
+                                 "resource", c->name, "value", (json_int_t)have, "waited_ms",
+                                 (json_int_t)((time_now_ns() - start) / 1000000u)),
+                       out);
     else
         strbuf_printf(out, "ok: %s%s%zu after %" PRIu64 " ms\n", c->name ? c->name : "resources",
                       c->name ? " allocatable " : " registered ", have,
@@ -425,13 +427,13 @@ static void pods_answer(struct sim *sim, const char *cmd, const char *only, bool
     }
     pthread_mutex_unlock(&sim->lock);
     if (json && only)
-        emit_json(json_pack("{s:b, s:s, s:O, s:I}", "ok", true, "cmd", cmd, "pod",
-                            json_array_get(a, 0), "took_ms", (json_int_t)took_ms),
-                  out);
+        sim__emit_json(json_pack("{s:b, s:s, s:O, s:I}", "ok", true, "cmd", cmd, "pod",
+                                 json_array_get(a, 0), "took_ms", (json_int_t)took_ms),
+                       out);
     else if (json)
-        emit_json(json_pack("{s:b, s:s, s:O, s:I}", "ok", true, "cmd", cmd, "pods", a, "took_ms",
-                            (json_int_t)took_ms),
-                  out);
+        sim__emit_json(json_pack("{s:b, s:s, s:O, s:I}", "ok", true, "cmd", cmd, "pods", a,
+                                 "took_ms", (json_int_t)took_ms),
+                       out);
     else if (!only && a && json_array_size(a) == 0 && out->len == 0)
         strbuf_puts(out, "(no pods)\n");
     json_decref(a);
@@ -491,15 +493,16 @@ static int run_capacity(struct sim *sim, const struct sim_cmd *c, bool json, str
         if (!res)
             r = error_set(err, -ENOENT, "no resource \"%s\" registered; see \"capacity\"", c->name);
         else if (json)
-            emit_json(json_pack("{s:b, s:s, s:s, s:o}", "ok", true, "cmd", "devices", "resource",
-                                c->name, "devices", sim_out_devices_json(&sim->state, res)),
-                      out);
+            sim__emit_json(json_pack("{s:b, s:s, s:s, s:o}", "ok", true, "cmd", "devices",
+                                     "resource", c->name, "devices",
+                                     sim_out_devices_json(&sim->state, res)),
+                           out);
         else
             sim_out_devices_text(&sim->state, res, out);
     } else if (json) {
-        emit_json(json_pack("{s:b, s:s, s:o}", "ok", true, "cmd", "capacity", "resources",
-                            sim_out_capacity_json(&sim->state)),
-                  out);
+        sim__emit_json(json_pack("{s:b, s:s, s:o}", "ok", true, "cmd", "capacity", "resources",
+                                 sim_out_capacity_json(&sim->state)),
+                       out);
     } else {
         sim_out_capacity_text(&sim->state, out);
     }
@@ -535,11 +538,11 @@ static int run_simple(struct sim *sim, const struct sim_cmd *c, bool json, struc
         break;
     }
     if (json)
-        emit_json(json_pack("{s:b, s:s, s:s?, s:I}", "ok", true, "cmd", cmd_name(c->kind),
-                            c->kind == SIM_CMD_HELP ? "help" : "pod",
-                            c->kind == SIM_CMD_HELP ? sim_cmd_help() : c->name, "took_ms",
-                            (json_int_t)ms),
-                  out);
+        sim__emit_json(json_pack("{s:b, s:s, s:s?, s:I}", "ok", true, "cmd", cmd_name(c->kind),
+                                 c->kind == SIM_CMD_HELP ? "help" : "pod",
+                                 c->kind == SIM_CMD_HELP ? sim_cmd_help() : c->name, "took_ms",
+                                 (json_int_t)ms),
+                       out);
     else if (c->kind == SIM_CMD_DELETE)
         strbuf_printf(out, "pod/%s deleted\n", c->name);
     else if (c->kind == SIM_CMD_RESTART)
@@ -582,6 +585,12 @@ int sim_run(struct sim *sim, const struct sim_cmd *c, bool json, struct strbuf *
         break;
     case SIM_CMD_SCHEDULE:
         r = run_schedule(sim, json, out, &err);
+        break;
+    case SIM_CMD_DRA_WAIT:
+    case SIM_CMD_DRA_DRIVERS:
+    case SIM_CMD_DRA_PREPARE:
+    case SIM_CMD_DRA_UNPREPARE:
+        r = sim__dra_run(sim, c, json, out, &err);
         break;
     default:
         r = run_simple(sim, c, json, out, &err);

@@ -2,7 +2,8 @@
 /* kubelet-sim: the tool's one internal header. state.c holds the node's bookkeeping
  * (resources, devices, health, pods: pure, no I/O, callers hold sim->lock), cmd.c parses the
  * control language (pure), kubelet.c is the gRPC side (Registration server, dial back,
- * ListAndWatch threads, admission RPCs, restart, pod-resources), main.c the stdin loop. */
+ * ListAndWatch threads, admission RPCs, restart, pod-resources), dra.c the kubelet's DRA
+ * side (plugins_registry watcher, prepare/unprepare), main.c the stdin loop. */
 #ifndef GS_KUBELET_SIM_H
 #define GS_KUBELET_SIM_H
 
@@ -19,6 +20,8 @@
 #define SIM_MAX_REQUESTS 16 /* resource requests per pod */
 #define SIM_MAX_LINE 4096   /* control line length */
 #define SIM_MAX_ARGS 32
+#define SIM_MAX_CLAIMS 16      /* claims per dra-prepare/dra-unprepare command */
+#define SIM_MAX_DRA_PLUGINS 16 /* registration sockets tracked in plugins_registry */
 
 enum sim_pod_phase { SIM_POD_RUNNING = 0, SIM_POD_PENDING, SIM_POD_FAILED };
 
@@ -148,18 +151,31 @@ enum sim_cmd_kind {
     SIM_CMD_RESTART,        /* restart [timeout_ms] */
     SIM_CMD_HELP,
     SIM_CMD_QUIT,
+    SIM_CMD_DRA_WAIT,      /* dra-wait <driver> [timeout_ms] */
+    SIM_CMD_DRA_DRIVERS,   /* dra-drivers */
+    SIM_CMD_DRA_PREPARE,   /* dra-prepare <driver> <namespace>/<name>:<uid>... */
+    SIM_CMD_DRA_UNPREPARE, /* dra-unprepare <driver> <namespace>/<name>:<uid>... */
+};
+
+/* A ResourceClaim reference as the kubelet sends it to a DRA driver. */
+struct sim_claim {
+    char *namespace;
+    char *name;
+    char *uid;
 };
 
 enum sim_cmp { SIM_CMP_GE = 0, SIM_CMP_LE, SIM_CMP_EQ };
 
 struct sim_cmd {
     enum sim_cmd_kind kind;
-    char *name; /* resource (wait, devices) or pod (admit, delete, pod); owned */
+    char *name; /* resource (wait, devices), pod (admit, delete, pod) or DRA driver; owned */
     enum sim_cmp cmp;
     unsigned count;
     int timeout_ms; /* -1 when not given */
     struct sim_request requests[SIM_MAX_REQUESTS];
     size_t n_requests;
+    struct sim_claim claims[SIM_MAX_CLAIMS]; /* dra-prepare, dra-unprepare */
+    size_t n_claims;
 };
 
 /* Parses one control line. Returns 0 and fills *ret (release with sim_cmd_release), 1 for a
@@ -179,6 +195,8 @@ struct sim_opts {
     const char *dir;                  /* device-plugin dir: kubelet.sock and plugin sockets */
     const char *pod_resources_socket; /* NULL: no pod-resources service */
     int rpc_timeout_ms;               /* every call to a plugin; > 0 */
+    const char *plugins_registry;     /* NULL: no DRA side; else watched for plugin sockets */
+    bool dra_force_v1beta1;           /* pick v1beta1.DRAPlugin even when v1 is offered */
 };
 
 int sim_new(const struct sim_opts *opts, struct sim **ret, struct error *err);
