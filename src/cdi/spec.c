@@ -7,14 +7,13 @@
  * Host paths are rewritten from where we see the driver to where the host has it. */
 #include <dirent.h>
 #include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cdi/cdi.h"
+#include "cdi/internal.h"
 
 /* hostPath in device nodes needs 0.5.0; nothing newer is used. */
 #define CDI_SPEC_VERSION "0.5.0"
@@ -136,20 +135,8 @@ static int join(struct strbuf *sb, const char *root, const char *abs)
     return r < 0 ? r : strbuf_puts(sb, abs);
 }
 
-struct ctx {
-    const struct cdi_options *o;
-    const struct inv_inventory *inv;
-    struct error *err;
-    json_t *common_nodes, *mounts, *hooks, *env;
-    char **mounted;   /* container paths already mounted */
-    char **lib_dirs;  /* container paths of the driver's library folders, found order */
-    char **real_dirs; /* their real paths (to skip /lib vs /usr/lib twins) */
-    char *libcuda_dir;
-    struct strbuf a, b;
-};
-
 /* Does <root><abs> exist (any type)? */
-static bool exists_under(struct ctx *c, const char *root, const char *abs)
+static bool exists_under(struct cdi__ctx *c, const char *root, const char *abs)
 {
     struct stat st;
     if (join(&c->a, root, abs) < 0)
@@ -163,7 +150,7 @@ static int set_str(json_t *obj, const char *key, const char *v)
 }
 
 /* {"path": abs, "hostPath": <host dev root><abs>} appended to arr. */
-static int add_node(struct ctx *c, json_t *arr, const char *abs)
+int cdi__add_node(struct cdi__ctx *c, json_t *arr, const char *abs)
 {
     json_t *n = json_object();
     int r = n ? 0 : -ENOMEM;
@@ -181,7 +168,7 @@ static int add_node(struct ctx *c, json_t *arr, const char *abs)
 }
 
 /* A required device node: missing is an error naming it and the root searched. */
-static int add_required_node(struct ctx *c, json_t *arr, const char *abs, const char *who)
+static int add_required_node(struct cdi__ctx *c, json_t *arr, const char *abs, const char *who)
 {
     if (!exists_under(c, c->o->dev_root, abs))
         return error_set(c->err, -ENOENT,
@@ -189,10 +176,10 @@ static int add_required_node(struct ctx *c, json_t *arr, const char *abs, const 
                          "not loaded or --dev-root/--driver-root-ctr-path do not point at the "
                          "host's /dev",
                          who, abs, strbuf_str(&c->a));
-    return add_node(c, arr, abs);
+    return cdi__add_node(c, arr, abs);
 }
 
-static int add_mount(struct ctx *c, const char *abs, bool ipc)
+static int add_mount(struct cdi__ctx *c, const char *abs, bool ipc)
 {
     if (strv_contains(c->mounted, abs))
         return 0;
@@ -231,7 +218,7 @@ static bool is_driver_lib(const char *base)
 }
 
 /* dir (container path) holds the driver: remember it once per real folder. */
-static int add_lib_dir(struct ctx *c, const char *dir)
+static int add_lib_dir(struct cdi__ctx *c, const char *dir)
 {
     char real[PATH_MAX];
     if (strv_contains(c->lib_dirs, dir) || join(&c->a, c->o->driver_root, dir) < 0 ||
@@ -241,7 +228,7 @@ static int add_lib_dir(struct ctx *c, const char *dir)
     return r < 0 ? r : strv_push(&c->real_dirs, real);
 }
 
-static int find_lib_dirs(struct ctx *c)
+static int find_lib_dirs(struct cdi__ctx *c)
 {
     char **cached = NULL;
     struct error e = {0};
@@ -267,7 +254,7 @@ static int find_lib_dirs(struct ctx *c)
     /* no cache, or one that does not list the driver: the standard folders */
     for (size_t i = 0; r == 0 && !strv_length(c->lib_dirs) && lib_dirs[i]; i++) {
         struct strbuf p = STRBUF_INIT;
-        r = strbuf_printf(&p, "%s/libnvidia-ml.so.%s", lib_dirs[i], c->inv->driver_version);
+        r = strbuf_printf(&p, "%s/libnvidia-ml.so.%s", lib_dirs[i], c->driver_version);
         if (r == 0 && exists_under(c, c->o->driver_root, strbuf_str(&p)))
             r = add_lib_dir(c, lib_dirs[i]);
         strbuf_release(&p);
@@ -281,8 +268,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Every <dir>/<prefix>...<suffix> (files and links) as container paths, sorted, onto out. */
-static int list_matching(struct ctx *c, const char *dir, const char *prefix, const char *suffix,
-                         char ***out)
+static int list_matching(struct cdi__ctx *c, const char *dir, const char *prefix,
+                         const char *suffix, char ***out)
 {
     int r = join(&c->a, c->o->driver_root, dir);
     if (r < 0)
@@ -313,9 +300,9 @@ static int list_matching(struct ctx *c, const char *dir, const char *prefix, con
     return r;
 }
 
-static int add_libraries(struct ctx *c)
+static int add_libraries(struct cdi__ctx *c)
 {
-    const char *ver = c->inv->driver_version;
+    const char *ver = c->driver_version;
     char **libs = strv_new(), **fw = strv_new();
     struct strbuf suffix = STRBUF_INIT, fwdir = STRBUF_INIT;
     int r = libs && fw ? 0 : -ENOMEM;
@@ -357,7 +344,7 @@ static int add_libraries(struct ctx *c)
     return r;
 }
 
-static int add_binaries_and_ipc(struct ctx *c)
+static int add_binaries_and_ipc(struct cdi__ctx *c)
 {
     int r = 0;
     for (size_t i = 0; r == 0 && binaries[i]; i++) {
@@ -384,7 +371,7 @@ static int add_binaries_and_ipc(struct ctx *c)
 
 /* A createContainer hook running `<hook> <name> args...` (`nvidia-ctk hook <name>` when the
  * path is nvidia-ctk, as the toolkit writes it). args is NULL-terminated. */
-static int add_hook(struct ctx *c, unsigned bit, const char *name, const char *const *args)
+static int add_hook(struct cdi__ctx *c, unsigned bit, const char *name, const char *const *args)
 {
     if (c->o->disabled_hooks & bit)
         return 0;
@@ -426,7 +413,7 @@ static int add_hook(struct ctx *c, unsigned bit, const char *name, const char *c
     return r < 0 ? -ENOMEM : 0;
 }
 
-static int add_hooks(struct ctx *c)
+static int add_hooks(struct cdi__ctx *c)
 {
     struct strbuf link = STRBUF_INIT, ver = STRBUF_INIT;
     int r = 0;
@@ -437,7 +424,7 @@ static int add_hooks(struct ctx *c)
             r = add_hook(c, CDI_HOOK_CREATE_SYMLINKS, "create-symlinks", args);
     }
     if (r == 0)
-        r = strbuf_printf(&ver, "--host-driver-version=%s", c->inv->driver_version);
+        r = strbuf_printf(&ver, "--host-driver-version=%s", c->driver_version);
     if (r == 0) {
         const char *args[] = {strbuf_str(&ver), NULL};
         r = add_hook(c, CDI_HOOK_ENABLE_CUDA_COMPAT, "enable-cuda-compat", args);
@@ -464,15 +451,17 @@ static int add_hooks(struct ctx *c)
 
 /* ---- devices --------------------------------------------------------------------------- */
 
-/* The driver's MIG capability minors ("gpu0/gi1/access 12" lines). */
-static int read_mig_minors(struct ctx *c, char **ret_text)
+/* The driver's MIG capability minors ("gpu0/gi1/access 12" lines), read once per spec. */
+static int read_mig_minors(struct cdi__ctx *c)
 {
     const char *proc = c->o->proc_root && *c->o->proc_root ? c->o->proc_root : "/proc";
     struct strbuf p = STRBUF_INIT;
     struct error e = {0};
+    if (c->mig_minors)
+        return 0;
     int r = strbuf_printf(&p, "%s/driver/nvidia-caps/mig-minors", proc);
     if (r == 0)
-        r = file_read_all(strbuf_str(&p), MIG_MINORS_MAX_BYTES, ret_text, NULL, &e);
+        r = file_read_all(strbuf_str(&p), MIG_MINORS_MAX_BYTES, &c->mig_minors, NULL, &e);
     if (r < 0 && r != -ENOMEM)
         error_set(c->err, r,
                   "MIG devices need the driver's capability minors: %s; is the NVIDIA "
@@ -482,10 +471,10 @@ static int read_mig_minors(struct ctx *c, char **ret_text)
     return r;
 }
 
-static int mig_minor(struct ctx *c, const char *text, const char *key, const char *who,
-                     unsigned *ret)
+static int mig_minor(struct cdi__ctx *c, const char *key, const char *who, unsigned *ret)
 {
     size_t n = strlen(key);
+    const char *text = c->mig_minors;
     for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         if (strncmp(l, key, n) == 0 && l[n] == ' ') {
             char *end;
@@ -502,10 +491,47 @@ static int mig_minor(struct ctx *c, const char *text, const char *key, const cha
                      who, key);
 }
 
-static int add_device(struct ctx *c, json_t *devices, const char *name, json_t *nodes)
+/* /dev/nvidia-caps/nvidia-cap<N> of gpu<minor>/gi<gi>[/ci<ci>] (ci < 0: the GPU instance's). */
+static int add_cap_node(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, const char *who,
+                        json_t *nodes)
+{
+    struct strbuf key = STRBUF_INIT, cap = STRBUF_INIT;
+    unsigned n = 0;
+    int r = ci < 0 ? strbuf_printf(&key, "gpu%u/gi%u/access", minor, gi)
+                   : strbuf_printf(&key, "gpu%u/gi%u/ci%ld/access", minor, gi, ci);
+    if (r == 0)
+        r = mig_minor(c, strbuf_str(&key), who, &n);
+    if (r == 0)
+        r = strbuf_printf(&cap, "/dev/nvidia-caps/nvidia-cap%u", n);
+    if (r == 0)
+        r = add_required_node(c, nodes, strbuf_str(&cap), who);
+    strbuf_release(&key);
+    strbuf_release(&cap);
+    return r;
+}
+
+int cdi__device_nodes(struct cdi__ctx *c, unsigned minor, bool mig, unsigned gi, unsigned ci,
+                      const char *who, json_t *nodes)
+{
+    struct strbuf node = STRBUF_INIT;
+    int r = strbuf_printf(&node, "/dev/nvidia%u", minor);
+    if (r == 0)
+        r = add_required_node(c, nodes, strbuf_str(&node), who);
+    if (r == 0 && mig)
+        r = read_mig_minors(c);
+    if (r == 0 && mig)
+        r = add_cap_node(c, minor, gi, -1, who, nodes);
+    if (r == 0 && mig)
+        r = add_cap_node(c, minor, gi, (long)ci, who, nodes);
+    strbuf_release(&node);
+    return r;
+}
+
+int cdi__add_device(struct cdi__ctx *c, json_t *devices, const char *name, json_t *nodes)
 {
     json_t *d = json_object(), *edits = json_object();
     int r = d && edits ? 0 : -ENOMEM;
+    (void)c;
     if (r == 0)
         r = set_str(d, "name", name);
     if (r == 0)
@@ -523,161 +549,191 @@ static int add_device(struct ctx *c, json_t *devices, const char *name, json_t *
     return r;
 }
 
-static int add_devices(struct ctx *c, json_t *devices)
+/* One device of the gpu spec: its nodes, also appended (by reference) to all. */
+static int add_gpu_spec_device(struct cdi__ctx *c, json_t *devices, json_t *all, const char *name,
+                               unsigned minor, const struct inv_mig_device *mig, const char *who)
 {
-    json_t *all = json_array(), *nodes = NULL;
-    char *minors = NULL;
-    struct strbuf name = STRBUF_INIT, who = STRBUF_INIT, node = STRBUF_INIT, key = STRBUF_INIT;
+    json_t *nodes = json_array();
+    int r = nodes ? 0 : -ENOMEM;
+    if (r == 0)
+        r = cdi__device_nodes(c, minor, mig != NULL, mig ? mig->gi_id : 0, mig ? mig->ci_id : 0,
+                              who, nodes);
+    if (r == 0)
+        r = cdi__add_device(c, devices, name, nodes);
+    /* "all" gets the GPU's node once and each MIG device's capability nodes */
+    for (size_t i = mig ? 1 : 0; r == 0 && i < json_array_size(nodes); i++)
+        r = json_array_append(all, json_array_get(nodes, i)) == 0 ? 0 : -ENOMEM;
+    json_decref(nodes);
+    return r;
+}
+
+static int add_devices(struct cdi__ctx *c, const struct inv_inventory *inv, json_t *devices)
+{
+    json_t *all = json_array();
+    struct strbuf name = STRBUF_INIT, who = STRBUF_INIT;
     int r = all ? 0 : -ENOMEM;
 
-    for (size_t i = 0; r == 0 && i < c->inv->n_gpus; i++) {
-        const struct inv_gpu *g = &c->inv->gpus[i];
+    for (size_t i = 0; r == 0 && i < inv->n_gpus; i++) {
+        const struct inv_gpu *g = &inv->gpus[i];
         strbuf_reset(&who);
-        strbuf_reset(&node);
-        r = strbuf_printf(&who, "GPU %u (%s)", g->index, g->uuid);
-        if (r == 0)
-            r = strbuf_printf(&node, "/dev/nvidia%u", g->minor);
-        json_decref(nodes);
-        nodes = json_array();
-        if (r == 0 && !nodes)
-            r = -ENOMEM;
-        if (r == 0)
-            r = add_required_node(c, nodes, strbuf_str(&node), strbuf_str(&who));
         strbuf_reset(&name);
+        r = strbuf_printf(&who, "GPU %u (%s)", g->index, g->uuid);
         if (r == 0)
             r = c->o->index_names ? strbuf_printf(&name, "%u", g->index)
                                   : strbuf_puts(&name, g->uuid);
         if (r == 0)
-            r = add_device(c, devices, strbuf_str(&name), nodes);
-        if (r == 0)
-            r = add_node(c, all, strbuf_str(&node));
-        if (r == 0 && g->mig_enabled && g->n_migs > 0 && !minors)
-            r = read_mig_minors(c, &minors);
+            r = add_gpu_spec_device(c, devices, all, strbuf_str(&name), g->minor, NULL,
+                                    strbuf_str(&who));
         for (size_t m = 0; r == 0 && g->mig_enabled && m < g->n_migs; m++) {
             const struct inv_mig_device *mig = &g->migs[m];
-            unsigned gi_minor = 0, ci_minor = 0;
             strbuf_reset(&who);
-            r = strbuf_printf(&who, "MIG device %u:%u (%s)", g->index, mig->index, mig->uuid);
-            strbuf_reset(&key);
-            if (r == 0)
-                r = strbuf_printf(&key, "gpu%u/gi%u/access", g->minor, mig->gi_id);
-            if (r == 0)
-                r = mig_minor(c, minors, strbuf_str(&key), strbuf_str(&who), &gi_minor);
-            strbuf_reset(&key);
-            if (r == 0)
-                r = strbuf_printf(&key, "gpu%u/gi%u/ci%u/access", g->minor, mig->gi_id, mig->ci_id);
-            if (r == 0)
-                r = mig_minor(c, minors, strbuf_str(&key), strbuf_str(&who), &ci_minor);
-            json_t *mn = r == 0 ? json_array() : NULL;
-            if (r == 0 && !mn)
-                r = -ENOMEM;
-            if (r == 0)
-                r = add_node(c, mn, strbuf_str(&node)); /* the parent, checked above */
-            unsigned caps[2] = {gi_minor, ci_minor};
-            for (size_t k = 0; r == 0 && k < 2; k++) {
-                struct strbuf cap = STRBUF_INIT;
-                r = strbuf_printf(&cap, "/dev/nvidia-caps/nvidia-cap%u", caps[k]);
-                if (r == 0)
-                    r = add_required_node(c, mn, strbuf_str(&cap), strbuf_str(&who));
-                if (r == 0)
-                    r = add_node(c, all, strbuf_str(&cap));
-                strbuf_release(&cap);
-            }
             strbuf_reset(&name);
+            r = strbuf_printf(&who, "MIG device %u:%u (%s)", g->index, mig->index, mig->uuid);
             if (r == 0)
                 r = c->o->index_names ? strbuf_printf(&name, "%u:%u", g->index, mig->index)
                                       : strbuf_puts(&name, mig->uuid);
             if (r == 0)
-                r = add_device(c, devices, strbuf_str(&name), mn);
-            json_decref(mn);
+                r = add_gpu_spec_device(c, devices, all, strbuf_str(&name), g->minor, mig,
+                                        strbuf_str(&who));
         }
     }
-    if (r == 0 && c->inv->n_gpus > 0)
-        r = add_device(c, devices, "all", all);
-    json_decref(nodes);
+    if (r == 0 && inv->n_gpus > 0)
+        r = cdi__add_device(c, devices, "all", all);
     json_decref(all);
-    free(minors);
     strbuf_release(&name);
     strbuf_release(&who);
-    strbuf_release(&node);
-    strbuf_release(&key);
+    return r;
+}
+
+/* ---- common edits and the spec ------------------------------------------------------------ */
+
+int cdi__ctx_init(struct cdi__ctx *c, const struct cdi_options *o, const char *driver_version,
+                  struct error *err)
+{
+    *c = (struct cdi__ctx){.o = o,
+                           .driver_version = driver_version ? driver_version : "",
+                           .err = err,
+                           .a = STRBUF_INIT,
+                           .b = STRBUF_INIT};
+    c->common_nodes = json_array();
+    c->mounts = json_array();
+    c->hooks = json_array();
+    c->env = json_array();
+    return c->common_nodes && c->mounts && c->hooks && c->env ? 0 : -ENOMEM;
+}
+
+void cdi__ctx_release(struct cdi__ctx *c)
+{
+    json_decref(c->common_nodes);
+    json_decref(c->mounts);
+    json_decref(c->hooks);
+    json_decref(c->env);
+    strv_free(c->mounted);
+    strv_free(c->lib_dirs);
+    strv_free(c->real_dirs);
+    free(c->libcuda_dir);
+    free(c->mig_minors);
+    strbuf_release(&c->a);
+    strbuf_release(&c->b);
+}
+
+static int need_driver_version(struct cdi__ctx *c)
+{
+    if (*c->driver_version)
+        return 0;
+    return error_set(c->err, -ENOENT,
+                     "NVML gave no driver version: the driver's libraries cannot be found "
+                     "without it");
+}
+
+int cdi__common_edits(struct cdi__ctx *c, json_t *edits)
+{
+    int r = need_driver_version(c);
+    if (r == 0)
+        r = add_required_node(c, c->common_nodes, "/dev/nvidiactl", "the NVIDIA driver");
+    for (size_t i = 0; r == 0 && control_nodes[i]; i++)
+        if (exists_under(c, c->o->dev_root, control_nodes[i]))
+            r = cdi__add_node(c, c->common_nodes, control_nodes[i]);
+    if (r == 0)
+        r = add_libraries(c);
+    if (r == 0)
+        r = add_binaries_and_ipc(c);
+    if (r == 0)
+        r = add_hooks(c);
+    if (r == 0)
+        r = json_array_append_new(c->env, json_string("NVIDIA_VISIBLE_DEVICES=void"));
+    if (r == 0 && c->libcuda_dir) {
+        struct strbuf e = STRBUF_INIT;
+        r = strbuf_printf(&e, "NVIDIA_CTK_LIBCUDA_DIR=%s", c->libcuda_dir);
+        if (r == 0)
+            r = json_array_append_new(c->env, json_string(strbuf_str(&e)));
+        strbuf_release(&e);
+    }
+    if (r == 0 && (json_object_set(edits, "env", c->env) < 0 ||
+                   json_object_set(edits, "deviceNodes", c->common_nodes) < 0 ||
+                   json_object_set(edits, "mounts", c->mounts) < 0 ||
+                   (json_array_size(c->hooks) && json_object_set(edits, "hooks", c->hooks) < 0)))
+        r = -ENOMEM;
+    return r;
+}
+
+int cdi__spec_dump(struct cdi__ctx *c, const char *kind, json_t *devices, json_t *edits,
+                   char **ret_json)
+{
+    json_t *spec = json_object();
+    char *text = NULL;
+    int r = spec ? 0 : -ENOMEM;
+    if (r == 0 &&
+        (set_str(spec, "cdiVersion", CDI_SPEC_VERSION) < 0 || set_str(spec, "kind", kind) < 0 ||
+         json_object_set(spec, "devices", devices) < 0 ||
+         (edits && json_object_set(spec, "containerEdits", edits) < 0)))
+        r = -ENOMEM;
+    if (r == 0) {
+        text = json_dumps(spec, JSON_INDENT(2));
+        r = text ? 0 : -ENOMEM;
+    }
+    if (r == 0)
+        *ret_json = text;
+    json_decref(spec);
+    return r;
+}
+
+/* An out-of-memory failure that nothing described yet gets a message. */
+static int oom_message(struct error *err, int r)
+{
+    if (r == -ENOMEM && err && !err->code)
+        error_set(err, r, "out of memory building the CDI spec");
     return r;
 }
 
 int cdi_spec_build(const struct inv_inventory *inv, const struct cdi_options *o, char **ret_json,
                    struct error *err)
 {
-    struct ctx c = {.o = o, .inv = inv, .err = err, .a = STRBUF_INIT, .b = STRBUF_INIT};
-    json_t *spec = json_object(), *devices = json_array(), *edits = json_object();
-    c.common_nodes = json_array();
-    c.mounts = json_array();
-    c.hooks = json_array();
-    c.env = json_array();
-    int r =
-        spec && devices && edits && c.common_nodes && c.mounts && c.hooks && c.env ? 0 : -ENOMEM;
+    struct cdi__ctx c;
+    json_t *devices = json_array(), *edits = json_object();
+    int r = cdi__ctx_init(&c, o, inv->driver_version, err);
+    if (r == 0 && (!devices || !edits))
+        r = -ENOMEM;
     if (r == 0 && inv->n_gpus == 0)
         r = error_set(err, -ENODEV, "no GPUs: there is nothing to describe in a CDI spec");
-    if (r == 0 && !*inv->driver_version)
-        r = error_set(err, -ENOENT,
-                      "NVML gave no driver version: the driver's libraries cannot be found "
-                      "without it");
     if (r == 0)
-        r = add_devices(&c, devices);
+        r = need_driver_version(&c);
     if (r == 0)
-        r = add_required_node(&c, c.common_nodes, "/dev/nvidiactl", "the NVIDIA driver");
-    for (size_t i = 0; r == 0 && control_nodes[i]; i++)
-        if (exists_under(&c, o->dev_root, control_nodes[i]))
-            r = add_node(&c, c.common_nodes, control_nodes[i]);
+        r = add_devices(&c, inv, devices);
     if (r == 0)
-        r = add_libraries(&c);
+        r = cdi__common_edits(&c, edits);
     if (r == 0)
-        r = add_binaries_and_ipc(&c);
-    if (r == 0)
-        r = add_hooks(&c);
-    if (r == 0)
-        r = json_array_append_new(c.env, json_string("NVIDIA_VISIBLE_DEVICES=void"));
-    if (r == 0 && c.libcuda_dir) {
-        struct strbuf e = STRBUF_INIT;
-        r = strbuf_printf(&e, "NVIDIA_CTK_LIBCUDA_DIR=%s", c.libcuda_dir);
-        if (r == 0)
-            r = json_array_append_new(c.env, json_string(strbuf_str(&e)));
-        strbuf_release(&e);
-    }
-    if (r == 0 && (set_str(spec, "cdiVersion", CDI_SPEC_VERSION) < 0 ||
-                   set_str(spec, "kind", CDI_VENDOR "/" CDI_CLASS) < 0 ||
-                   json_object_set(spec, "devices", devices) < 0 ||
-                   json_object_set(edits, "env", c.env) < 0 ||
-                   json_object_set(edits, "deviceNodes", c.common_nodes) < 0 ||
-                   json_object_set(edits, "mounts", c.mounts) < 0 ||
-                   (json_array_size(c.hooks) && json_object_set(edits, "hooks", c.hooks) < 0) ||
-                   json_object_set(spec, "containerEdits", edits) < 0))
-        r = -ENOMEM;
-    if (r == 0) {
-        *ret_json = json_dumps(spec, JSON_INDENT(2));
-        r = *ret_json ? 0 : -ENOMEM;
-    }
-    if (r == -ENOMEM && !err->code)
-        error_set(err, r, "out of memory building the CDI spec");
-    json_decref(spec);
+        r = cdi__spec_dump(&c, CDI_VENDOR "/" CDI_CLASS, devices, edits, ret_json);
     json_decref(devices);
     json_decref(edits);
-    json_decref(c.common_nodes);
-    json_decref(c.mounts);
-    json_decref(c.hooks);
-    json_decref(c.env);
-    strv_free(c.mounted);
-    strv_free(c.lib_dirs);
-    strv_free(c.real_dirs);
-    free(c.libcuda_dir);
-    strbuf_release(&c.a);
-    strbuf_release(&c.b);
-    return r;
+    cdi__ctx_release(&c);
+    return oom_message(err, r);
 }
 
 /* ---- the additional classes ------------------------------------------------------------ */
 
 /* Every <dev root>/dev/<dir>/<prefix>* as device paths ("/dev/infiniband/uverbs0"), sorted. */
-static int list_dev(struct ctx *c, const char *dir, const char *prefix, char ***out)
+static int list_dev(struct cdi__ctx *c, const char *dir, const char *prefix, char ***out)
 {
     struct strbuf rel = STRBUF_INIT;
     DIR *d;
@@ -706,11 +762,13 @@ static int list_dev(struct ctx *c, const char *dir, const char *prefix, char ***
 int cdi_class_spec_build(const char *cls, const struct cdi_options *o, const unsigned *channels,
                          size_t n_channels, char **ret_json, struct error *err)
 {
-    struct ctx c = {.o = o, .err = err, .a = STRBUF_INIT, .b = STRBUF_INIT};
-    json_t *spec = json_object(), *devices = json_array(), *nodes = json_array();
+    struct cdi__ctx c;
+    json_t *devices = json_array(), *nodes = json_array();
     char **paths = NULL;
     struct strbuf kind = STRBUF_INIT, name = STRBUF_INIT;
-    int r = spec && devices && nodes ? 0 : -ENOMEM;
+    int r = cdi__ctx_init(&c, o, NULL, err);
+    if (r == 0 && (!devices || !nodes))
+        r = -ENOMEM;
 
     if (r == 0 && strcmp(cls, "imex-channel") == 0) {
         for (size_t i = 0; r == 0 && i < n_channels; i++) {
@@ -724,7 +782,7 @@ int cdi_class_spec_build(const char *cls, const struct cdi_options *o, const uns
             if (r == 0)
                 r = strbuf_printf(&name, "%u", channels[i]);
             if (r == 0)
-                r = add_device(&c, devices, strbuf_str(&name), one);
+                r = cdi__add_device(&c, devices, strbuf_str(&name), one);
             json_decref(one);
         }
     } else if (r == 0) {
@@ -738,7 +796,7 @@ int cdi_class_spec_build(const char *cls, const struct cdi_options *o, const uns
                                                          : "";
         r = list_dev(&c, dir, prefix, &paths);
         for (size_t i = 0; r == 0 && paths && paths[i]; i++)
-            r = add_node(&c, nodes, paths[i]);
+            r = cdi__add_node(&c, nodes, paths[i]);
         if (r == 0 && !strv_length(paths)) {
             join(&c.a, o->dev_root, "/dev");
             r = error_set(err, -ENOENT,
@@ -747,29 +805,19 @@ int cdi_class_spec_build(const char *cls, const struct cdi_options *o, const uns
                           cls, strbuf_str(&c.a), dir, *dir ? "/" : "", prefix);
         }
         if (r == 0)
-            r = add_device(&c, devices, "all", nodes);
+            r = cdi__add_device(&c, devices, "all", nodes);
     }
     if (r == 0)
         r = strbuf_printf(&kind, CDI_VENDOR "/%s", cls);
-    if (r == 0 && (set_str(spec, "cdiVersion", CDI_SPEC_VERSION) < 0 ||
-                   set_str(spec, "kind", strbuf_str(&kind)) < 0 ||
-                   json_object_set(spec, "devices", devices) < 0))
-        r = -ENOMEM;
-    if (r == 0) {
-        *ret_json = json_dumps(spec, JSON_INDENT(2));
-        r = *ret_json ? 0 : -ENOMEM;
-    }
-    if (r == -ENOMEM && !err->code)
-        error_set(err, r, "out of memory building the CDI spec");
+    if (r == 0)
+        r = cdi__spec_dump(&c, strbuf_str(&kind), devices, NULL, ret_json);
     strv_free(paths);
-    json_decref(spec);
     json_decref(devices);
     json_decref(nodes);
     strbuf_release(&kind);
     strbuf_release(&name);
-    strbuf_release(&c.a);
-    strbuf_release(&c.b);
-    return r;
+    cdi__ctx_release(&c);
+    return oom_message(err, r);
 }
 
 int cdi_spec_write(const char *dir, const char *cls, const char *json, char **ret_path,
