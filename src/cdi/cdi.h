@@ -5,7 +5,8 @@
  * Allocate names them, and the container edits every device needs (control device nodes,
  * the driver's libraries and binaries found under the driver root, nvidia-cdi-hook calls).
  * Discovery reads files under a root (device nodes, ld.so.cache, library dirs, the driver's
- * /proc); building the JSON and writing it are separate steps. docs/cdi.md tells more. */
+ * /proc); building the JSON and writing it are separate steps. The per-claim specs of DRA
+ * (kind k8s.gpu.nvidia.com/claim) share the device nodes and common edits. docs/cdi.md. */
 #ifndef GS_CDI_H
 #define GS_CDI_H
 
@@ -94,5 +95,62 @@ int cdi_spec_write(const char *dir, const char *cls, const char *json, char **re
  * 64-bit libraries, in file order; owned strv. -ENOENT when missing, -EINVAL when not a
  * cache this parser knows. Exposed for tests. */
 int cdi_ldcache_read(const char *path, char ***ret_paths, struct error *err);
+
+/* ---- per-claim specs (DRA) ---------------------------------------------------------------- */
+
+/* NVIDIA's DRA driver names a prepared device k8s.gpu.nvidia.com/claim=<claimUID>-<device>
+ * and writes one spec per claim; docs/cdi.md (per-claim specs). */
+#define CDI_CLAIM_KIND "k8s.gpu.nvidia.com/claim"
+#define CDI_CLAIM_UID_MAX 128 /* longer uids are refused (a Kubernetes uid is 36) */
+
+/* A bind mount added to a claim's edits. All strings borrowed. */
+struct cdi_mount {
+    const char *host_path;      /* absolute, used as is (not under --driver-root) */
+    const char *container_path; /* absolute */
+    const char *const *options; /* NULL-terminated; NULL: "rw", "nosuid", "nodev", "bind" */
+};
+
+/* Extra container edits (MPS: CUDA_MPS_PIPE_DIRECTORY, the pipe and shm mounts). A mount
+ * whose container path the common edits already mount replaces that mount. */
+struct cdi_edits {
+    const char *const *env; /* NULL-terminated "NAME=value" strings, or NULL */
+    const struct cdi_mount *mounts;
+    size_t n_mounts;
+};
+
+/* One prepared device. All strings borrowed. */
+struct cdi_claim_device {
+    const char *name;       /* its CDI device name, "<claimUID>-<deviceName>" */
+    unsigned minor;         /* /dev/nvidia<minor> of the GPU (the parent for MIG) */
+    bool is_mig;            /* adds the capability nodes of gi_id and ci_id */
+    unsigned gi_id, ci_id;  /* MIG only */
+    struct cdi_edits edits; /* this device's own extra edits (zero: none) */
+};
+
+struct cdi_claim {
+    const char *uid;            /* the claim's uid: [A-Za-z0-9-], 1..CDI_CLAIM_UID_MAX */
+    const char *driver_version; /* NVML's, to find the driver's libraries */
+    const struct cdi_claim_device *devices;
+    size_t n_devices;
+    struct cdi_edits edits; /* edits for every device, beside the common ones (zero: none) */
+};
+
+/* The claim's spec as JSON text (owned by the caller): cdiVersion 0.5.0, kind
+ * CDI_CLAIM_KIND, a device per claim device with its nodes and own edits, and the spec-wide
+ * edits cdi_spec_build gives every device plus claim->edits. Fails as cdi_spec_build does
+ * when a device node, the driver's files or a MIG capability minor is missing; -EINVAL for
+ * a bad uid, no devices, or a device name not starting "<uid>-". */
+int cdi_claim_spec_build(const struct cdi_claim *claim, const struct cdi_options *o,
+                         char **ret_json, struct error *err);
+
+/* Writes json atomically (mode 0644) as <cdi_root>/k8s.gpu.nvidia.com-claim_<uid>.yaml
+ * (JSON is YAML; NVIDIA's file name), creating cdi_root when missing (NULL or "": /var/run/cdi).
+ * *ret_path (optional) is the file written, owned. -EINVAL for a uid outside
+ * [A-Za-z0-9-] or empty or too long (nothing is written). */
+int cdi_claim_spec_write(const char *cdi_root, const char *claim_uid, const char *json,
+                         char **ret_path, struct error *err);
+
+/* Removes the claim's spec; one that is not there is success. -EINVAL for a bad uid. */
+int cdi_claim_spec_remove(const char *cdi_root, const char *claim_uid, struct error *err);
 
 #endif

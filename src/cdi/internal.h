@@ -32,6 +32,10 @@ void cdi__ctx_release(struct cdi__ctx *c);
 /* {"path": abs, "hostPath": <host dev root><abs>} appended to arr. -ENOMEM. */
 int cdi__add_node(struct cdi__ctx *c, json_t *arr, const char *abs);
 
+/* {"hostPath", "containerPath", "options"}; NULL on out of memory. options NULL-terminated. */
+json_t *cdi__mount_new(const char *host_path, const char *container_path,
+                       const char *const *options);
+
 /* The nodes of a GPU (/dev/nvidia<minor>) or, with mig, of a MIG device of that GPU (the
  * parent's node, then /dev/nvidia-caps/nvidia-cap<N> of GPU instance gi and compute
  * instance ci, N from the driver's mig-minors) appended to nodes. -ENOENT naming `who` when

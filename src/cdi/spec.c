@@ -179,34 +179,44 @@ static int add_required_node(struct cdi__ctx *c, json_t *arr, const char *abs, c
     return cdi__add_node(c, arr, abs);
 }
 
-static int add_mount(struct cdi__ctx *c, const char *abs, bool ipc)
+json_t *cdi__mount_new(const char *host_path, const char *container_path,
+                       const char *const *options)
 {
-    if (strv_contains(c->mounted, abs))
-        return 0;
     json_t *m = json_object(), *opts = json_array();
     int r = m && opts ? 0 : -ENOMEM;
     if (r == 0)
-        r = join(&c->b, c->o->host_driver_root, abs);
+        r = set_str(m, "hostPath", host_path);
     if (r == 0)
-        r = set_str(m, "hostPath", strbuf_str(&c->b));
-    if (r == 0)
-        r = set_str(m, "containerPath", abs);
-    const char *const lib_opts[] = {"ro", "nosuid", "nodev", "rbind", "rprivate", NULL};
-    const char *const ipc_opts[] = {"ro", "nosuid", "nodev", "bind", "noexec", NULL};
-    for (const char *const *o = ipc ? ipc_opts : lib_opts; r == 0 && *o; o++)
+        r = set_str(m, "containerPath", container_path);
+    for (const char *const *o = options; r == 0 && *o; o++)
         r = json_array_append_new(opts, json_string(*o)) == 0 ? 0 : -ENOMEM;
     if (r == 0) {
         r = json_object_set_new(m, "options", opts) == 0 ? 0 : -ENOMEM;
         opts = NULL;
     }
-    if (r == 0) {
-        r = json_array_append_new(c->mounts, m) == 0 ? 0 : -ENOMEM;
-        m = NULL;
+    json_decref(opts);
+    if (r < 0) {
+        json_decref(m);
+        return NULL;
     }
+    return m;
+}
+
+/* A driver file (library, binary, socket) mounted from the host's driver root, once. */
+static int add_mount(struct cdi__ctx *c, const char *abs, bool ipc)
+{
+    static const char *const lib_opts[] = {"ro", "nosuid", "nodev", "rbind", "rprivate", NULL};
+    static const char *const ipc_opts[] = {"ro", "nosuid", "nodev", "bind", "noexec", NULL};
+    if (strv_contains(c->mounted, abs))
+        return 0;
+    int r = join(&c->b, c->o->host_driver_root, abs);
+    json_t *m = r == 0 ? cdi__mount_new(strbuf_str(&c->b), abs, ipc ? ipc_opts : lib_opts) : NULL;
+    if (r == 0 && !m)
+        r = -ENOMEM;
+    if (r == 0)
+        r = json_array_append_new(c->mounts, m) == 0 ? 0 : -ENOMEM;
     if (r == 0)
         r = strv_push(&c->mounted, abs);
-    json_decref(opts);
-    json_decref(m);
     return r;
 }
 

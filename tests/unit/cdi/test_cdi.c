@@ -18,121 +18,7 @@
 #include <cmocka.h>
 
 #include "cdi/cdi.h"
-
-#define VER "570.158.01"
-
-struct fx {
-    char dir[64];
-    char root[128], proc[128], out[128];
-    struct inv_inventory inv;
-    struct inv_gpu gpus[2];
-    struct inv_mig_device migs[2];
-    struct cdi_options o;
-};
-
-static void touch(struct fx *f, const char *rel)
-{
-    char p[512];
-    snprintf(p, sizeof(p), "%s%s", f->root, rel);
-    /* parents */
-    for (char *s = strchr(p + strlen(f->dir) + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        (void)mkdir(p, 0755);
-        *s = '/';
-    }
-    int fd = open(p, O_CREAT | O_WRONLY, 0644);
-    assert_true(fd >= 0);
-    close(fd);
-}
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-    FILE *fp = fopen(path, "wb");
-    assert_non_null(fp);
-    assert_int_equal(fwrite(data, 1, len, fp), len);
-    fclose(fp);
-}
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    strcpy(f->dir, "/tmp/gs-cdi-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->root, sizeof(f->root), "%s/root", f->dir);
-    snprintf(f->proc, sizeof(f->proc), "%s/proc", f->dir);
-    snprintf(f->out, sizeof(f->out), "%s/out/cdi", f->dir);
-    assert_int_equal(mkdir(f->root, 0755), 0);
-    touch(f, "/dev/nvidia0");
-    touch(f, "/dev/nvidia1");
-    touch(f, "/dev/nvidiactl");
-    touch(f, "/dev/nvidia-uvm");
-    touch(f, "/dev/nvidia-caps/nvidia-cap21");
-    touch(f, "/dev/nvidia-caps/nvidia-cap22");
-    touch(f, "/usr/lib/x86_64-linux-gnu/libcuda.so." VER);
-    touch(f, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." VER);
-    touch(f, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); /* a soname link: not mounted */
-    touch(f, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.1");  /* another version: not mounted */
-    touch(f, "/usr/bin/nvidia-smi");
-    touch(f, "/lib/firmware/nvidia/" VER "/gsp_ga10x.bin");
-    touch(f, "/run/nvidia-persistenced/socket");
-
-    str_copy(f->inv.driver_version, VER, sizeof(f->inv.driver_version));
-    f->inv.gpus = f->gpus;
-    f->inv.n_gpus = 2;
-    for (unsigned i = 0; i < 2; i++) {
-        f->gpus[i].index = i;
-        f->gpus[i].minor = i;
-        snprintf(f->gpus[i].uuid, sizeof(f->gpus[i].uuid),
-                 "GPU-%u000000-0000-0000-0000-000000000000", i);
-    }
-    /* GPU 1 is in MIG mode with two instances */
-    f->gpus[1].mig_enabled = true;
-    f->gpus[1].migs = f->migs;
-    f->gpus[1].n_migs = 2;
-    for (unsigned m = 0; m < 2; m++) {
-        f->migs[m].index = m;
-        f->migs[m].gi_id = m == 0 ? 1 : 2;
-        f->migs[m].ci_id = 0;
-        snprintf(f->migs[m].uuid, sizeof(f->migs[m].uuid),
-                 "MIG-%u0000000-0000-0000-0000-000000000000", m);
-    }
-    char d[256];
-    snprintf(d, sizeof(d), "%s/driver", f->proc);
-    assert_int_equal(mkdir(f->proc, 0755), 0);
-    assert_int_equal(mkdir(d, 0755), 0);
-    snprintf(d, sizeof(d), "%s/driver/nvidia-caps", f->proc);
-    assert_int_equal(mkdir(d, 0755), 0);
-    snprintf(d, sizeof(d), "%s/driver/nvidia-caps/mig-minors", f->proc);
-    const char minors[] = "config 1\nmonitor 2\ngpu1/gi1/access 147\ngpu1/gi1/ci0/access 148\n"
-                          "gpu1/gi2/access 156\ngpu1/gi2/ci0/access 157\n";
-    write_file(d, minors, sizeof(minors) - 1);
-    touch(f, "/dev/nvidia-caps/nvidia-cap147");
-    touch(f, "/dev/nvidia-caps/nvidia-cap148");
-    touch(f, "/dev/nvidia-caps/nvidia-cap156");
-    touch(f, "/dev/nvidia-caps/nvidia-cap157");
-
-    f->o = (struct cdi_options){
-        .driver_root = f->root,
-        .dev_root = f->root,
-        .host_driver_root = "/run/nvidia/driver",
-        .host_dev_root = "/",
-        .proc_root = f->proc,
-        .hook_path = "/usr/bin/nvidia-cdi-hook",
-    };
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(f);
-    return 0;
-}
+#include "fixture.h"
 
 static json_t *build(struct fx *f)
 {
@@ -154,44 +40,6 @@ static int build_error(struct fx *f, struct error *err)
     int r = cdi_spec_build(&f->inv, &f->o, &text, err);
     assert_null(text);
     return r;
-}
-
-static json_t *device(json_t *spec, const char *name)
-{
-    size_t i;
-    json_t *d;
-    json_array_foreach(json_object_get(spec, "devices"), i, d)
-    {
-        if (strcmp(json_string_value(json_object_get(d, "name")), name) == 0)
-            return d;
-    }
-    return NULL;
-}
-
-/* every deviceNodes[].path of edits, joined with ',' */
-static void node_paths(json_t *edits, char *buf, size_t n)
-{
-    size_t i;
-    json_t *node;
-    buf[0] = '\0';
-    json_array_foreach(json_object_get(edits, "deviceNodes"), i, node)
-    {
-        if (buf[0])
-            strncat(buf, ",", n - strlen(buf) - 1);
-        strncat(buf, json_string_value(json_object_get(node, "path")), n - strlen(buf) - 1);
-    }
-}
-
-static bool has_mount(json_t *spec, const char *ctr, const char *host)
-{
-    size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(json_object_get(spec, "containerEdits"), "mounts"), i, m)
-    {
-        if (strcmp(json_string_value(json_object_get(m, "containerPath")), ctr) == 0)
-            return strcmp(json_string_value(json_object_get(m, "hostPath")), host) == 0;
-    }
-    return false;
 }
 
 /* the hook whose args[1] is name (NULL if absent) */
@@ -219,39 +67,39 @@ static void test_uuid_names_and_edits(void **state)
                         "k8s.device-plugin.nvidia.com/gpu");
     /* 2 GPUs + 2 MIG devices + all */
     assert_int_equal(json_array_size(json_object_get(s, "devices")), 5);
-    json_t *g0 = device(s, f->gpus[0].uuid);
+    json_t *g0 = fx_device(s, f->gpus[0].uuid);
     assert_non_null(g0);
-    node_paths(json_object_get(g0, "containerEdits"), buf, sizeof(buf));
+    fx_node_paths(json_object_get(g0, "containerEdits"), buf, sizeof(buf));
     assert_string_equal(buf, "/dev/nvidia0");
-    json_t *mig = device(s, f->migs[1].uuid);
+    json_t *mig = fx_device(s, f->migs[1].uuid);
     assert_non_null(mig);
-    node_paths(json_object_get(mig, "containerEdits"), buf, sizeof(buf));
+    fx_node_paths(json_object_get(mig, "containerEdits"), buf, sizeof(buf));
     assert_string_equal(buf, "/dev/nvidia1,/dev/nvidia-caps/nvidia-cap156,"
                              "/dev/nvidia-caps/nvidia-cap157");
-    json_t *all = device(s, "all");
+    json_t *all = fx_device(s, "all");
     assert_non_null(all);
-    node_paths(json_object_get(all, "containerEdits"), buf, sizeof(buf));
+    fx_node_paths(json_object_get(all, "containerEdits"), buf, sizeof(buf));
     assert_string_equal(buf, "/dev/nvidia0,/dev/nvidia1,/dev/nvidia-caps/nvidia-cap147,"
                              "/dev/nvidia-caps/nvidia-cap148,/dev/nvidia-caps/nvidia-cap156,"
                              "/dev/nvidia-caps/nvidia-cap157");
     /* common: control nodes that exist (no modeset here), host dev root "/" */
     json_t *edits = json_object_get(s, "containerEdits");
-    node_paths(edits, buf, sizeof(buf));
+    fx_node_paths(edits, buf, sizeof(buf));
     assert_string_equal(buf, "/dev/nvidiactl,/dev/nvidia-uvm");
     json_t *ctl = json_array_get(json_object_get(edits, "deviceNodes"), 0);
     assert_string_equal(json_string_value(json_object_get(ctl, "hostPath")), "/dev/nvidiactl");
     /* libraries of this version only, host paths under the host driver root */
-    assert_true(has_mount(s, "/usr/lib/x86_64-linux-gnu/libcuda.so." VER,
-                          "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so." VER));
-    assert_true(has_mount(s, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." VER,
-                          "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." VER));
-    assert_false(has_mount(s, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.1",
-                           "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.535.1"));
-    assert_true(has_mount(s, "/usr/bin/nvidia-smi", "/run/nvidia/driver/usr/bin/nvidia-smi"));
-    assert_true(has_mount(s, "/lib/firmware/nvidia/" VER "/gsp_ga10x.bin",
-                          "/run/nvidia/driver/lib/firmware/nvidia/" VER "/gsp_ga10x.bin"));
-    assert_true(has_mount(s, "/run/nvidia-persistenced/socket",
-                          "/run/nvidia/driver/run/nvidia-persistenced/socket"));
+    assert_true(fx_has_mount(s, "/usr/lib/x86_64-linux-gnu/libcuda.so." VER,
+                             "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so." VER));
+    assert_true(fx_has_mount(s, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." VER,
+                             "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." VER));
+    assert_false(fx_has_mount(s, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.1",
+                              "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.535.1"));
+    assert_true(fx_has_mount(s, "/usr/bin/nvidia-smi", "/run/nvidia/driver/usr/bin/nvidia-smi"));
+    assert_true(fx_has_mount(s, "/lib/firmware/nvidia/" VER "/gsp_ga10x.bin",
+                             "/run/nvidia/driver/lib/firmware/nvidia/" VER "/gsp_ga10x.bin"));
+    assert_true(fx_has_mount(s, "/run/nvidia-persistenced/socket",
+                             "/run/nvidia/driver/run/nvidia-persistenced/socket"));
     assert_int_equal(json_array_size(json_object_get(edits, "mounts")), 5);
     /* env */
     json_t *env = json_object_get(edits, "env");
@@ -284,11 +132,11 @@ static void test_index_names(void **state)
     struct fx *f = *state;
     f->o.index_names = true;
     json_t *s = build(f);
-    assert_non_null(device(s, "0"));
-    assert_non_null(device(s, "1"));
-    assert_non_null(device(s, "1:0"));
-    assert_non_null(device(s, "1:1"));
-    assert_null(device(s, f->gpus[0].uuid));
+    assert_non_null(fx_device(s, "0"));
+    assert_non_null(fx_device(s, "1"));
+    assert_non_null(fx_device(s, "1:0"));
+    assert_non_null(fx_device(s, "1:1"));
+    assert_null(fx_device(s, f->gpus[0].uuid));
     json_decref(s);
 }
 
@@ -348,8 +196,8 @@ static void test_disable_ipc(void **state)
     struct fx *f = *state;
     f->o.feature_flags = CDI_FEATURE_DISABLE_IPC;
     json_t *s = build(f);
-    assert_false(has_mount(s, "/run/nvidia-persistenced/socket",
-                           "/run/nvidia/driver/run/nvidia-persistenced/socket"));
+    assert_false(fx_has_mount(s, "/run/nvidia-persistenced/socket",
+                              "/run/nvidia/driver/run/nvidia-persistenced/socket"));
     json_decref(s);
 }
 
@@ -396,7 +244,7 @@ static void test_missing_mig_minors(void **state)
     assert_int_equal(build_error(f, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "MIG devices need the driver's capability minors"));
     /* and a layout the file does not know */
-    write_file(p, "gpu1/gi1/access 147\n", 20);
+    fx_write_file(p, "gpu1/gi1/access 147\n", 20);
     assert_true(build_error(f, &err) < 0);
     assert_non_null(strstr(err.msg, "gpu1/gi1/ci0/access"));
 }
@@ -430,7 +278,7 @@ static void write_ldcache(const char *path, bool with_old, const uint32_t *flags
     }
     uint32_t len_strings = (uint32_t)(s - str);
     memcpy(h + 24, &len_strings, 4);
-    write_file(path, buf, off + s);
+    fx_write_file(path, buf, off + s);
 }
 
 static void test_ldcache_formats(void **state)
@@ -453,7 +301,7 @@ static void test_ldcache_formats(void **state)
         strv_free(paths);
         paths = NULL;
     }
-    write_file(p, "not a cache at all, no sir", 26);
+    fx_write_file(p, "not a cache at all, no sir", 26);
     assert_int_equal(cdi_ldcache_read(p, &paths, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "not an ld.so cache"));
     /* an entry pointing past the end */
@@ -463,7 +311,7 @@ static void test_ldcache_formats(void **state)
     memcpy(bad + 20, &one, 4);
     memcpy(bad + 48, &fl, 4);
     memcpy(bad + 56, &far, 4);
-    write_file(p, bad, sizeof(bad));
+    fx_write_file(p, bad, sizeof(bad));
     assert_int_equal(cdi_ldcache_read(p, &paths, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "outside the cache"));
     snprintf(p, sizeof(p), "%s/none", f->dir);
@@ -476,24 +324,24 @@ static void test_ldcache_picks_the_driver_folder(void **state)
     char p[256];
     /* the driver lives in /opt/nvidia/lib, listed by the cache; the standard folder's
      * libraries are not the driver's then */
-    touch(f, "/opt/nvidia/lib/libcuda.so." VER);
-    touch(f, "/opt/nvidia/lib/libnvidia-ml.so." VER);
-    touch(f, "/etc/ld.so.cache");
+    fx_touch(f, "/opt/nvidia/lib/libcuda.so." VER);
+    fx_touch(f, "/opt/nvidia/lib/libnvidia-ml.so." VER);
+    fx_touch(f, "/etc/ld.so.cache");
     snprintf(p, sizeof(p), "%s/etc/ld.so.cache", f->root);
     const uint32_t flags[] = {0x0303, 0x0303};
     const char *const libs[] = {"/opt/nvidia/lib/libcuda.so.1", "/usr/lib/libz.so.1"};
     write_ldcache(p, false, flags, libs, 2);
     json_t *s = build(f);
-    assert_true(has_mount(s, "/opt/nvidia/lib/libcuda.so." VER,
-                          "/run/nvidia/driver/opt/nvidia/lib/libcuda.so." VER));
-    assert_false(has_mount(s, "/usr/lib/x86_64-linux-gnu/libcuda.so." VER,
-                           "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so." VER));
+    assert_true(fx_has_mount(s, "/opt/nvidia/lib/libcuda.so." VER,
+                             "/run/nvidia/driver/opt/nvidia/lib/libcuda.so." VER));
+    assert_false(fx_has_mount(s, "/usr/lib/x86_64-linux-gnu/libcuda.so." VER,
+                              "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so." VER));
     json_t *h = hook(s, "update-ldcache");
     assert_string_equal(json_string_value(json_array_get(json_object_get(h, "args"), 3)),
                         "/opt/nvidia/lib");
     json_decref(s);
     /* a broken cache is an error, not a silent fallback */
-    write_file(p, "garbage", 7);
+    fx_write_file(p, "garbage", 7);
     struct error err = {0};
     assert_int_equal(build_error(f, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "ld.so.cache"));
@@ -553,24 +401,24 @@ static void test_additional_classes(void **state)
         assert_non_null(strstr(err.msg, classes[i]));
         assert_non_null(strstr(err.msg, "has no device node"));
     }
-    touch(f, "/dev/gdrdrv");
-    touch(f, "/dev/nvidia-fs0");
-    touch(f, "/dev/nvidia-fs1");
-    touch(f, "/dev/infiniband/uverbs0");
-    touch(f, "/dev/infiniband/rdma_cm");
+    fx_touch(f, "/dev/gdrdrv");
+    fx_touch(f, "/dev/nvidia-fs0");
+    fx_touch(f, "/dev/nvidia-fs1");
+    fx_touch(f, "/dev/infiniband/uverbs0");
+    fx_touch(f, "/dev/infiniband/rdma_cm");
     json_t *s = class_spec(f, "gdrcopy", NULL, 0, &err);
     assert_non_null(s);
     assert_string_equal(json_string_value(json_object_get(s, "kind")),
                         "k8s.device-plugin.nvidia.com/gdrcopy");
-    node_paths(json_object_get(device(s, "all"), "containerEdits"), buf, sizeof(buf));
+    fx_node_paths(json_object_get(fx_device(s, "all"), "containerEdits"), buf, sizeof(buf));
     assert_string_equal(buf, "/dev/gdrdrv");
     json_decref(s);
     s = class_spec(f, "gds", NULL, 0, &err);
-    node_paths(json_object_get(device(s, "all"), "containerEdits"), buf, sizeof(buf));
+    fx_node_paths(json_object_get(fx_device(s, "all"), "containerEdits"), buf, sizeof(buf));
     assert_string_equal(buf, "/dev/nvidia-fs0,/dev/nvidia-fs1");
     json_decref(s);
     s = class_spec(f, "mofed", NULL, 0, &err);
-    node_paths(json_object_get(device(s, "all"), "containerEdits"), buf, sizeof(buf));
+    fx_node_paths(json_object_get(fx_device(s, "all"), "containerEdits"), buf, sizeof(buf));
     assert_string_equal(buf, "/dev/infiniband/rdma_cm,/dev/infiniband/uverbs0");
     json_decref(s);
 
@@ -578,10 +426,10 @@ static void test_additional_classes(void **state)
     const unsigned ch[] = {0};
     assert_null(class_spec(f, "imex-channel", ch, 1, &err));
     assert_non_null(strstr(err.msg, "/dev/nvidia-caps-imex-channels/channel0 not found"));
-    touch(f, "/dev/nvidia-caps-imex-channels/channel0");
+    fx_touch(f, "/dev/nvidia-caps-imex-channels/channel0");
     s = class_spec(f, "imex-channel", ch, 1, &err);
     assert_non_null(s);
-    node_paths(json_object_get(device(s, "0"), "containerEdits"), buf, sizeof(buf));
+    fx_node_paths(json_object_get(fx_device(s, "0"), "containerEdits"), buf, sizeof(buf));
     assert_string_equal(buf, "/dev/nvidia-caps-imex-channels/channel0");
     json_decref(s);
 }
@@ -589,20 +437,22 @@ static void test_additional_classes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_uuid_names_and_edits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_index_names, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nvidia_ctk_hook_and_disabled_hooks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_uuid_names_and_edits, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_index_names, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_nvidia_ctk_hook_and_disabled_hooks, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test(test_lists_reject_unknown_names),
-        cmocka_unit_test_setup_teardown(test_disable_ipc, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_device_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_control_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_libraries, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_mig_minors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ldcache_formats, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ldcache_picks_the_driver_folder, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_gpus, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_atomic_0644, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_additional_classes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disable_ipc, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_device_node, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_control_node, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_libraries, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_mig_minors, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_ldcache_formats, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_ldcache_picks_the_driver_folder, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_no_gpus, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_write_atomic_0644, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_additional_classes, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
