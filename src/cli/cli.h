@@ -139,6 +139,7 @@ int cmd_config(int argc, char **argv);
 int cmd_inventory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_device_plugin(int argc, char **argv);
+int cmd_dra_plugin(int argc, char **argv);
 int cmd_config_manager(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_feature_discovery(int argc, char **argv);

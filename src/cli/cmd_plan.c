@@ -123,26 +123,6 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
     }
 }
 
-/* The PCIe root of a GPU as Kubernetes' deviceattribute package finds it: the "pci<dom>:<bus>"
- * directory its sysfs device resolves under. "" when sysfs does not have the device. */
-static void pcie_root(const char *sysfs_root, const char *bus_id, char *buf, size_t size)
-{
-    char name[32], path[512], *real = NULL;
-    const char *p, *end;
-
-    buf[0] = '\0';
-    if (gpu_pci_sysfs_name(bus_id, name, sizeof(name)) < 0)
-        return;
-    snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sysfs_root, name);
-    real = realpath(path, NULL);
-    p = real ? strstr(real, "/pci") : NULL;
-    if (p) {
-        end = strchr(p + 1, '/');
-        snprintf(buf, size, "%.*s", (int)(end ? end - p - 1 : (ptrdiff_t)strlen(p + 1)), p + 1);
-    }
-    free(real);
-}
-
 /* The ResourceSlice of this node, as `gpuslice dra-plugin` would create it. */
 static int plan_dra(const struct cli_node *node, const char *sysfs_root, const char *node_name)
 {
@@ -169,8 +149,8 @@ static int plan_dra(const struct cli_node *node, const char *sysfs_root, const c
         goto out;
     }
     for (size_t i = 0; i < node->inv->n_gpus; i++) {
-        pcie_root(sysfs_root ? sysfs_root : GPU_DEFAULT_SYSFS_ROOT, node->inv->gpus[i].pci_bus_id,
-                  roots[i], sizeof(roots[i]));
+        gpu_pcie_root(sysfs_root ? sysfs_root : GPU_DEFAULT_SYSFS_ROOT,
+                      node->inv->gpus[i].pci_bus_id, roots[i], sizeof(roots[i]));
         root_ptrs[i] = roots[i];
     }
     if (dra_devices_build(node->inv, &opts, &devs, &err) < 0 ||

@@ -26,6 +26,8 @@ static const struct cli_command commands[] = {
     {"plan", "show what this node will advertise to the kubelet", cmd_plan},
     {"device-plugin", "serve GPUs to the kubelet (NVIDIA device plugin compatible)",
      cmd_device_plugin},
+    {"dra-plugin", "serve GPUs through Kubernetes DRA (NVIDIA gpu-kubelet-plugin compatible)",
+     cmd_dra_plugin},
     {"config-manager", "pick the node's config from its label (NVIDIA config-manager)",
      cmd_config_manager},
     {"labels", "print this node's GPU labels", cmd_labels},
@@ -47,6 +49,7 @@ static const struct alias {
     bool subcommands; /* the version flag only before the subcommand (mig-parted) */
 } aliases[] = {
     {"nvidia-device-plugin", "device-plugin", "NVIDIA Device Plugin", false},
+    {"gpu-kubelet-plugin", "dra-plugin", NULL, false},
     {"config-manager", "config-manager", NULL, false},
     {"gpu-feature-discovery", "feature-discovery", "GPU Feature Discovery", false},
     {"mps-control-daemon", "mps-control-daemon", "NVIDIA MPS Control Daemon", false},

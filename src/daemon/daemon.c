@@ -82,6 +82,7 @@ static const struct daemon_feature *const units[] = {
     &daemon__feature_labels,
     &daemon__feature_metrics,
     &daemon__feature_mig,
+    &daemon__feature_dra,
 };
 
 /* Policies, signals, the API client and holders, the first node state, what it names
@@ -101,7 +102,8 @@ static int daemon_start(struct daemon *d, struct error *err)
     if (r < 0)
         return r;
     daemon__kube_start(d);
-    r = daemon__holders_start(d, err);
+    /* who holds device-plugin devices: not a question for DRA (the kubelet prepares) */
+    r = d->o->dra.enabled ? 0 : daemon__holders_start(d, err);
     if (r == 0)
         r = daemon__load_initial(d, err);
     if (r == 0)

@@ -42,10 +42,34 @@ enum daemon_labels_mode {
     DAEMON_LABELS_NODE,         /* the Node's own labels (no NFD needed) */
 };
 
+/* `gpuslice dra-plugin` (NVIDIA's gpu-kubelet-plugin flags and env vars, facts/dra.md §2):
+ * the DRA feature serves the node's GPUs as ResourceSlices instead of the device-plugin API.
+ * Strings borrow from argv/environ. */
+struct daemon_dra_options {
+    bool enabled;                         /* dra-plugin: DRA on, the device-plugin API off */
+    const char *namespace;                /* --namespace / NAMESPACE: "default" */
+    const char *cdi_root;                 /* --cdi-root / CDI_ROOT: "/etc/cdi" */
+    const char *host_driver_root;         /* --nvidia-driver-root / NVIDIA_DRIVER_ROOT: "/" */
+    const char *container_driver_root;    /* --container-driver-root / DRIVER_ROOT_CTR_PATH */
+    const char *cdi_hook_path;            /* --nvidia-cdi-hook-path / NVIDIA_CDI_HOOK_PATH */
+    const char *image_name;               /* --image-name / IMAGE_NAME: accepted, unused */
+    const char *registrar_dir;            /* --kubelet-registrar-directory-path */
+    const char *plugins_dir;              /* --kubelet-plugins-directory-path */
+    int64_t healthcheck_port;             /* --healthcheck-port / HEALTHCHECK_PORT: -1 (off) */
+    const char *feature_gates;            /* --feature-gates / FEATURE_GATES: accepted */
+    const char *nvidia_smi;               /* --nvidia-smi / GPUSLICE_NVIDIA_SMI */
+    int64_t kube_api_qps, kube_api_burst; /* accepted (the client has no rate limiter) */
+};
+
+#define DAEMON_DRA_DEFAULT_CDI_ROOT "/etc/cdi"
+#define DAEMON_DRA_DEFAULT_REGISTRAR_DIR "/var/lib/kubelet/plugins_registry"
+#define DAEMON_DRA_DEFAULT_PLUGINS_DIR "/var/lib/kubelet/plugins"
+
 struct daemon_options {
-    const char *config_file;    /* --config-file / CONFIG_FILE, NULL = built-in defaults */
-    const char *config_name;    /* --config-name / CONFIG_NAME */
-    const char *default_config; /* --default-config / DEFAULT_CONFIG */
+    struct daemon_dra_options dra; /* dra-plugin only */
+    const char *config_file;       /* --config-file / CONFIG_FILE, NULL = built-in defaults */
+    const char *config_name;       /* --config-name / CONFIG_NAME */
+    const char *default_config;    /* --default-config / DEFAULT_CONFIG */
     enum cfg_fallback fallbacks[DAEMON_MAX_FALLBACKS]; /* --fallback-strategies /
                                                         * FALLBACK_STRATEGIES, default
                                                         * named,single,empty */
@@ -94,6 +118,13 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
 void daemon_options_release(struct daemon_options *o);
 /* The --help text (static). */
 const char *daemon_usage(void);
+/* `gpuslice dra-plugin` / gpu-kubelet-plugin: NVIDIA's flags (one or two dashes, "=value" or
+ * the next argument) and env vars, flags winning; the device-plugin env vars that mean the
+ * same (NVML, driver root, log level) apply too. -EINVAL with a usage message; release with
+ * daemon_options_release either way. */
+int daemon_dra_options_parse(struct daemon_options *o, int argc, char **argv,
+                             const char *(*getenv_fn)(const char *), struct error *err);
+const char *daemon_dra_usage(void);
 
 /* ---- XID health policy (NVIDIA facts §6) -------------------------------------------------- */
 

@@ -101,6 +101,7 @@ extern const struct daemon_feature daemon__feature_mps;     /* mps.c */
 extern const struct daemon_feature daemon__feature_labels;  /* labels.c */
 extern const struct daemon_feature daemon__feature_metrics; /* metrics.c + sampler.c */
 extern const struct daemon_feature daemon__feature_mig;     /* mig.c */
+extern const struct daemon_feature daemon__feature_dra;     /* dra.c */
 
 /* Polls every unit's sources until d->stopping (0) or a failed poll. */
 int daemon__loop_run(struct daemon *d, struct error *err);
@@ -130,6 +131,7 @@ struct daemon__labels;
 struct daemon__mig;
 struct daemon__mps;
 struct daemon__sampler;
+struct daemon__dra;
 struct metrics_server;
 
 /* One served resource: its plugin and registration state. */
@@ -233,6 +235,7 @@ struct daemon {
     struct daemon__sampler *sampler; /* sampler.c; NULL without the metrics endpoint */
     struct daemon__mig *mig;         /* mig.c; NULL without --mig-config-file */
     struct daemon__mps *mps;         /* mps.c; NULL unless internal MPS daemons run */
+    struct daemon__dra *dra;         /* dra.c; NULL unless dra-plugin */
 };
 
 /* ---- reload.c: the core ------------------------------------------------------------------ */
@@ -287,6 +290,9 @@ int daemon__kube_fd(const struct daemon__kube *k);
 bool daemon__kube_take_label(struct daemon *d);
 /* Records a Warning Event on the node when a client exists (errors logged at debug). */
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message);
+/* The same about a Pod (ns, name, uid; uid may be NULL), posted by the same thread. */
+void daemon__kube_event_pod(struct daemon *d, const char *ns, const char *pod, const char *uid,
+                            const char *reason, const char *message);
 /* Queues a merge patch of one label of this node (value NULL or "": remove it), sent by the
  * same thread as Events. */
 void daemon__kube_set_label(struct daemon *d, const char *key, const char *value);

@@ -37,6 +37,8 @@
 struct kube_event_item {
     char reason[64];
     char message[1024];
+    /* about a Pod when pod_name is set, else about this node */
+    char pod_namespace[64], pod_name[254], pod_uid[64];
 };
 
 struct node_label {
@@ -189,7 +191,19 @@ static void post_event(struct daemon__kube *k, const struct kube_event_item *it)
     struct error err = {0};
     uint64_t now;
 
-    if (kube_event_post(k->client, NULL, "Warning", it->reason, it->message, &err) == 0)
+    const struct kube_event pod = {
+        .about = {.kind = "Pod",
+                  .namespace = it->pod_namespace,
+                  .name = it->pod_name,
+                  .uid = *it->pod_uid ? it->pod_uid : NULL},
+        .type = "Warning",
+        .reason = it->reason,
+        .message = it->message,
+    };
+    int r = *it->pod_name
+                ? kube_event_post_about(k->client, &pod, &err)
+                : kube_event_post(k->client, NULL, "Warning", it->reason, it->message, &err);
+    if (r == 0)
         return;
     k->event_failures++;
     now = time_now_ms();
@@ -321,6 +335,8 @@ void daemon__kube_start(struct daemon *d)
         log_warn("cannot start the Event thread: Events will not be posted");
     k->node = str_dup(d->o->node_name);
     d->kube = k;
+    if (d->o->dra.enabled) /* dra-plugin has no named configs to pick */
+        return;
     if (d->o->config_name) {
         log_info("--config-name %s wins over the node label %s", d->o->config_name,
                  d->o->node_label);
@@ -414,6 +430,12 @@ bool daemon__kube_take_label(struct daemon *d)
 
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
 {
+    daemon__kube_event_pod(d, NULL, NULL, NULL, reason, message);
+}
+
+void daemon__kube_event_pod(struct daemon *d, const char *ns, const char *pod, const char *uid,
+                            const char *reason, const char *message)
+{
     struct daemon__kube *k = d->kube;
     struct kube_event_item *it;
 
@@ -428,6 +450,9 @@ void daemon__kube_event(struct daemon *d, const char *reason, const char *messag
     it = &k->queue[(k->head + k->n) % KUBE_EVENT_QUEUE];
     str_copy(it->reason, reason, sizeof(it->reason));
     str_copy(it->message, message, sizeof(it->message));
+    str_copy(it->pod_namespace, pod ? (ns ? ns : "default") : "", sizeof(it->pod_namespace));
+    str_copy(it->pod_name, pod ? pod : "", sizeof(it->pod_name));
+    str_copy(it->pod_uid, pod && uid ? uid : "", sizeof(it->pod_uid));
     k->n++;
     pthread_cond_signal(&k->cond);
     pthread_mutex_unlock(&k->lock);
@@ -503,6 +528,17 @@ bool daemon__kube_take_label(struct daemon *d)
 {
     (void)d;
     return false;
+}
+
+void daemon__kube_event_pod(struct daemon *d, const char *ns, const char *pod, const char *uid,
+                            const char *reason, const char *message)
+{
+    (void)d;
+    (void)ns;
+    (void)pod;
+    (void)uid;
+    (void)reason;
+    (void)message;
 }
 
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message)

@@ -646,6 +646,8 @@ static bool serve_ready(const struct daemon *d, char *why, size_t n)
     const struct inv_inventory *inv = d->snap ? dp_snapshot_inventory(d->snap) : NULL;
     size_t registered = 0, served = 0;
 
+    if (d->o->dra.enabled)
+        return true;
     for (size_t i = 0; i < d->n_slots; i++) {
         served += d->slots[i].p != NULL;
         registered += d->slots[i].p && d->slots[i].registered;
@@ -699,6 +701,8 @@ static int serve_start(struct daemon *d, struct error *err)
 {
     int r;
 
+    if (d->o->dra.enabled) /* dra-plugin: GPUs go through DRA only (docs/dra.md) */
+        return 0;
     d->env.device_exists = env_device_exists;
     d->env.mig_cap_path = env_mig_cap_path;
     d->env.new_id = env_new_id;

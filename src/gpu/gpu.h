@@ -112,6 +112,9 @@ const char *gpu_link_label(const struct inv_link *link, bool self, char *buf, si
 /* "00000000:3B:00.0" → "0000:3b:00.0" (the sysfs device directory name). -EINVAL when the
  * id is not of that shape. */
 int gpu_pci_sysfs_name(const char *bus_id, char *buf, size_t size);
+/* The PCIe root of the GPU at bus_id as Kubernetes' deviceattribute package finds it: the
+ * "pci<dom>:<bus>" directory its sysfs device resolves under; "" when sysfs lacks it. */
+void gpu_pcie_root(const char *sysfs_root, const char *bus_id, char *buf, size_t size);
 
 /* ---- health events (events.c; used by the device plugin daemon) -------------------------- */
 

@@ -997,3 +997,22 @@ out:
     gpu_nvml_close(nvml);
     return r;
 }
+/* The PCIe root of a GPU as Kubernetes' deviceattribute package finds it: the "pci<dom>:<bus>"
+ * directory its sysfs device resolves under. "" when sysfs does not have the device. */
+void gpu_pcie_root(const char *sysfs_root, const char *bus_id, char *buf, size_t size)
+{
+    char name[32], path[512], *real = NULL;
+    const char *p, *end;
+
+    buf[0] = '\0';
+    if (gpu_pci_sysfs_name(bus_id, name, sizeof(name)) < 0)
+        return;
+    snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sysfs_root, name);
+    real = realpath(path, NULL);
+    p = real ? strstr(real, "/pci") : NULL;
+    if (p) {
+        end = strchr(p + 1, '/');
+        snprintf(buf, size, "%.*s", (int)(end ? end - p - 1 : (ptrdiff_t)strlen(p + 1)), p + 1);
+    }
+    free(real);
+}

