@@ -51,7 +51,7 @@ struct cdi_options {
      * device root (--dev-root, default the driver root). */
     const char *host_driver_root;
     const char *host_dev_root;
-    const char *proc_root;   /* the driver's /proc (mig-minors); default "/proc" */
+    const char *proc_root;   /* the driver's /proc (MIG capability minors); default "/proc" */
     const char *hook_path;   /* --nvidia-cdi-hook-path */
     bool index_names;        /* --device-id-strategy=index: "0", "0:1" instead of UUIDs */
     unsigned disabled_hooks; /* CDI_HOOK_* */

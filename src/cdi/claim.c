@@ -142,7 +142,8 @@ int cdi_claim_spec_build(const struct cdi_claim *claim, const struct cdi_options
     if (r == 0)
         r = cdi__spec_dump(&c, CDI_CLAIM_KIND, devices, edits, ret_json);
     if (r == -ENOMEM && err && !err->code)
-        error_set(err, r, "claim %s: out of memory building its CDI spec", claim->uid);
+        error_set(err, r, "claim %s: out of memory building its CDI spec",
+                  claim->uid ? claim->uid : "");
     json_decref(devices);
     json_decref(edits);
     cdi__ctx_release(&c);

@@ -20,7 +20,8 @@ struct cdi__ctx {
     char **lib_dirs;  /* container paths of the driver's library folders, found order */
     char **real_dirs; /* their real paths (to skip /lib vs /usr/lib twins) */
     char *libcuda_dir;
-    char *mig_minors; /* the driver's mig-minors text, read on first need */
+    char *mig_minors;            /* the driver's mig-minors text, read on first need */
+    struct error mig_minors_err; /* why it could not be read (code 0: not tried or read) */
     struct strbuf a, b;
 };
 
@@ -38,8 +39,9 @@ json_t *cdi__mount_new(const char *host_path, const char *container_path,
 
 /* The nodes of a GPU (/dev/nvidia<minor>) or, with mig, of a MIG device of that GPU (the
  * parent's node, then /dev/nvidia-caps/nvidia-cap<N> of GPU instance gi and compute
- * instance ci, N from the driver's mig-minors) appended to nodes. -ENOENT naming `who` when
- * a node or minor is missing. */
+ * instance ci, N from the driver's mig-minors or else from its
+ * capabilities/gpu<minor>/mig/gi<g>[/ci<c>]/access file) appended to nodes. -ENOENT naming `who`
+ * when a node or minor is missing. */
 int cdi__device_nodes(struct cdi__ctx *c, unsigned minor, bool mig, unsigned gi, unsigned ci,
                       const char *who, json_t *nodes);
 

@@ -461,61 +461,114 @@ static int add_hooks(struct cdi__ctx *c)
 
 /* ---- devices --------------------------------------------------------------------------- */
 
-/* The driver's MIG capability minors ("gpu0/gi1/access 12" lines), read once per spec. */
-static int read_mig_minors(struct cdi__ctx *c)
+static const char *proc_root(const struct cdi__ctx *c)
 {
-    const char *proc = c->o->proc_root && *c->o->proc_root ? c->o->proc_root : "/proc";
-    struct strbuf p = STRBUF_INIT;
-    struct error e = {0};
-    if (c->mig_minors)
-        return 0;
-    int r = strbuf_printf(&p, "%s/driver/nvidia-caps/mig-minors", proc);
-    if (r == 0)
-        r = file_read_all(strbuf_str(&p), MIG_MINORS_MAX_BYTES, &c->mig_minors, NULL, &e);
-    if (r < 0 && r != -ENOMEM)
-        error_set(c->err, r,
-                  "MIG devices need the driver's capability minors: %s; is the NVIDIA "
-                  "driver loaded with MIG support (nvidia-caps)?",
-                  e.msg);
-    strbuf_release(&p);
-    return r;
+    return c->o->proc_root && *c->o->proc_root ? c->o->proc_root : "/proc";
 }
 
-static int mig_minor(struct cdi__ctx *c, const char *key, const char *who, unsigned *ret)
+/* The driver's MIG capability minors ("gpu0/gi1/access 12" lines), read once per spec; a
+ * missing file is remembered (the per-capability access files may still answer). */
+static int read_mig_minors(struct cdi__ctx *c)
+{
+    struct strbuf p = STRBUF_INIT;
+    int r = 0;
+    if (c->mig_minors || c->mig_minors_err.code)
+        return 0;
+    r = strbuf_printf(&p, "%s/driver/nvidia-caps/mig-minors", proc_root(c));
+    if (r == 0)
+        r = file_read_all(strbuf_str(&p), MIG_MINORS_MAX_BYTES, &c->mig_minors, NULL,
+                          &c->mig_minors_err);
+    if (r < 0 && r != -ENOMEM && !c->mig_minors_err.code)
+        c->mig_minors_err.code = r;
+    strbuf_release(&p);
+    return r == -ENOMEM ? r : 0;
+}
+
+/* The minor mig-minors gives for key ("gpu1/gi2/ci0/access"); false when it has none. */
+static bool minor_from_list(const char *text, const char *key, unsigned *ret)
 {
     size_t n = strlen(key);
-    const char *text = c->mig_minors;
     for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         if (strncmp(l, key, n) == 0 && l[n] == ' ') {
             char *end;
             unsigned long v = strtoul(l + n + 1, &end, 10);
             if (end != l + n + 1 && v <= UINT_MAX) {
                 *ret = (unsigned)v;
-                return 0;
+                return true;
             }
         }
     }
-    return error_set(c->err, -ENOENT,
-                     "%s: the driver lists no capability minor for %s (mig-minors); the MIG "
-                     "layout changed while reading it, or the driver is too old",
-                     who, key);
+    return false;
+}
+
+/* "DeviceFileMinor: N" of the capability's access file under the driver's /proc (what
+ * NVIDIA's DRA driver reads); false when the file or the line is missing. */
+static bool minor_from_access_file(const char *path, unsigned *ret)
+{
+    char *text = NULL;
+    const char *p = NULL;
+    bool ok = false;
+    if (file_read_all(path, MIG_MINORS_MAX_BYTES, &text, NULL, NULL) == 0)
+        p = strstr(text, "DeviceFileMinor:");
+    if (p) {
+        char *end;
+        p += strlen("DeviceFileMinor:");
+        p += strspn(p, " \t");
+        unsigned long v = strtoul(p, &end, 10);
+        ok = end != p && v <= UINT_MAX;
+        if (ok)
+            *ret = (unsigned)v;
+    }
+    free(text);
+    return ok;
+}
+
+/* The capability minor of gpu<minor>/gi<gi>[/ci<ci>] (ci < 0: the GPU instance's): from
+ * mig-minors, else from the access file. -ENOENT naming both places when neither has it. */
+static int mig_minor(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, const char *who,
+                     unsigned *ret)
+{
+    struct strbuf key = STRBUF_INIT, path = STRBUF_INIT;
+    int r = read_mig_minors(c);
+    if (r == 0)
+        r = ci < 0 ? strbuf_printf(&key, "gpu%u/gi%u/access", minor, gi)
+                   : strbuf_printf(&key, "gpu%u/gi%u/ci%ld/access", minor, gi, ci);
+    if (r == 0)
+        r = ci < 0
+                ? strbuf_printf(&path, "%s/driver/nvidia/capabilities/gpu%u/mig/gi%u/access",
+                                proc_root(c), minor, gi)
+                : strbuf_printf(&path, "%s/driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%ld/access",
+                                proc_root(c), minor, gi, ci);
+    if (r == 0 && !minor_from_list(c->mig_minors, strbuf_str(&key), ret) &&
+        !minor_from_access_file(strbuf_str(&path), ret)) {
+        if (c->mig_minors_err.code)
+            r = error_set(c->err, -ENOENT,
+                          "%s: MIG devices need the driver's capability minors: %s, and %s "
+                          "cannot be read; is the NVIDIA driver loaded with MIG support "
+                          "(nvidia-caps)?",
+                          who, c->mig_minors_err.msg, strbuf_str(&path));
+        else
+            r = error_set(c->err, -ENOENT,
+                          "%s: the driver lists no capability minor for %s (mig-minors, %s); "
+                          "the MIG layout changed while reading it, or the driver is too old",
+                          who, strbuf_str(&key), strbuf_str(&path));
+    }
+    strbuf_release(&key);
+    strbuf_release(&path);
+    return r;
 }
 
 /* /dev/nvidia-caps/nvidia-cap<N> of gpu<minor>/gi<gi>[/ci<ci>] (ci < 0: the GPU instance's). */
 static int add_cap_node(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, const char *who,
                         json_t *nodes)
 {
-    struct strbuf key = STRBUF_INIT, cap = STRBUF_INIT;
+    struct strbuf cap = STRBUF_INIT;
     unsigned n = 0;
-    int r = ci < 0 ? strbuf_printf(&key, "gpu%u/gi%u/access", minor, gi)
-                   : strbuf_printf(&key, "gpu%u/gi%u/ci%ld/access", minor, gi, ci);
-    if (r == 0)
-        r = mig_minor(c, strbuf_str(&key), who, &n);
+    int r = mig_minor(c, minor, gi, ci, who, &n);
     if (r == 0)
         r = strbuf_printf(&cap, "/dev/nvidia-caps/nvidia-cap%u", n);
     if (r == 0)
         r = add_required_node(c, nodes, strbuf_str(&cap), who);
-    strbuf_release(&key);
     strbuf_release(&cap);
     return r;
 }
@@ -527,8 +580,6 @@ int cdi__device_nodes(struct cdi__ctx *c, unsigned minor, bool mig, unsigned gi,
     int r = strbuf_printf(&node, "/dev/nvidia%u", minor);
     if (r == 0)
         r = add_required_node(c, nodes, strbuf_str(&node), who);
-    if (r == 0 && mig)
-        r = read_mig_minors(c);
     if (r == 0 && mig)
         r = add_cap_node(c, minor, gi, -1, who, nodes);
     if (r == 0 && mig)

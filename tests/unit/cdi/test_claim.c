@@ -173,6 +173,52 @@ static void test_claim_spec_build_missing_cap_minor(void **state)
     assert_non_null(strstr(err.msg, UID "-gpu-1-mig-x"));
 }
 
+/* <proc>/driver/nvidia/capabilities/<rel> holding "DeviceFileMinor: <minor>" */
+static void write_access_file(struct fx *f, const char *rel, unsigned minor)
+{
+    char p[512], text[64];
+    snprintf(p, sizeof(p), "%s/driver/nvidia/capabilities/%s", f->proc, rel);
+    for (char *s = strchr(p + strlen(f->proc) + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        (void)mkdir(p, 0755);
+        *s = '/';
+    }
+    int n = snprintf(text, sizeof(text), "DeviceFileMinor: %u\nDeviceFileMode: 292\n", minor);
+    fx_write_file(p, text, (size_t)n);
+}
+
+/* Without mig-minors (or when it lacks an instance) the access files NVIDIA's DRA driver
+ * reads give the minors. */
+static void test_claim_spec_build_mig_access_files(void **state)
+{
+    struct fx *f = *state;
+    char p[256], buf[512];
+    const struct cdi_claim_device dev = {
+        .name = UID "-gpu-1-mig-2", .minor = 1, .is_mig = true, .gi_id = 2};
+    const struct cdi_claim claim = {
+        .uid = UID, .driver_version = VER, .devices = &dev, .n_devices = 1};
+    write_access_file(f, "gpu1/mig/gi2/access", 156);
+    write_access_file(f, "gpu1/mig/gi2/ci0/access", 157);
+    snprintf(p, sizeof(p), "%s/driver/nvidia-caps/mig-minors", f->proc);
+    fx_write_file(p, "config 1\nmonitor 2\n", 18); /* lists no instance */
+    json_t *s = build_claim(f, &claim);
+    fx_node_paths(json_object_get(fx_device(s, UID "-gpu-1-mig-2"), "containerEdits"), buf,
+                  sizeof(buf));
+    assert_string_equal(buf, "/dev/nvidia1,/dev/nvidia-caps/nvidia-cap156,"
+                             "/dev/nvidia-caps/nvidia-cap157");
+    json_decref(s);
+    assert_int_equal(unlink(p), 0);
+    s = build_claim(f, &claim);
+    json_decref(s);
+    /* neither: the error names both places */
+    snprintf(p, sizeof(p), "%s/driver/nvidia/capabilities/gpu1/mig/gi2/ci0/access", f->proc);
+    assert_int_equal(unlink(p), 0);
+    struct error err = {0};
+    assert_int_equal(build_claim_error(f, &claim, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "mig-minors"));
+    assert_non_null(strstr(err.msg, "gpu1/mig/gi2/ci0/access"));
+}
+
 static void test_claim_spec_build_refuses_bad_input(void **state)
 {
     struct fx *f = *state;
@@ -246,6 +292,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_claim_spec_build_gpu, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_mig, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_extra_edits, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_claim_spec_build_mig_access_files, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_missing_cap_minor, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_refuses_bad_input, fx_setup,
