@@ -141,6 +141,8 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
                       struct error *err);
 bool path_is_dir(const char *path);
 bool path_exists(const char *path);
+/* A unix socket at path that accepts a connection now (someone serves it). */
+bool path_socket_live(const char *path);
 /* mkdir -p: creates path and its missing parents with mode; existing ones are fine. */
 int path_mkdir_p(const char *path, mode_t mode, struct error *err);
 /* rm -rf of a tree we created: depth first, symlinks removed and never followed, errors

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -148,6 +150,24 @@ bool path_is_dir(const char *path)
 bool path_exists(const char *path)
 {
     return access(path, F_OK) == 0;
+}
+
+bool path_socket_live(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    bool live;
+    int fd;
+
+    if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || strlen(path) >= sizeof(sa.sun_path))
+        return false;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    return live;
 }
 
 uint64_t time_now_ns(void)

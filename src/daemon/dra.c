@@ -5,6 +5,7 @@
  * prepares claims: the plan (dra/), sharing applied (time-slice through nvidia-smi, MPS
  * control daemons supervised here), one CDI spec per claim, a checkpoint so a restarted
  * plugin answers the same. Prepare runs on the gRPC thread under dra->lock. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -315,19 +316,21 @@ static int timeslice(struct daemon__dra *x, const struct dra_plan *plan, bool re
 
     for (size_t i = 0; r == 0 && i < plan->n_devices; i++) {
         const struct dra_plan_device *pd = &plan->devices[i];
-        char level[32];
+        char level[8];
         if (pd->sharing.strategy != DRA_SHARING_TIME_SLICING || pd->device.type != DRA_DEVICE_GPU)
             continue;
-        snprintf(level, sizeof(level), "--set-timeslice=%d",
+        snprintf(level, sizeof(level), "%d",
                  reset ? DRA_TIMESLICE_DEFAULT : (int)pd->sharing.interval);
+        /* NVIDIA's argv (cmd/gpu-kubelet-plugin/nvlib.go): -c DEFAULT, then the time-slice */
         const char *mode[] = {"-i", pd->device.uuid, "-c", "DEFAULT", NULL};
-        const char *policy[] = {"compute-policy", "-i", pd->device.uuid, level, NULL};
+        const char *policy[] = {"compute-policy",  "-i",  pd->device.uuid,
+                                "--set-timeslice", level, NULL};
         r = reset ? 0 : run_smi(x, mode, err);
         if (r == 0)
             r = run_smi(x, policy, err);
         if (r == 0)
             log_info("DRA: claim %s: GPU %s time-slice %s", plan->claim_uid, pd->device.uuid,
-                     reset ? "reset to Default" : level + strlen("--set-timeslice="));
+                     reset ? "reset to Default (0)" : level);
     }
     return r;
 }
@@ -770,6 +773,31 @@ static int dra_mps(struct daemon *d, struct daemon__dra *x, struct error *err)
     return x->cp->n_claims ? mps_sync(x, NULL, err) : 0; /* a restart: the claims' daemons */
 }
 
+/* One API per node (docs/dra.md): a device plugin serving nvidia.com resources here would
+ * hand out the same GPUs; refuse to start while one is live. */
+static int device_plugin_live(const struct daemon *d, struct error *err)
+{
+    DIR *dir = opendir(d->o->plugin_dir);
+    struct dirent *de;
+    int r = 0;
+
+    while (dir && r == 0 && (de = readdir(dir))) {
+        char path[4096];
+        if (!str_startswith(de->d_name, "nvidia") || !str_endswith(de->d_name, ".sock"))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", d->o->plugin_dir, de->d_name);
+        if (path_socket_live(path))
+            r = error_set(err, -EBUSY,
+                          "a device plugin serves %s on this node: DRA and the device-plugin "
+                          "API would hand out the same GPUs; run one of the two DaemonSets per "
+                          "node (docs/dra.md, the one-API rule)",
+                          path);
+    }
+    if (dir)
+        closedir(dir);
+    return r;
+}
+
 static int dra_start(struct daemon *d, struct error *err)
 {
     struct daemon__dra *x;
@@ -781,6 +809,9 @@ static int dra_start(struct daemon *d, struct error *err)
 
     if (!d->o->dra.enabled)
         return 0;
+    r = device_plugin_live(d, err);
+    if (r < 0)
+        return r;
     x = calloc(1, sizeof(*x));
     if (!x)
         return error_set(err, -ENOMEM, "out of memory");

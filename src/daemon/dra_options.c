@@ -20,7 +20,8 @@ enum dra_kind {
     DRA_API_SERVER,
     DRA_HOST_ROOT,
     DRA_CTR_ROOT,
-    DRA_METRICS
+    DRA_METRICS,
+    DRA_DP_DIR
 };
 
 /* One flag: its names (NVIDIA's first), env vars, and where it goes. */
@@ -64,6 +65,7 @@ static const struct dra_flag dra_flags[] = {
     {{"nvml-library"}, {"GPUSLICE_NVML_LIBRARY"}, DRA_NVML_LIB, 0},
     {{"kube-api-server"}, {"GPUSLICE_KUBE_API_SERVER"}, DRA_API_SERVER, 0},
     {{"metrics-address"}, {"GPUSLICE_METRICS_ADDRESS"}, DRA_METRICS, 0},
+    {{"device-plugin-dir"}, {NULL}, DRA_DP_DIR, 0}, /* the one-API check looks there */
 };
 
 static const char usage[] =
@@ -88,7 +90,8 @@ static const char usage[] =
     "  -v N                                    LOG_VERBOSITY (>= 4: debug)\n"
     "  --nvidia-smi PATH                       GPUSLICE_NVIDIA_SMI (time-slicing; default\n"
     "                                          <container driver root>/usr/bin/nvidia-smi)\n"
-    "  --nvml-library PATH, --kube-api-server URL, --metrics-address ADDR (ours)\n"
+    "  --nvml-library PATH, --kube-api-server URL, --metrics-address ADDR,\n"
+    "  --device-plugin-dir DIR (where a device plugin would serve; ours)\n"
     "docs/dra.md tells more.\n";
 
 const char *daemon_dra_usage(void)
@@ -156,6 +159,9 @@ static int set_value(struct daemon_options *o, const struct dra_flag *f, const c
         return 0;
     case DRA_METRICS:
         o->metrics_address = *v ? v : NULL;
+        return 0;
+    case DRA_DP_DIR:
+        o->plugin_dir = v;
         return 0;
     }
     return 0;

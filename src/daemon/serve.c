@@ -703,6 +703,12 @@ static int serve_start(struct daemon *d, struct error *err)
 
     if (d->o->dra.enabled) /* dra-plugin: GPUs go through DRA only (docs/dra.md) */
         return 0;
+    if (path_socket_live(DAEMON_DRA_DEFAULT_REGISTRAR_DIR "/gpu.nvidia.com-reg.sock"))
+        return error_set(err, -EBUSY,
+                         "a DRA kubelet plugin for gpu.nvidia.com is registered on this node "
+                         "(%s): it and the device-plugin API would hand out the same GPUs; run "
+                         "one of the two DaemonSets per node (docs/dra.md, the one-API rule)",
+                         DAEMON_DRA_DEFAULT_REGISTRAR_DIR "/gpu.nvidia.com-reg.sock");
     d->env.device_exists = env_device_exists;
     d->env.mig_cap_path = env_mig_cap_path;
     d->env.new_id = env_new_id;

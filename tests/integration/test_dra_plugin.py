@@ -29,7 +29,7 @@ BUILD = os.environ.get("GS_BINARY_DIR", "")
 GPUSLICE = os.path.join(BUILD, "gpuslice")
 NVML = os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1")
 SIM = os.path.join(BUILD, "tools/kubelet-sim/kubelet-sim")
-SMI = os.environ.get("GS_FAKE_SMI") or os.path.join(BUILD, "tools/fake-nvidia-smi/nvidia-smi")
+SMI = os.path.join(BUILD, "tools/fake-nvidia-smi/nvidia-smi")
 FAKE_MPS = os.path.join(BUILD, "tools/fake-mps/nvidia-cuda-mps-control")
 MACHINES = os.path.join(SRC, "examples/machines")
 DRIVER = "gpu.nvidia.com"
@@ -126,7 +126,8 @@ class DraPlugin(unittest.TestCase):
              "--nvidia-driver-root", self.driver, "--container-driver-root", self.driver,
              "--kubelet-plugins-directory-path", self.plugins,
              "--kubelet-registrar-directory-path", self.registry,
-             "--nvidia-smi", SMI, "--image-name", "ignored", "-v", "4"] + list(extra),
+             "--nvidia-smi", SMI, "--image-name", "ignored", "-v", "4",
+             "--device-plugin-dir", os.path.join(self.root, "device-plugins")] + list(extra),
             env=self.env(), stdout=self.log, stderr=subprocess.STDOUT)
         got = wait_for(lambda: self.registered(), "the plugin to register")
         self.assertEqual(got["driver"], DRIVER)
@@ -270,15 +271,22 @@ class DraPlugin(unittest.TestCase):
         uid = self.claim("ts", ["gpu-4"], cfg)
         out = self.prepare("ts", uid)
         self.assertIsNone(out["claims"][0]["error"], out)
-        with open(self.smi_log) as f:
-            calls = f.read()
-        self.assertIn("set-timeslice", calls)
-        self.assertIn("3", calls.splitlines()[-1])
+        gpu4 = [d for d in self.slices()[0]["spec"]["devices"] if d["name"] == "gpu-4"][0]
+        uuid = gpu4["attributes"]["uuid"]["string"]
+        self.assertIn("compute-policy -i %s --set-timeslice 3" % uuid, self.smi_calls())
+        self.assertIn("-i %s -c DEFAULT" % uuid, self.smi_calls())
+        self.assertIn("%s timeslice=3" % uuid, self.smi_state_now())
         self.prepare("ts", uid, verb="dra-unprepare")
+        self.assertEqual(self.smi_calls()[-1], "compute-policy -i %s --set-timeslice 0" % uuid)
+        self.assertIn("%s timeslice=0" % uuid, self.smi_state_now())
+
+    def smi_calls(self):
         with open(self.smi_log) as f:
-            last = f.read().splitlines()[-1]
-        self.assertIn("set-timeslice", last)
-        self.assertIn("0", last)
+            return f.read().splitlines()
+
+    def smi_state_now(self):
+        with open(self.smi_state) as f:
+            return f.read()
 
     def test_mps_daemon_for_the_claim(self):
         self.slice_devices(8)
@@ -304,6 +312,25 @@ class DraPlugin(unittest.TestCase):
                 return "running" in f.read()
         except FileNotFoundError:
             return False
+
+    def test_one_api_per_node(self):
+        """A live device plugin for nvidia.com resources on the node: dra-plugin refuses."""
+        import socket
+        self.assertEqual(self.stop_plugin(), [])
+        dp = os.path.join(self.root, "device-plugins", "nvidia-gpu.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(srv.close)
+        srv.bind(dp)
+        srv.listen(1)
+        p = subprocess.run(
+            [GPUSLICE, "dra-plugin", "--kube-api-server", self.url, "--nvml-library", NVML,
+             "--kubelet-plugins-directory-path", self.plugins,
+             "--kubelet-registrar-directory-path", self.registry,
+             "--device-plugin-dir", os.path.join(self.root, "device-plugins")],
+            env=self.env(), capture_output=True, text=True, timeout=WAIT_S)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("one-API rule", p.stderr)
+        self.assertIn(dp, p.stderr)
 
     def test_xid_removes_the_device_and_tells_the_pod(self):
         self.slice_devices(8)
@@ -343,6 +370,7 @@ class DraPluginMig(DraPlugin):
     test_time_slicing_applied_and_undone = None
     test_mps_daemon_for_the_claim = None
     test_xid_removes_the_device_and_tells_the_pod = None
+    test_one_api_per_node = None
 
     def test_mig_claim_has_capability_nodes(self):
         names = self.slice_devices()
