@@ -10,193 +10,35 @@
 # Env: GS_SOURCE_DIR, GS_BINARY_DIR (tests/integration/dra_plugin.cmake).
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 import unittest
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fake_driver_root  # noqa: E402
-from fake_apiserver import FakeApiServer  # noqa: E402
+from dra_harness import DRIVER, NODE, WAIT_S, DraNode, wait_for  # noqa: E402
 
 SRC = os.environ.get("GS_SOURCE_DIR", "")
 BUILD = os.environ.get("GS_BINARY_DIR", "")
+SMI = os.path.join(BUILD, "tools/fake-nvidia-smi/nvidia-smi")
 GPUSLICE = os.path.join(BUILD, "gpuslice")
 NVML = os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1")
 SIM = os.path.join(BUILD, "tools/kubelet-sim/kubelet-sim")
-SMI = os.path.join(BUILD, "tools/fake-nvidia-smi/nvidia-smi")
-FAKE_MPS = os.path.join(BUILD, "tools/fake-mps/nvidia-cuda-mps-control")
-MACHINES = os.path.join(SRC, "examples/machines")
-DRIVER = "gpu.nvidia.com"
-NODE = "node-1"
-WAIT_S = 15
-
-
-def wait_for(pred, what, timeout=WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
-
-
-class Sim:
-    """kubelet-sim with its DRA side, one JSON answer per command."""
-
-    def __init__(self, root, registry, *extra):
-        self.proc = subprocess.Popen(
-            [SIM, "--dir", os.path.join(root, "device-plugins"), "--plugins-registry", registry,
-             "-o", "json", "--rpc-timeout-ms", "10000"] + list(extra),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def cmd(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def stop(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=WAIT_S)
-        self.proc.stdout.close()
-        assert self.proc.returncode in (0, 1), "kubelet-sim exited with %s" % self.proc.returncode
 
 
 @unittest.skipUnless(os.path.exists(SMI) and os.path.exists(SIM), "build the stand-ins first")
-class DraPlugin(unittest.TestCase):
+class DraPlugin(DraNode, unittest.TestCase):
     machine = "h100-nvswitch-8"
 
     def setUp(self):
-        self.root = tempfile.mkdtemp(prefix="gs-dra-")
-        self.driver = fake_driver_root.make(os.path.join(self.root, "driver"))
-        self.proc_root = os.path.join(self.root, "proc")
-        self.plugins = os.path.join(self.root, "plugins")
-        self.registry = os.path.join(self.root, "plugins_registry")
-        self.cdi = os.path.join(self.root, "cdi")
-        for d in (self.proc_root, self.plugins, self.registry, self.cdi):
-            os.makedirs(d)
-        self.state = os.path.join(self.root, "nvml.state")
-        self.events = os.path.join(self.root, "xid-events")
-        open(self.events, "w").close()
-        self.smi_log = os.path.join(self.root, "smi.log")
-        self.smi_state = os.path.join(self.root, "smi.state")
-        self.api = FakeApiServer([NODE])
-        self.url = "http://127.0.0.1:%d" % self.api.port
-        self.plugin = None
-        self.log = open(os.path.join(self.root, "plugin.log"), "w+")
-        self.sim = Sim(self.root, self.registry)
-        self.start_plugin()
+        self.node_up(SRC, BUILD)
 
     def tearDown(self):
-        problems = []
-        if self.plugin:
-            problems += self.stop_plugin()
-        self.sim.stop()
-        self.api.down()
-        if problems or os.environ.get("GS_TEST_VERBOSE"):
-            self.log.seek(0)
-            sys.stderr.write("--- plugin log ---\n" + self.log.read()[-6000:])
-        self.log.close()
-        shutil.rmtree(self.root, ignore_errors=True)
-        self.assertEqual(problems, [])
-
-    # ---- the plugin ---------------------------------------------------------------------
-
-    def env(self):
-        env = dict(os.environ,
-                   FAKE_NVML_MACHINE=os.path.join(MACHINES, self.machine + ".yaml"),
-                   FAKE_NVML_STATE=self.state, FAKE_NVML_EVENTS=self.events,
-                   FAKE_NVML_PROC_ROOT=self.proc_root, GPUSLICE_PROC_ROOT=self.proc_root,
-                   FAKE_NVIDIA_SMI_LOG=self.smi_log, FAKE_NVIDIA_SMI_STATE=self.smi_state,
-                   GPUSLICE_MPS_CONTROL=FAKE_MPS, NODE_NAME=NODE)
-        for k in ("KUBECONFIG", "CDI_ROOT", "NAMESPACE"):
-            env.pop(k, None)
-        return env
+        self.assertEqual(self.node_down(), [])
 
     def start_plugin(self, *extra):
-        self.plugin = subprocess.Popen(
-            [GPUSLICE, "dra-plugin", "--kube-api-server", self.url,
-             "--nvml-library", NVML, "--cdi-root", self.cdi,
-             "--nvidia-driver-root", self.driver, "--container-driver-root", self.driver,
-             "--kubelet-plugins-directory-path", self.plugins,
-             "--kubelet-registrar-directory-path", self.registry,
-             "--nvidia-smi", SMI, "--image-name", "ignored", "-v", "4",
-             "--device-plugin-dir", os.path.join(self.root, "device-plugins")] + list(extra),
-            env=self.env(), stdout=self.log, stderr=subprocess.STDOUT)
-        got = wait_for(lambda: self.registered(), "the plugin to register")
+        got = DraNode.start_plugin(self, *extra)
         self.assertEqual(got["driver"], DRIVER)
-
-    def registered(self):
-        for p in self.sim.cmd("dra-drivers")["plugins"]:
-            if p["driver"] == DRIVER and p["registered"] and not p["removed"] and \
-                    (self.plugin is None or p.get("registrations", 0) >= 1):
-                return p
-        return None
-
-    def stop_plugin(self):
-        self.plugin.send_signal(signal.SIGTERM)
-        rc = self.plugin.wait(timeout=WAIT_S)
-        self.plugin = None
-        return [] if rc == 0 else ["dra-plugin exited with %s" % rc]
-
-    # ---- the API ------------------------------------------------------------------------
-
-    def http(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, method=method, data=data)
-        try:
-            with urllib.request.urlopen(req, timeout=5) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def slices(self):
-        code, body = self.http("GET", "/apis/resource.k8s.io/v1/resourceslices")
-        self.assertEqual(code, 200)
-        return [s for s in body["items"] if s["spec"]["driver"] == DRIVER]
-
-    def slice_devices(self, n=None):
-        """The one slice's device names, waiting for n of them when n is given."""
-        def one():
-            s = self.slices()
-            if len(s) != 1:
-                return None
-            names = [d["name"] for d in s[0]["spec"]["devices"]]
-            return names if n is None or len(names) == n else None
-        return wait_for(one, "a slice of %s devices" % n)
-
-    def claim(self, name, devices, config=None, ns="team"):
-        """Creates an allocated ResourceClaim for devices (one request each); its uid."""
-        results = [{"request": "r%d" % i, "driver": DRIVER, "pool": NODE, "device": d}
-                   for i, d in enumerate(devices)]
-        status = {"allocation": {"devices": {"results": results}},
-                  "reservedFor": [{"resource": "pods", "name": name + "-pod",
-                                   "uid": "pod-uid-" + name}]}
-        if config is not None:
-            status["allocation"]["devices"]["config"] = [
-                {"source": "FromClaim", "opaque": {"driver": DRIVER, "parameters": config}}]
-        body = {"metadata": {"name": name, "namespace": ns},
-                "spec": {"devices": {"requests": [
-                    {"name": r["request"], "exactly": {"deviceClassName": "gpu.nvidia.com"}}
-                    for r in results]}},
-                "status": status}
-        code, made = self.http(
-            "POST", "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % ns, body)
-        self.assertEqual(code, 201, made)
-        return made["metadata"]["uid"]
-
-    def prepare(self, name, uid, ns="team", verb="dra-prepare"):
-        out = self.sim.cmd("%s %s %s/%s:%s" % (verb, DRIVER, ns, name, uid))
-        return out
-
-    def spec_path(self, uid):
-        return os.path.join(self.cdi, "k8s.gpu.nvidia.com-claim_%s.yaml" % uid)
+        return got
 
     # ---- tests --------------------------------------------------------------------------
 
@@ -336,10 +178,9 @@ class DraPlugin(unittest.TestCase):
         self.slice_devices(8)
         uid = self.claim("x", ["gpu-6"])
         self.assertIsNone(self.prepare("x", uid)["claims"][0]["error"])
-        wait_for(lambda: "health: watching XID events" in open(self.log.name).read(),
+        wait_for(lambda: "health: watching XID events" in self.log_text(),
                  "the health thread")
-        with open(self.events, "a") as f:
-            f.write("xid 6 79\n")
+        self.xid(6, 79)
         names = self.slice_devices(7)
         self.assertNotIn("gpu-6", names)
 
