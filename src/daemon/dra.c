@@ -54,6 +54,7 @@ struct daemon__dra {
     struct gpu_nvml *nvml; /* for MPS compute modes */
     int retry_fd;
     unsigned retry_ms;
+    struct kube_slice_watch *watch; /* our slices, to put back one someone deleted or changed */
     struct pod_ref pods[DRA_MAX_POD_REFS];
     size_t n_pods;
     char **lost_reported; /* "<claim uid> <gpu uuid>" already reported */
@@ -264,6 +265,45 @@ static void dra_on_retry(struct daemon *d)
     pthread_mutex_lock(&d->dra->lock);
     publish_or_retry(d);
     pthread_mutex_unlock(&d->dra->lock);
+}
+
+/* Is our slice, as last written, among the slices the watch sees? */
+static bool slice_present(const struct daemon__dra *x, const struct kube_slice_list *l)
+{
+    json_t *items = json_loads(l->items_json ? l->items_json : "[]", 0, NULL);
+    bool found = false;
+
+    for (size_t i = 0; !found && i < json_array_size(items); i++) {
+        json_t *meta = json_object_get(json_array_get(items, i), "metadata");
+        found = x->slice_name &&
+                strcmp(json_string_value(json_object_get(meta, "name")) ?: "", x->slice_name) == 0;
+    }
+    json_decref(items);
+    return found || !items;
+}
+
+/* The watch of our slices fired: a slice deleted behind our back (kubectl, a cleanup
+ * controller) is written again, as NVIDIA's driver does. */
+static void dra_on_watch(struct daemon *d)
+{
+    struct daemon__dra *x = d->dra;
+    struct kube_slice_list l = {0};
+    bool known = false;
+    uint64_t ticks;
+
+    (void)!read(kube_slice_watch_fd(x->watch), &ticks, sizeof(ticks));
+    if (kube_slice_watch_get(x->watch, &l, &known, NULL) < 0 || !known)
+        return;
+    pthread_mutex_lock(&x->lock);
+    if (x->published && *x->published && !slice_present(x, &l)) {
+        log_warn("DRA: our ResourceSlice %s is gone from the API: writing it again",
+                 x->slice_name ? x->slice_name : "");
+        free(x->published);
+        x->published = NULL;
+        publish_or_retry(d);
+    }
+    pthread_mutex_unlock(&x->lock);
+    kube_slice_list_release(&l);
 }
 
 /* ---- sharing ---------------------------------------------------------------------------- */
@@ -833,6 +873,13 @@ static int dra_start(struct daemon *d, struct error *err)
     if (r < 0)
         return r;
     publish_or_retry(d);
+    if (kube_slices_watch_start(x->kube, DRA_DRIVER_NAME, d->o->node_name, NULL, &x->watch, err) <
+        0) {
+        log_warn("DRA: watching our ResourceSlices: %s; a slice deleted by hand comes back "
+                 "with the next change only",
+                 err->msg);
+        *err = (struct error){0};
+    }
     r = kdra_server_new(&so, &x->srv, err);
     if (r == 0)
         r = kdra_server_start(x->srv, err);
@@ -873,6 +920,7 @@ static void dra_stop(struct daemon *d)
     if (!x)
         return;
     kdra_server_free(x->srv); /* no call in flight after this */
+    kube_slice_watch_stop(x->watch);
     mps_supervisor_free(x->mps);
     gpu_nvml_close(x->nvml);
     daemon__timer_close(&x->retry_fd);
@@ -953,9 +1001,15 @@ static int dra_mps_fd(const struct daemon *d)
     return d->dra && d->dra->mps ? mps_supervisor_fd(d->dra->mps) : -1;
 }
 
+static int dra_watch_fd(const struct daemon *d)
+{
+    return d->dra && d->dra->watch ? kube_slice_watch_fd(d->dra->watch) : -1;
+}
+
 static const struct daemon_source dra_sources[] = {
     {dra_retry_fd, dra_on_retry},
     {dra_mps_fd, dra_on_mps},
+    {dra_watch_fd, dra_on_watch},
 };
 
 const struct daemon_feature daemon__feature_dra = {

@@ -4,6 +4,7 @@
  * with the device-plugin options at their defaults and the device-plugin API off. */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@ enum dra_kind {
     DRA_HOST_ROOT,
     DRA_CTR_ROOT,
     DRA_METRICS,
-    DRA_DP_DIR
+    DRA_DP_DIR,
+    DRA_RECOVERY
 };
 
 /* One flag: its names (NVIDIA's first), env vars, and where it goes. */
@@ -66,6 +68,7 @@ static const struct dra_flag dra_flags[] = {
     {{"kube-api-server"}, {"GPUSLICE_KUBE_API_SERVER"}, DRA_API_SERVER, 0},
     {{"metrics-address"}, {"GPUSLICE_METRICS_ADDRESS"}, DRA_METRICS, 0},
     {{"device-plugin-dir"}, {NULL}, DRA_DP_DIR, 0}, /* the one-API check looks there */
+    {{"health-recovery-after"}, {"GPUSLICE_HEALTH_RECOVERY_AFTER"}, DRA_RECOVERY, 0},
 };
 
 static const char usage[] =
@@ -92,6 +95,7 @@ static const char usage[] =
     "                                          <container driver root>/usr/bin/nvidia-smi)\n"
     "  --nvml-library PATH, --kube-api-server URL, --metrics-address ADDR,\n"
     "  --device-plugin-dir DIR (where a device plugin would serve; ours)\n"
+    "  --health-recovery-after DURATION        a GPU an XID took out comes back (5m; 0: never)\n"
     "docs/dra.md tells more.\n";
 
 const char *daemon_dra_usage(void)
@@ -130,7 +134,7 @@ static int set_value(struct daemon_options *o, const struct dra_flag *f, const c
         return 0;
     case DRA_INT:
         if (parse_int64(v, (int64_t *)(void *)(base + f->offset)) < 0)
-            return error_set(err, -EINVAL, "--%s must be a number, not '%s'", name, v);
+            return error_set(err, -EINVAL, "%s must be a number, not '%s'", name, v);
         return 0;
     case DRA_NVML_LIB:
         o->nvml.library_path = *v ? v : NULL;
@@ -163,6 +167,13 @@ static int set_value(struct daemon_options *o, const struct dra_flag *f, const c
     case DRA_DP_DIR:
         o->plugin_dir = v;
         return 0;
+    case DRA_RECOVERY: {
+        int64_t ms;
+        if (cfg_duration_parse_ms(v, &ms, NULL) < 0)
+            return error_set(err, -EINVAL, "%s takes a duration like 5m or 30s, not '%s'", name, v);
+        o->health_recovery_ms = ms < 0 ? 0 : ms;
+        return 0;
+    }
     }
     return 0;
 }
@@ -200,11 +211,13 @@ static int parse_flag(struct daemon_options *o, int argc, char **argv, int *i, s
     if (!f)
         return error_set(err, -EINVAL, "unknown flag '%s' (gpuslice dra-plugin --help lists them)",
                          argv[*i]);
+    char shown[80];
+    snprintf(shown, sizeof(shown), "--%s", name);
     if (eq)
-        return set_value(o, f, name, eq + 1, err);
+        return set_value(o, f, shown, eq + 1, err);
     if (*i + 1 >= argc)
         return error_set(err, -EINVAL, "flag '%s' needs a value", argv[*i]);
-    return set_value(o, f, name, argv[++*i], err);
+    return set_value(o, f, shown, argv[++*i], err);
 }
 
 int daemon_dra_options_parse(struct daemon_options *o, int argc, char **argv,

@@ -10,6 +10,7 @@
 # Env: GS_SOURCE_DIR, GS_BINARY_DIR (tests/integration/dra_plugin.cmake).
 import json
 import os
+import signal
 import subprocess
 import sys
 import unittest
@@ -155,6 +156,22 @@ class DraPlugin(DraNode, unittest.TestCase):
         except FileNotFoundError:
             return False
 
+    def test_slice_deleted_by_hand_comes_back(self):
+        self.slice_devices(8)
+        name = self.slices()[0]["metadata"]["name"]
+        code, _ = self.http("DELETE", "/apis/resource.k8s.io/v1/resourceslices/" + name)
+        self.assertEqual(code, 200)
+        self.assertEqual(self.slice_devices(8), ["gpu-%d" % i for i in range(8)])
+
+    def test_xid_then_recovery_puts_the_device_back(self):
+        self.assertEqual(self.stop_plugin(), [])
+        self.start_plugin("--health-recovery-after", "1s")
+        self.slice_devices(8)
+        wait_for(lambda: "health: watching XID events" in self.log_text(), "the health thread")
+        self.xid(2, 74)  # critical, recovers with time (not a reset XID)
+        self.assertNotIn("gpu-2", self.slice_devices(7))
+        self.assertIn("gpu-2", self.slice_devices(8))
+
     def test_one_api_per_node(self):
         """A live device plugin for nvidia.com resources on the node: dra-plugin refuses."""
         import socket
@@ -212,6 +229,21 @@ class DraPluginMig(DraPlugin):
     test_mps_daemon_for_the_claim = None
     test_xid_removes_the_device_and_tells_the_pod = None
     test_one_api_per_node = None
+    test_xid_then_recovery_puts_the_device_back = None
+    test_slice_deleted_by_hand_comes_back = None
+
+    def test_slice_follows_a_mig_layout_change(self):
+        """A MIG device destroyed behind the plugin's back (nvidia-smi mig -dci/-dgi): after
+        SIGHUP re-reads the inventory the slice has one device fewer."""
+        before = self.slice_devices()
+        tool = os.path.join(BUILD, "tests/integration/fake_mig_destroy")
+        env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(SRC, "examples/machines",
+                                                              self.machine + ".yaml"),
+                   FAKE_NVML_STATE=self.state)
+        subprocess.run([tool, "0", "0"], env=env, check=True, timeout=30)
+        self.plugin.send_signal(signal.SIGHUP)
+        after = self.slice_devices(len(before) - 1)
+        self.assertEqual(len(set(before) - set(after)), 1)
 
     def test_mig_claim_has_capability_nodes(self):
         names = self.slice_devices()
