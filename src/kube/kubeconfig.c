@@ -11,6 +11,7 @@
 #include <libfyaml.h>
 
 #include "kube/internal.h"
+#include "yaml/yaml.h"
 
 void kube__auth_release(struct kube__auth *a)
 {
@@ -97,25 +98,20 @@ struct kc {
     const char *path;
     const char *dir; /* of path, for relative file names */
     struct error *err;
-    const char *src; /* the kubeconfig's text, for single-quoted scalars */
-    size_t src_len;
-    char **owned; /* decoded single-quoted scalars, freed with the parse */
-    size_t n_owned;
+    struct yaml_doc doc; /* the kubeconfig's document (single-quoted scalars: yaml/) */
 };
 
 static int node_line(struct fy_node *n)
 {
-    struct fy_token *t =
-        n && fy_node_get_type(n) == FYNT_SCALAR ? fy_node_get_scalar_token(n) : NULL;
-    const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-    return m ? m->line + 1 : 0;
+    return (int)yaml_pos(n).line;
 }
 
 /* The scalar at `key` of mapping n, NULL when absent; -EINVAL when present but not a scalar. */
 static int get_scalar(struct kc *k, struct fy_node *map, const char *key, const char *where,
                       const char **ret)
 {
-    struct fy_node *v = map ? fy_node_mapping_lookup_by_string(map, key, FY_NT) : NULL;
+    struct fy_node *v = yaml_lookup(map, key);
+    bool oom = false;
 
     *ret = NULL;
     if (!v || (fy_node_get_type(v) == FYNT_SCALAR && fy_node_get_scalar0(v) &&
@@ -124,27 +120,9 @@ static int get_scalar(struct kc *k, struct fy_node *map, const char *key, const 
     if (fy_node_get_type(v) != FYNT_SCALAR || !fy_node_get_scalar0(v))
         return error_set(k->err, -EINVAL, "kubeconfig %s: %s.%s must be a string", k->path, where,
                          key);
-    if (fy_node_get_style(v) == FYNS_SINGLE_QUOTED && k->src) {
-        /* decoded by base/, not libfyaml (which leaks and drops characters on '' runs) */
-        struct fy_token *t = fy_node_get_scalar_token(v);
-        const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL;
-        const struct fy_mark *b = t ? fy_token_end_mark(t) : NULL;
-        char **grown;
-        char *s;
-        if (a && b && a->input_pos <= b->input_pos && (size_t)b->input_pos <= k->src_len) {
-            s = str_yaml_single_quoted(k->src, a->input_pos, b->input_pos);
-            grown = s ? realloc(k->owned, (k->n_owned + 1) * sizeof(*grown)) : NULL;
-            if (!grown) {
-                free(s);
-                return error_set(k->err, -ENOMEM, "kubeconfig %s: out of memory", k->path);
-            }
-            k->owned = grown;
-            k->owned[k->n_owned++] = s;
-            *ret = s;
-            return 0;
-        }
-    }
-    *ret = fy_node_get_scalar0(v);
+    *ret = yaml_text(&k->doc, v, &oom);
+    if (oom)
+        return error_set(k->err, -ENOMEM, "kubeconfig %s: out of memory", k->path);
     return 0;
 }
 
@@ -316,43 +294,31 @@ static int parse_user(struct kc *k, struct fy_node *u, struct kube__auth *a)
 /* Parses the text with libfyaml's messages collected (a library never prints them); a syntax
  * error comes back with its position. *ret_diag (destroy it after the document) is set even
  * on failure. */
-static int build_document(struct kc *k, const char *text, size_t len, struct fy_document **ret_doc,
-                          struct fy_diag **ret_diag)
+static int build_document(struct kc *k, const char *text, size_t len)
 {
-    struct fy_parse_cfg pcfg = {.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_AUTO};
-    struct fy_diag_cfg dcfg;
-    struct fy_diag_error *e;
-    void *it = NULL;
+    struct yaml_pos pos;
+    char msg[ERROR_MSG_MAX];
+    int r;
 
-    *ret_diag = NULL;
     if (memchr(text, '\0', len))
         return error_set(k->err, -EINVAL, "kubeconfig %s: holds a NUL byte; it must be YAML text",
                          k->path);
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.colorize = false;
-    pcfg.diag = fy_diag_create(&dcfg);
-    if (!pcfg.diag)
+    r = yaml_parse(text, len, 0, &k->doc, NULL, NULL, &pos, msg, sizeof(msg));
+    if (r == -ENOMEM)
         return error_set(k->err, -ENOMEM, "out of memory");
-    fy_diag_set_collect_errors(pcfg.diag, true);
-    *ret_diag = pcfg.diag;
-    *ret_doc = fy_document_build_from_string(&pcfg, text, len);
-    if (*ret_doc)
-        return 0;
-    e = fy_diag_errors_iterate(pcfg.diag, &it);
-    if (e && e->msg)
-        return error_set(k->err, -EINVAL, "kubeconfig %s:%d:%d: invalid YAML: %s", k->path, e->line,
-                         e->column, e->msg);
-    return error_set(k->err, -EINVAL, "kubeconfig %s: invalid YAML", k->path);
+    if (r < 0 && pos.line)
+        return error_set(k->err, -EINVAL, "kubeconfig %s:%u:%u: invalid YAML: %s", k->path,
+                         pos.line, pos.col, msg);
+    if (r < 0)
+        return error_set(k->err, -EINVAL, "kubeconfig %s: invalid YAML", k->path);
+    return 0;
 }
 
 int kube__kubeconfig_parse(const char *text, size_t len, const char *path, const char *context,
                            struct kube__auth *ret, struct error *err)
 {
-    struct kc k = {.path = path ? path : "<kubeconfig>", .err = err, .src = text, .src_len = len};
+    struct kc k = {.path = path ? path : "<kubeconfig>", .err = err};
     struct kube__auth a = {0};
-    struct fy_diag *diag = NULL;
-    struct fy_document *doc = NULL;
     struct fy_node *root, *ctx = NULL, *cl = NULL, *user = NULL;
     const char *cluster_name = NULL, *user_name = NULL, *ns = NULL;
     char *path_copy = NULL;
@@ -364,10 +330,10 @@ int kube__kubeconfig_parse(const char *text, size_t len, const char *path, const
             return -ENOMEM;
         k.dir = dirname(path_copy);
     }
-    r = build_document(&k, text, len, &doc, &diag);
+    r = build_document(&k, text, len);
     if (r < 0)
         goto out;
-    root = fy_document_root(doc);
+    root = yaml_root(&k.doc);
     if (!root || fy_node_get_type(root) != FYNT_MAPPING) {
         r = error_set(err, -EINVAL,
                       "kubeconfig %s: not a YAML mapping (a kubeconfig file "
@@ -419,12 +385,7 @@ out:
     if (r == -ENOMEM)
         error_set(err, r, "kubeconfig %s: out of memory", k.path);
     kube__auth_release(&a);
-    fy_document_destroy(doc);
-    if (diag)
-        fy_diag_destroy(diag);
-    for (size_t i = 0; i < k.n_owned; i++)
-        free(k.owned[i]);
-    free(k.owned);
+    yaml_doc_release(&k.doc);
     free(path_copy);
     return r;
 }
