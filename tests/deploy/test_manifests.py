@@ -173,6 +173,10 @@ class Overlays(Rendered):
             self.assertEqual(host["/var/lib/kubelet/device-plugins"],
                              "/var/lib/kubelet/device-plugins")
             self.assertFalse(mounts["/var/lib/kubelet/device-plugins"].get("readOnly", False))
+            # the one-API rule: the device plugin sees a live DRA plugin's registration socket
+            self.assertEqual(host["/var/lib/kubelet/plugins_registry"],
+                             "/var/lib/kubelet/plugins_registry")
+            self.assertTrue(mounts["/var/lib/kubelet/plugins_registry"]["readOnly"])
             self.assertEqual(host["/var/lib/kubelet/pod-resources"],
                              "/var/lib/kubelet/pod-resources")
             self.assertTrue(mounts["/var/lib/kubelet/pod-resources"]["readOnly"])
