@@ -15,7 +15,8 @@
 # components; overlays/mig-by-label. Issue 22: overlays/dra (components/dra) holds NVIDIA's
 # DeviceClasses with their CEL (evaluated on sample devices), the plugin's least-privilege
 # ClusterRole, and the DaemonSet as NVIDIA's kubelet plugin (command, env, mounts,
-# privilege); the YAML examples of docs/dra.md parse and their CEL selects what they say.
+# privilege, only env vars it reads, probes on /healthz and /readyz); the YAML examples of
+# docs/dra.md parse and their CEL selects what they say.
 # Usage: test_manifests.py SOURCE_DIR BUILD_DIR
 import os
 import re
@@ -172,6 +173,10 @@ class Overlays(Rendered):
             self.assertEqual(host["/var/lib/kubelet/device-plugins"],
                              "/var/lib/kubelet/device-plugins")
             self.assertFalse(mounts["/var/lib/kubelet/device-plugins"].get("readOnly", False))
+            # the one-API rule: the device plugin sees a live DRA plugin's registration socket
+            self.assertEqual(host["/var/lib/kubelet/plugins_registry"],
+                             "/var/lib/kubelet/plugins_registry")
+            self.assertTrue(mounts["/var/lib/kubelet/plugins_registry"]["readOnly"])
             self.assertEqual(host["/var/lib/kubelet/pod-resources"],
                              "/var/lib/kubelet/pod-resources")
             self.assertTrue(mounts["/var/lib/kubelet/pod-resources"]["readOnly"])
@@ -681,12 +686,43 @@ class Dra(unittest.TestCase):
         self.assertTrue(sc["privileged"])
         # the API server refuses privileged with allowPrivilegeEscalation false
         self.assertTrue(sc["allowPrivilegeEscalation"])
-        self.assertNotIn("livenessProbe", c)
-        self.assertNotIn("readinessProbe", c)
         ns = one(self.docs, "Namespace", "gpuslice")
         self.assertEqual(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
                          "privileged")
         self.assertEqual(len([d for d in self.docs if d["kind"] == "DaemonSet"]), 1)
+
+    def test_plugin_reads_every_env_and_mount(self):
+        """Nothing in the DaemonSet that dra-plugin ignores: each env var is one of its flags'
+        (dra_options.c), one of the two device-plugin settings it keeps (FAIL_ON_INIT_ERROR,
+        POD_RESOURCES_SOCKET for per-pod metrics) or the runtime's NVIDIA_VISIBLE_DEVICES."""
+        with open(os.path.join(SRC, "src/daemon/dra_options.c")) as f:
+            table = f.read().split("dra_flags[] = {")[1].split("};")[0]
+        envs = set(re.findall(r'"([A-Z][A-Z0-9_]*)"', table))
+        self.assertIn("KUBELET_PLUGINS_DIRECTORY_PATH", envs)
+        envs |= {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES"}
+        spec = self.plugin()
+        [c] = spec["containers"]
+        self.assertEqual({e["name"] for e in c["env"]} - envs, set())
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        self.assertNotIn("/etc/gpuslice/configs", mounts)  # no ConfigMap: claims configure
+        self.assertNotIn("configs", {v["name"] for v in spec["volumes"]})
+        # the one-API rule: a live nvidia-*.sock here means the device plugin serves the node
+        self.assertTrue(mounts["/var/lib/kubelet/device-plugins"]["readOnly"])
+
+    def test_probes_on_the_metrics_port(self):
+        """/healthz (the loop answers) and /readyz (the kubelet accepted the registration) on
+        GPUSLICE_METRICS_ADDRESS; liveness outlasts the slowest prepare it can block behind."""
+        [c] = self.plugin()["containers"]
+        port = {p["name"]: p["containerPort"] for p in c["ports"]}["metrics"]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        self.assertEqual(env["GPUSLICE_METRICS_ADDRESS"], ":%d" % port)
+        live, ready = c["livenessProbe"], c["readinessProbe"]
+        self.assertEqual(live["httpGet"], {"path": "/healthz", "port": "metrics"})
+        self.assertEqual(ready["httpGet"], {"path": "/readyz", "port": "metrics"})
+        # /healthz waits up to 2 s for the loop (METRICS_HEALTHZ_TIMEOUT_MS)
+        self.assertGreater(live["timeoutSeconds"], 2)
+        # an 8-GPU TimeSlicing prepare: 2 nvidia-smi calls a GPU, 10 s each at most
+        self.assertGreaterEqual(live["periodSeconds"] * live["failureThreshold"], 8 * 2 * 10)
 
     def test_docs_examples_parse_and_select(self):
         with open(os.path.join(SRC, "docs/dra.md")) as f:
