@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +56,25 @@ struct daemon__dra {
     int retry_fd;
     unsigned retry_ms;
     struct kube_slice_watch *watch; /* our slices, to put back one someone deleted or changed */
+    /* for /metrics, read without the lock (a slow prepare must not stall a scrape) */
+    atomic_size_t n_healthy, n_unhealthy, n_claims;
     struct pod_ref pods[DRA_MAX_POD_REFS];
     size_t n_pods;
     char **lost_reported; /* "<claim uid> <gpu uuid>" already reported */
 };
+
+/* ---- counts for /metrics (under x->lock, read without it) ----------------------------------- */
+
+static void counts_update(struct daemon__dra *x)
+{
+    size_t healthy = 0, n = x->devs ? x->devs->n_devices : 0;
+
+    for (size_t i = 0; i < n; i++)
+        healthy += x->devs->devices[i].healthy;
+    atomic_store(&x->n_healthy, healthy);
+    atomic_store(&x->n_unhealthy, n - healthy);
+    atomic_store(&x->n_claims, x->cp ? x->cp->n_claims : 0);
+}
 
 /* ---- the checkpoint file --------------------------------------------------------------- */
 
@@ -70,6 +86,7 @@ static int checkpoint_save(struct daemon__dra *x, struct error *err)
     if (r == 0)
         r = file_write_atomic(x->cp_path, text, strlen(text), 0600, err);
     free(text);
+    counts_update(x);
     return r;
 }
 
@@ -872,6 +889,7 @@ static int dra_start(struct daemon *d, struct error *err)
         r = build_devices(d, &x->devs, err);
     if (r < 0)
         return r;
+    counts_update(x);
     publish_or_retry(d);
     if (kube_slices_watch_start(x->kube, DRA_DRIVER_NAME, d->o->node_name, NULL, &x->watch, err) <
         0) {
@@ -906,6 +924,7 @@ static void dra_on_state(struct daemon *d, const struct daemon_change *c)
     pthread_mutex_lock(&x->lock);
     dra_devices_free(x->devs);
     x->devs = devs;
+    counts_update(x);
     if (!x->node_uid)
         (void)kube_node_uid(x->kube, NULL, &x->node_uid, NULL);
     publish_or_retry(d);
@@ -944,28 +963,22 @@ static void dra_stop(struct daemon *d)
 static int dra_metrics(struct daemon *d, struct strbuf *sb)
 {
     struct daemon__dra *x = d->dra;
-    size_t healthy = 0, n;
     int r;
 
     if (!x)
         return 0;
-    pthread_mutex_lock(&x->lock);
-    n = x->devs ? x->devs->n_devices : 0;
-    for (size_t i = 0; i < n; i++)
-        healthy += x->devs->devices[i].healthy;
     r = metrics_family(sb, "gpuslice_dra_devices", "gauge",
                        "Devices of this node's ResourceSlice by health (unhealthy: left out).");
     if (r == 0)
         r = strbuf_printf(sb,
                           "gpuslice_dra_devices{health=\"healthy\"} %zu\n"
                           "gpuslice_dra_devices{health=\"unhealthy\"} %zu\n",
-                          healthy, n - healthy);
+                          atomic_load(&x->n_healthy), atomic_load(&x->n_unhealthy));
     if (r == 0)
         r = metrics_family(sb, "gpuslice_dra_prepared_claims", "gauge",
                            "ResourceClaims prepared on this node (the checkpoint's).");
     if (r == 0)
-        r = strbuf_printf(sb, "gpuslice_dra_prepared_claims %zu\n", x->cp->n_claims);
-    pthread_mutex_unlock(&x->lock);
+        r = strbuf_printf(sb, "gpuslice_dra_prepared_claims %zu\n", atomic_load(&x->n_claims));
     return r;
 }
 

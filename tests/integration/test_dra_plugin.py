@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dra_harness import DRIVER, NODE, WAIT_S, DraNode, wait_for  # noqa: E402
@@ -172,6 +173,27 @@ class DraPlugin(DraNode, unittest.TestCase):
         self.assertNotIn("gpu-2", self.slice_devices(7))
         self.assertIn("gpu-2", self.slice_devices(8))
 
+    def test_metrics_and_readyz(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        self.assertEqual(self.stop_plugin(), [])
+        self.start_plugin("--metrics-address", "127.0.0.1:%d" % port)
+        base = "http://127.0.0.1:%d" % port
+
+        def get(path):
+            with urllib.request.urlopen(base + path, timeout=5) as r:
+                return r.status, r.read().decode()
+        self.assertEqual(wait_for(lambda: get("/readyz")[0] == 200 and get("/readyz"),
+                                  "/readyz")[0], 200)
+        self.slice_devices(8)
+        self.assertIn('gpuslice_dra_devices{health="healthy"} 8', get("/metrics")[1])
+        uid = self.claim("m", ["gpu-0"])
+        self.assertIsNone(self.prepare("m", uid)["claims"][0]["error"])
+        self.assertIn("gpuslice_dra_prepared_claims 1", get("/metrics")[1])
+
     def test_one_api_per_node(self):
         """A live device plugin for nvidia.com resources on the node: dra-plugin refuses."""
         import socket
@@ -229,6 +251,7 @@ class DraPluginMig(DraPlugin):
     test_mps_daemon_for_the_claim = None
     test_xid_removes_the_device_and_tells_the_pod = None
     test_one_api_per_node = None
+    test_metrics_and_readyz = None
     test_xid_then_recovery_puts_the_device_back = None
     test_slice_deleted_by_hand_comes_back = None
 
