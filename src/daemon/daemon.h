@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* daemon: `gpuslice device-plugin` — flags (NVIDIA-compatible), the XID health policy and
- * the event loop that loads config + inventory, builds the model, serves one dp_plugin per
- * resource, registers with the kubelet, and reacts to signals, kubelet restarts and GPU
- * health events. The only module besides cli/ that logs above debug. */
+/* daemon: `gpuslice device-plugin` and `gpuslice dra-plugin` — flags (NVIDIA-compatible), the
+ * XID health policy and the one event loop whose units (docs/internals/daemon.md) build the
+ * node state from config + inventory and serve it: the device-plugin API, DRA, labels, MIG,
+ * MPS, metrics, health recovery. The only module besides cli/ that logs above debug. */
 #ifndef GS_DAEMON_H
 #define GS_DAEMON_H
 
