@@ -174,7 +174,7 @@ static size_t unhealthy_in(const uint8_t *msg, size_t len)
 
 /* Starts the daemon on machine/config under dir with a stand-in kubelet at k; its pid. */
 static pid_t daemon_spawn(const char *bin, const char *dir, const char *machine, const char *cfg,
-                          struct kubelet *k)
+                          struct kubelet *k, bool verbose)
 {
     char exe[512], lib[512], state[512], events[512], logp[512];
     pid_t pid;
@@ -195,7 +195,7 @@ static pid_t daemon_spawn(const char *bin, const char *dir, const char *machine,
         setenv("FAKE_NVML_STATE", state, 1);
         setenv("FAKE_NVML_EVENTS", events, 1);
         execl(exe, exe, "device-plugin", "--nvml-library", lib, "--device-plugin-dir", k->dir,
-              "--config-file", cfg, (char *)NULL);
+              "--config-file", cfg, verbose ? "-v" : (char *)NULL, (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -237,7 +237,7 @@ static int bench_scale(const char *bin)
     if (file_write_atomic(cfg, yaml, strlen(yaml), 0644, NULL) < 0 || kubelet_start(&k) < 0)
         goto out;
     t0 = time_now_ns();
-    pid = daemon_spawn(bin, tmp, machine, cfg, &k);
+    pid = daemon_spawn(bin, tmp, machine, cfg, &k, false);
     t1 = pid > 0 ? kubelet_wait(&k, 1, 20000) : 0;
     if (!t1) {
         fprintf(stderr, "bench_daemon: scale: no registration within 20 s (log %s/log)\n", tmp);
@@ -298,7 +298,7 @@ int main(void)
     const char *bin = getenv("GS_BINARY_DIR") ? getenv("GS_BINARY_DIR") : GS_BINARY_DIR;
     struct kubelet k = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
     char tmp[] = "/tmp/gs-bench-daemon-XXXXXX";
-    char cfg[512], events[512], logp[512], sock[512], exe[512], lib[512], machine[512];
+    char cfg[512], events[512], logp[512], sock[512], machine[512];
     char state[512], first_id[128] = "";
     struct rpc_client *c = NULL;
     struct rpc_client_stream *s = NULL;
@@ -317,8 +317,6 @@ int main(void)
     snprintf(events, sizeof(events), "%s/events", tmp);
     snprintf(logp, sizeof(logp), "%s/log", tmp);
     snprintf(state, sizeof(state), "%s/state", tmp);
-    snprintf(exe, sizeof(exe), "%s/gpuslice", bin);
-    snprintf(lib, sizeof(lib), "%s/tools/fake-nvml/libnvidia-ml.so.1", bin);
     snprintf(machine, sizeof(machine), "%s/examples/machines/h100-nvswitch-8.yaml", src);
     {
         static const char yaml[] = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
@@ -334,18 +332,7 @@ int main(void)
 
     /* ---- start → registered ---- */
     t0 = time_now_ns();
-    pid = fork();
-    if (pid == 0) {
-        int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        dup2(fd, 2);
-        dup2(fd, 1);
-        setenv("FAKE_NVML_MACHINE", machine, 1);
-        setenv("FAKE_NVML_STATE", state, 1);
-        setenv("FAKE_NVML_EVENTS", events, 1);
-        execl(exe, exe, "device-plugin", "--nvml-library", lib, "--device-plugin-dir", k.dir,
-              "--config-file", cfg, "-v", (char *)NULL);
-        _exit(127);
-    }
+    pid = daemon_spawn(bin, tmp, machine, cfg, &k, true);
     t1 = kubelet_wait(&k, 1, 10000);
     if (!t1) {
         fprintf(stderr, "bench_daemon: no registration within 10 s (log %s)\n", logp);

@@ -16,21 +16,6 @@ const char *const kube__dra_versions[3] = {"v1", "v1beta2", "v1beta1"};
 
 /* ---- pure helpers ------------------------------------------------------------------------ */
 
-static int url_finish(struct strbuf *sb, int r, char **ret)
-{
-    char *s;
-
-    if (r < 0) {
-        strbuf_release(sb);
-        return r;
-    }
-    s = strbuf_take(sb);
-    if (!s)
-        return -ENOMEM;
-    *ret = s;
-    return 0;
-}
-
 static int put_base(struct strbuf *sb, const char *server, const char *version)
 {
     size_t n = strlen(server);
@@ -64,7 +49,7 @@ int kube__url_dra(const char *server, const char *version, const char *ns, const
         if (r >= 0)
             r = kube__escape(&sb, name);
     }
-    return url_finish(&sb, r, ret);
+    return kube__url_finish(&sb, r, ret);
 }
 
 int kube__url_slices(const char *server, const char *version, const char *driver, const char *node,
@@ -89,7 +74,7 @@ int kube__url_slices(const char *server, const char *version, const char *driver
         if (r >= 0)
             r = kube__escape(&sb, rv);
     }
-    return url_finish(&sb, r, ret);
+    return kube__url_finish(&sb, r, ret);
 }
 
 /* v1beta1 keeps a device's attributes, capacity, counters, taints... under "basic". */

@@ -88,6 +88,8 @@ struct kube_client {
 /* ---- URLs (percent-encoding of path segments and query values) -------------------------- */
 
 int kube__escape(struct strbuf *sb, const char *s);
+/* Hands over sb (r == 0) as *ret, or releases it and returns r (or -ENOMEM). */
+int kube__url_finish(struct strbuf *sb, int r, char **ret);
 /* <server>/api/v1/nodes/<node> */
 int kube__url_node(const char *server, const char *node, char **ret);
 /* <server>/api/v1/nodes?fieldSelector=metadata.name%3D<node>[&watch=true&...&resourceVersion=rv] */

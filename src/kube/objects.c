@@ -40,7 +40,7 @@ static int put_server(struct strbuf *sb, const char *server)
     return strbuf_append(sb, server, n);
 }
 
-static int finish(struct strbuf *sb, int r, char **ret)
+int kube__url_finish(struct strbuf *sb, int r, char **ret)
 {
     char *s;
 
@@ -64,7 +64,7 @@ int kube__url_node(const char *server, const char *node, char **ret)
         r = strbuf_puts(&sb, "/api/v1/nodes/");
     if (r >= 0)
         r = kube__escape(&sb, node);
-    return finish(&sb, r, ret);
+    return kube__url_finish(&sb, r, ret);
 }
 
 int kube__url_node_list(const char *server, const char *node, bool watch, const char *rv,
@@ -85,7 +85,7 @@ int kube__url_node_list(const char *server, const char *node, bool watch, const 
         if (r >= 0)
             r = kube__escape(&sb, rv);
     }
-    return finish(&sb, r, ret);
+    return kube__url_finish(&sb, r, ret);
 }
 
 int kube__url_events(const char *server, const char *ns, char **ret)
@@ -99,7 +99,7 @@ int kube__url_events(const char *server, const char *ns, char **ret)
         r = kube__escape(&sb, ns);
     if (r >= 0)
         r = strbuf_puts(&sb, "/events");
-    return finish(&sb, r, ret);
+    return kube__url_finish(&sb, r, ret);
 }
 
 /* ---- objects ----------------------------------------------------------------------------- */
