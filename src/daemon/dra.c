@@ -432,6 +432,13 @@ static int mps_sync(struct daemon__dra *x, const struct dra_plan *extra, struct 
     if (r == 0)
         r = mps_supervisor_set(x->mps, specs, n, err);
     free(specs);
+    /* a daemon that did not start was reported (daemon_mps_report) and is retried with
+     * backoff by the supervisor, as for the device plugin: not a reason to fail the claim */
+    if (r < 0 && r != -E2BIG && r != -ENOMEM) {
+        log_warn("DRA: MPS: %s; retrying", err->msg);
+        *err = (struct error){0};
+        r = 0;
+    }
     return r;
 }
 

@@ -64,6 +64,7 @@ class DraNode:
     the source tree and the build directory."""
 
     machine = "h100-nvswitch-8"
+    sim_args = ()  # extra kubelet-sim flags (e.g. --dra-v1beta1)
 
     def node_up(self, src, build, start=True):
         self.build = build
@@ -90,7 +91,7 @@ class DraNode:
         self.plugin = None
         self.log = open(os.path.join(self.root, "plugin.log"), "w+")
         self.sim = Sim(os.path.join(build, "tools/kubelet-sim/kubelet-sim"), self.root,
-                       self.registry)
+                       self.registry, *self.sim_args)
         if start:
             self.start_plugin()
 

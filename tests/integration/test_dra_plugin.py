@@ -143,12 +143,24 @@ class DraPlugin(DraNode, unittest.TestCase):
         self.assertIsNone(out["claims"][0]["error"], out)
         daemon = os.path.join(self.plugins, DRIVER, "mps", "claim-%s-0" % uid)
         wait_for(lambda: os.path.exists(os.path.join(daemon, "pipe")), "the MPS pipe folder")
+        # the claim's limits, as the control daemon got them (read back from fake-mps)
+        st = wait_for(lambda: self.mps_state(daemon).get("pinned_mem_limit.0") and
+                      self.mps_state(daemon), "the MPS daemon's limits")
+        self.assertEqual(st["active_thread_percentage"], "50")
+        self.assertEqual(st["pinned_mem_limit.0"], "10240M")
         with open(self.spec_path(uid)) as f:
             spec = json.dumps(json.load(f))
         self.assertIn("CUDA_MPS_PIPE_DIRECTORY=" + os.path.join(daemon, "pipe"), spec)
         self.prepare("mps", uid, verb="dra-unprepare")
         wait_for(lambda: not os.path.exists(os.path.join(daemon, ".started")) or
                  not self.mps_running(daemon), "the MPS daemon to stop")
+
+    def mps_state(self, daemon):
+        try:
+            with open(os.path.join(daemon, "log", "fake-mps.state")) as f:
+                return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+        except FileNotFoundError:
+            return {}
 
     def mps_running(self, daemon):
         try:
@@ -230,6 +242,29 @@ class DraPlugin(DraNode, unittest.TestCase):
         ev = wait_for(pod_event, "an Event on the claim's pod")[0]
         self.assertEqual(ev["involvedObject"]["kind"], "Pod")
         self.assertEqual(ev["involvedObject"]["name"], "x-pod")
+
+
+class DraPluginV1beta1(DraPlugin):
+    """A kubelet that speaks only v1beta1 (Kubernetes 1.32-1.33): the same claims."""
+    sim_args = ("--dra-v1beta1",)
+
+    def test_registered_in_v1beta1(self):
+        self.assertEqual(self.registered()["api"], "v1beta1")
+        uid = self.claim("b1", ["gpu-0"])
+        out = self.prepare("b1", uid)
+        self.assertEqual(out["api"], "v1beta1")
+        self.assertEqual(out["claims"][0]["devices"][0]["cdi_device_ids"],
+                         ["k8s.gpu.nvidia.com/claim=%s-gpu-0" % uid])
+
+    # one run of the v1 suite is enough for the rest
+    test_refusals = None
+    test_time_slicing_applied_and_undone = None
+    test_mps_daemon_for_the_claim = None
+    test_xid_removes_the_device_and_tells_the_pod = None
+    test_xid_then_recovery_puts_the_device_back = None
+    test_one_api_per_node = None
+    test_metrics_and_readyz = None
+    test_slice_deleted_by_hand_comes_back = None
 
 
 class DraPluginMig(DraPlugin):
