@@ -446,6 +446,10 @@ static int options_finish(struct daemon_options *o, const char *(*getenv_fn)(con
     if (o->config_name && !*o->config_name)
         o->config_name = NULL;
     o->kubelet_socket = cfg_overrides_get(&o->overrides, CFG_OPT_KUBELET_SOCKET);
+    /* where a DRA plugin for the same GPUs would register (the one-API check, serve.c) */
+    o->dra.registrar_dir = getenv_fn("KUBELET_REGISTRAR_DIRECTORY_PATH");
+    if (!o->dra.registrar_dir || !*o->dra.registrar_dir)
+        o->dra.registrar_dir = DAEMON_DRA_DEFAULT_REGISTRAR_DIR;
     if (!o->plugin_dir)
         o->plugin_dir = DAEMON_DEFAULT_PLUGIN_DIR;
     if (!o->node_label || !*o->node_label)

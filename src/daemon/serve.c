@@ -697,18 +697,31 @@ static int serve_setup_watch(struct daemon *d, struct error *err)
     return 0;
 }
 
+/* One API per node (docs/dra.md): a DRA plugin for gpu.nvidia.com registered here would hand
+ * out the same GPUs; refuse to start while one is live. */
+static int dra_plugin_live(const struct daemon *d, struct error *err)
+{
+    char path[4096];
+
+    snprintf(path, sizeof(path), "%s/gpu.nvidia.com-reg.sock", d->o->dra.registrar_dir);
+    if (!path_socket_live(path))
+        return 0;
+    return error_set(err, -EBUSY,
+                     "a DRA kubelet plugin for gpu.nvidia.com is registered on this node (%s): "
+                     "it and the device-plugin API would hand out the same GPUs; run one of the "
+                     "two DaemonSets per node (docs/dra.md, the one-API rule)",
+                     path);
+}
+
 static int serve_start(struct daemon *d, struct error *err)
 {
     int r;
 
     if (d->o->dra.enabled) /* dra-plugin: GPUs go through DRA only (docs/dra.md) */
         return 0;
-    if (path_socket_live(DAEMON_DRA_DEFAULT_REGISTRAR_DIR "/gpu.nvidia.com-reg.sock"))
-        return error_set(err, -EBUSY,
-                         "a DRA kubelet plugin for gpu.nvidia.com is registered on this node "
-                         "(%s): it and the device-plugin API would hand out the same GPUs; run "
-                         "one of the two DaemonSets per node (docs/dra.md, the one-API rule)",
-                         DAEMON_DRA_DEFAULT_REGISTRAR_DIR "/gpu.nvidia.com-reg.sock");
+    r = dra_plugin_live(d, err);
+    if (r < 0)
+        return r;
     d->env.device_exists = env_device_exists;
     d->env.mig_cap_path = env_mig_cap_path;
     d->env.new_id = env_new_id;

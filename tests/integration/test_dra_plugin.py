@@ -206,6 +206,16 @@ class DraPlugin(DraNode, unittest.TestCase):
         self.assertIsNone(self.prepare("m", uid)["claims"][0]["error"])
         self.assertIn("gpuslice_dra_prepared_claims 1", get("/metrics")[1])
 
+    def test_device_plugin_refuses_beside_a_live_dra_plugin(self):
+        env = dict(self.env(), KUBELET_REGISTRAR_DIRECTORY_PATH=self.registry)
+        p = subprocess.run(
+            [GPUSLICE, "device-plugin", "--nvml-library", NVML, "--kubelet-socket", "",
+             "--device-plugin-dir", os.path.join(self.root, "dp-other")],
+            env=env, capture_output=True, text=True, timeout=WAIT_S)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("one-API rule", p.stderr)
+        self.assertIn(os.path.join(self.registry, "gpu.nvidia.com-reg.sock"), p.stderr)
+
     def test_one_api_per_node(self):
         """A live device plugin for nvidia.com resources on the node: dra-plugin refuses."""
         import socket
@@ -263,6 +273,7 @@ class DraPluginV1beta1(DraPlugin):
     test_xid_removes_the_device_and_tells_the_pod = None
     test_xid_then_recovery_puts_the_device_back = None
     test_one_api_per_node = None
+    test_device_plugin_refuses_beside_a_live_dra_plugin = None
     test_metrics_and_readyz = None
     test_slice_deleted_by_hand_comes_back = None
 
@@ -286,6 +297,7 @@ class DraPluginMig(DraPlugin):
     test_mps_daemon_for_the_claim = None
     test_xid_removes_the_device_and_tells_the_pod = None
     test_one_api_per_node = None
+    test_device_plugin_refuses_beside_a_live_dra_plugin = None
     test_metrics_and_readyz = None
     test_xid_then_recovery_puts_the_device_back = None
     test_slice_deleted_by_hand_comes_back = None
