@@ -75,8 +75,8 @@ static const struct daemon_feature signals = {
 static const struct daemon_feature *const units[] = {
     &signals,
     &daemon__feature_health,
+    &daemon__inputs, /* the config watch exists before anything registers: no edit is missed */
     &daemon__feature_serve,
-    &daemon__inputs,
     &daemon__feature_cdi,
     &daemon__feature_mps,
     &daemon__feature_labels,
