@@ -23,6 +23,7 @@
 #include "dra/dra.h"
 #include "kube/kube.h"
 #include "kubelet/kubelet.h"
+#include "kubelet/rpc.h"
 #include "metrics/metrics.h"
 #include "mps/mps.h"
 
@@ -56,6 +57,7 @@ struct daemon__dra {
     int retry_fd;
     unsigned retry_ms;
     struct kube_slice_watch *watch; /* our slices, to put back one someone deleted or changed */
+    struct rpc_server *health;      /* --healthcheck-port: grpc.health.v1 for NVIDIA's probes */
     /* for /metrics, read without the lock (a slow prepare must not stall a scrape) */
     atomic_size_t n_healthy, n_unhealthy, n_claims;
     struct pod_ref pods[DRA_MAX_POD_REFS];
@@ -757,6 +759,43 @@ static void report_lost(struct daemon *d, struct daemon__dra *x)
     }
 }
 
+/* ---- the gRPC health service (--healthcheck-port) ------------------------------------------ */
+
+/* grpc.health.v1.Health/Check, as NVIDIA's chart probes it (startup and liveness, over TCP):
+ * HealthCheckResponse{status: SERVING (1)} once the kubelet accepted the registration,
+ * NOT_SERVING (2) before. The request's service name is not looked at. */
+static int health_check(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
+                        struct rpc_status *st)
+{
+    struct daemon__dra *x = ctx;
+    struct kdra_registration reg;
+    const char serving[] = {0x08, 0x01}, not_serving[] = {0x08, 0x02};
+
+    kdra_server_registration(x->srv, &reg);
+    return strbuf_append(resp, reg.is_registered ? serving : not_serving, 2);
+}
+
+static int health_start(const struct daemon *d, struct daemon__dra *x, struct error *err)
+{
+    char addr[64];
+    int r;
+
+    if (d->o->dra.healthcheck_port < 0)
+        return 0;
+    if (d->o->dra.healthcheck_port > 65535)
+        return error_set(err, -EINVAL, "--healthcheck-port %lld is not a port (0-65535, -1: off)",
+                         (long long)d->o->dra.healthcheck_port);
+    snprintf(addr, sizeof(addr), "0.0.0.0:%lld", (long long)d->o->dra.healthcheck_port);
+    r = rpc_server_new_tcp(addr, &x->health, err);
+    if (r == 0)
+        r = rpc_server_add_unary(x->health, "/grpc.health.v1.Health/Check", health_check, x, err);
+    if (r == 0)
+        r = rpc_server_start(x->health, err);
+    if (r == 0)
+        log_info("DRA: gRPC health service on %s", addr);
+    return r;
+}
+
 /* ---- the feature -------------------------------------------------------------------------- */
 
 /* Paths under the kubelet's plugins dir, nvidia-smi, the CDI options. */
@@ -909,6 +948,8 @@ static int dra_start(struct daemon *d, struct error *err)
     if (r == 0)
         r = kdra_server_start(x->srv, err);
     if (r == 0)
+        r = health_start(d, x, err);
+    if (r == 0)
         log_info("DRA: serving %s on %s, registering through %s (%zu prepared claims kept)",
                  DRA_DRIVER_NAME, kdra_server_socket_path(x->srv),
                  kdra_server_registration_path(x->srv), x->cp->n_claims);
@@ -945,6 +986,7 @@ static void dra_stop(struct daemon *d)
 
     if (!x)
         return;
+    rpc_server_free(x->health);
     kdra_server_free(x->srv); /* no call in flight after this */
     kube_slice_watch_stop(x->watch);
     mps_supervisor_free(x->mps);

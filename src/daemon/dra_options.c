@@ -85,7 +85,7 @@ static const char usage[] =
     "  --image-name IMAGE                      IMAGE_NAME (accepted; MPS daemons run here)\n"
     "  --kubelet-registrar-directory-path DIR  (/var/lib/kubelet/plugins_registry)\n"
     "  --kubelet-plugins-directory-path DIR    (/var/lib/kubelet/plugins)\n"
-    "  --healthcheck-port N                    HEALTHCHECK_PORT (-1; accepted, see docs/dra.md)\n"
+    "  --healthcheck-port N                    HEALTHCHECK_PORT (-1: off; gRPC health service)\n"
     "  --additional-xids-to-ignore LIST        ADDITIONAL_XIDS_TO_IGNORE\n"
     "  --kubeconfig FILE                       KUBECONFIG (in-cluster when unset)\n"
     "  --kube-api-qps N, --kube-api-burst N    accepted\n"

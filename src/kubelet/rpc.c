@@ -183,7 +183,8 @@ struct rpc_method {
 #define RPC_TRIM_AFTER_BYTES (64u * 1024u)
 
 struct rpc_server {
-    char *socket_path;
+    char *socket_path; /* or, with tcp, the host:port listened on */
+    bool tcp;
     bool trim_pending; /* a failed receive: malloc_trim when the queue is quiet (cq thread) */
     /* The socket we bound (device, inode): only that one is ours to chmod and remove. */
     bool have_sock_id;
@@ -745,12 +746,13 @@ static void *server_thread(void *arg)
     return NULL;
 }
 
-int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct error *err)
+static int server_new(const char *socket_path, bool tcp, struct rpc_server **ret, struct error *err)
 {
     struct rpc_server *srv = NULL;
     int r;
 
-    r = check_socket_path(socket_path, err);
+    r = tcp ? (socket_path && *socket_path ? 0 : error_set(err, -EINVAL, "address is empty"))
+            : check_socket_path(socket_path, err);
     if (r < 0)
         return r;
     srv = calloc(1, sizeof(*srv));
@@ -768,6 +770,7 @@ int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct erro
     grpc_metadata_array_init(&srv->new_md);
     srv->request_tag = (struct rpc_tag){TAG_REQUEST_CALL, NULL};
     srv->shutdown_tag = (struct rpc_tag){TAG_SHUTDOWN, NULL};
+    srv->tcp = tcp;
     srv->socket_path = strdup(socket_path);
     if (!srv->socket_path) {
         r = error_set(err, -ENOMEM, "out of memory");
@@ -779,6 +782,16 @@ int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct erro
 out:
     rpc_server_free(srv);
     return r;
+}
+
+int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct error *err)
+{
+    return server_new(socket_path, false, ret, err);
+}
+
+int rpc_server_new_tcp(const char *host_port, struct rpc_server **ret, struct error *err)
+{
+    return server_new(host_port, true, ret, err);
 }
 
 static int server_add(struct rpc_server *srv, const struct rpc_method *m, struct error *err)
@@ -901,10 +914,11 @@ int rpc_server_start(struct rpc_server *srv, struct error *err)
 
     if (srv->started)
         return error_set(err, -EBUSY, "server on '%s' already started", srv->socket_path);
-    r = remove_stale_socket(srv->socket_path, err);
+    r = srv->tcp ? 0 : remove_stale_socket(srv->socket_path, err);
     if (r < 0)
         goto out;
-    r = strbuf_printf(&addr, "unix:%s", srv->socket_path);
+    r = srv->tcp ? strbuf_puts(&addr, srv->socket_path)
+                 : strbuf_printf(&addr, "unix:%s", srv->socket_path);
     if (r < 0) {
         r = error_set(err, r, "out of memory");
         goto out;
@@ -920,12 +934,14 @@ int rpc_server_start(struct rpc_server *srv, struct error *err)
     creds = grpc_insecure_server_credentials_create();
     if (!grpc_server_add_http2_port(srv->server, strbuf_str(&addr), creds)) {
         r = error_set(err, -EADDRNOTAVAIL,
-                      "cannot listen on '%s' (does the directory exist and is it writable?)",
+                      srv->tcp ? "cannot listen on '%s' (is the port taken?)"
+                               : "cannot listen on '%s' (does the directory exist and is it "
+                                 "writable?)",
                       srv->socket_path);
         goto out;
     }
     /* Connecting needs write permission on the socket: 0600 limits it to our user. */
-    r = secure_socket(srv, err);
+    r = srv->tcp ? 0 : secure_socket(srv, err);
     if (r < 0)
         goto out;
     /* The thread first: after it nothing can fail, so a started server always has one. */

@@ -81,6 +81,9 @@ typedef void (*rpc_stream_closed_fn)(void *ctx, struct rpc_stream *stream, bool 
 /* Creates a stopped server for `socket_path` (unix socket path, < 108 bytes). Register the
  * methods, then rpc_server_start(). *ret is owned by the caller: rpc_server_free(). */
 int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct error *err);
+/* The same on a TCP address ("0.0.0.0:51516", "[::]:51516"), plaintext: only for what the
+ * kubelet probes over the pod network (the gRPC health service of NVIDIA's chart). */
+int rpc_server_new_tcp(const char *host_port, struct rpc_server **ret, struct error *err);
 /* Registers a handler by full method path ("/v1beta1.DevicePlugin/Allocate"); `ctx` is
  * passed back to it. Only before rpc_server_start(). -EEXIST for a duplicate path, -EBUSY
  * once started. Calls to unregistered paths get UNIMPLEMENTED. */

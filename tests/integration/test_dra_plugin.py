@@ -216,6 +216,24 @@ class DraPlugin(DraNode, unittest.TestCase):
         self.assertIn("one-API rule", p.stderr)
         self.assertIn(os.path.join(self.registry, "gpu.nvidia.com-reg.sock"), p.stderr)
 
+    def test_grpc_health_service_for_nvidias_probes(self):
+        """NVIDIA's chart probes --healthcheck-port with the gRPC health protocol (TCP)."""
+        import socket
+        import grpc
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        self.assertEqual(self.stop_plugin(), [])
+        self.start_plugin("--healthcheck-port", str(port))
+        with grpc.insecure_channel("127.0.0.1:%d" % port) as ch:
+            check = ch.unary_unary("/grpc.health.v1.Health/Check",
+                                   request_serializer=lambda b: b,
+                                   response_deserializer=lambda b: b)
+            # HealthCheckResponse{status: SERVING}: the kubelet accepted the registration
+            self.assertEqual(wait_for(lambda: check(b"", timeout=5) == b"\x08\x01",
+                                      "SERVING"), True)
+
     def test_one_api_per_node(self):
         """A live device plugin for nvidia.com resources on the node: dra-plugin refuses."""
         import socket
@@ -273,6 +291,7 @@ class DraPluginV1beta1(DraPlugin):
     test_xid_removes_the_device_and_tells_the_pod = None
     test_xid_then_recovery_puts_the_device_back = None
     test_one_api_per_node = None
+    test_grpc_health_service_for_nvidias_probes = None
     test_device_plugin_refuses_beside_a_live_dra_plugin = None
     test_metrics_and_readyz = None
     test_slice_deleted_by_hand_comes_back = None
@@ -297,6 +316,7 @@ class DraPluginMig(DraPlugin):
     test_mps_daemon_for_the_claim = None
     test_xid_removes_the_device_and_tells_the_pod = None
     test_one_api_per_node = None
+    test_grpc_health_service_for_nvidias_probes = None
     test_device_plugin_refuses_beside_a_live_dra_plugin = None
     test_metrics_and_readyz = None
     test_xid_then_recovery_puts_the_device_back = None
