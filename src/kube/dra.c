@@ -18,12 +18,8 @@ const char *const kube__dra_versions[3] = {"v1", "v1beta2", "v1beta1"};
 
 static int put_base(struct strbuf *sb, const char *server, const char *version)
 {
-    size_t n = strlen(server);
-    int r;
+    int r = kube__put_server(sb, server);
 
-    while (n > 0 && server[n - 1] == '/')
-        n--;
-    r = strbuf_append(sb, server, n);
     if (r >= 0)
         r = strbuf_puts(sb, "/apis/" KUBE_DRA_GROUP "/");
     if (r >= 0)
@@ -66,14 +62,8 @@ int kube__url_slices(const char *server, const char *version, const char *driver
         r = strbuf_puts(&sb, "%2Cspec.nodeName%3D");
     if (r >= 0)
         r = kube__escape(&sb, node);
-    if (r >= 0 && watch)
-        r = strbuf_printf(&sb, "&watch=true&allowWatchBookmarks=true&timeoutSeconds=%d",
-                          KUBE__WATCH_TIMEOUT_S);
-    if (r >= 0 && rv && *rv) {
-        r = strbuf_puts(&sb, "&resourceVersion=");
-        if (r >= 0)
-            r = kube__escape(&sb, rv);
-    }
+    if (r >= 0)
+        r = kube__put_watch_query(&sb, watch, rv);
     return kube__url_finish(&sb, r, ret);
 }
 

@@ -88,6 +88,11 @@ struct kube_client {
 /* ---- URLs (percent-encoding of path segments and query values) -------------------------- */
 
 int kube__escape(struct strbuf *sb, const char *s);
+/* The server URL without trailing slashes. */
+int kube__put_server(struct strbuf *sb, const char *server);
+/* A list URL's "&watch=true&allowWatchBookmarks=true&timeoutSeconds=..." (watch) and
+ * "&resourceVersion=<rv>" (rv not NULL or ""). */
+int kube__put_watch_query(struct strbuf *sb, bool watch, const char *rv);
 /* Hands over sb (r == 0) as *ret, or releases it and returns r (or -ENOMEM). */
 int kube__url_finish(struct strbuf *sb, int r, char **ret);
 /* <server>/api/v1/nodes/<node> */

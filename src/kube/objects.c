@@ -31,8 +31,7 @@ int kube__escape(struct strbuf *sb, const char *s)
     return r;
 }
 
-/* The server URL without trailing slashes. */
-static int put_server(struct strbuf *sb, const char *server)
+int kube__put_server(struct strbuf *sb, const char *server)
 {
     size_t n = strlen(server);
     while (n > 0 && server[n - 1] == '/')
@@ -55,10 +54,25 @@ int kube__url_finish(struct strbuf *sb, int r, char **ret)
     return 0;
 }
 
+int kube__put_watch_query(struct strbuf *sb, bool watch, const char *rv)
+{
+    int r = 0;
+
+    if (watch)
+        r = strbuf_printf(sb, "&watch=true&allowWatchBookmarks=true&timeoutSeconds=%d",
+                          KUBE__WATCH_TIMEOUT_S);
+    if (r >= 0 && rv && *rv) {
+        r = strbuf_puts(sb, "&resourceVersion=");
+        if (r >= 0)
+            r = kube__escape(sb, rv);
+    }
+    return r;
+}
+
 int kube__url_node(const char *server, const char *node, char **ret)
 {
     struct strbuf sb = STRBUF_INIT;
-    int r = put_server(&sb, server);
+    int r = kube__put_server(&sb, server);
 
     if (r >= 0)
         r = strbuf_puts(&sb, "/api/v1/nodes/");
@@ -71,27 +85,21 @@ int kube__url_node_list(const char *server, const char *node, bool watch, const 
                         char **ret)
 {
     struct strbuf sb = STRBUF_INIT;
-    int r = put_server(&sb, server);
+    int r = kube__put_server(&sb, server);
 
     if (r >= 0)
         r = strbuf_puts(&sb, "/api/v1/nodes?fieldSelector=metadata.name%3D");
     if (r >= 0)
         r = kube__escape(&sb, node);
-    if (r >= 0 && watch)
-        r = strbuf_printf(&sb, "&watch=true&allowWatchBookmarks=true&timeoutSeconds=%d",
-                          KUBE__WATCH_TIMEOUT_S);
-    if (r >= 0 && rv && *rv) {
-        r = strbuf_puts(&sb, "&resourceVersion=");
-        if (r >= 0)
-            r = kube__escape(&sb, rv);
-    }
+    if (r >= 0)
+        r = kube__put_watch_query(&sb, watch, rv);
     return kube__url_finish(&sb, r, ret);
 }
 
 int kube__url_events(const char *server, const char *ns, char **ret)
 {
     struct strbuf sb = STRBUF_INIT;
-    int r = put_server(&sb, server);
+    int r = kube__put_server(&sb, server);
 
     if (r >= 0)
         r = strbuf_puts(&sb, "/api/v1/namespaces/");

@@ -20,7 +20,6 @@ import os
 import random
 import re
 import socket
-import string
 import ssl
 import sys
 import threading
@@ -586,61 +585,18 @@ class Handler(BaseHTTPRequestHandler):
             return ((ns is None or o["metadata"].get("namespace", "") == ns)
                     and all(slice_field(o, k) == v for k, v in sel.items()))
 
-        rv_text = q.get("resourceVersion")
-        deadline = time.monotonic() + float(q.get("timeoutSeconds", "1800"))
-        bookmarks = q.get("allowWatchBookmarks") == "true"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.wfile.flush()
-        with st.cond:
-            st.watches_open += 1
-            st.cond.notify_all()
-            gen = st.generation
-            if rv_text in (None, "", "0"):
-                since = st.rv
-                pending = [("ADDED", self.dra_out(ctx, o))
-                           for _, o in sorted(st.dra[resource].items()) if match(o)]
-            else:
-                since = int(rv_text)
-                pending = []
-                if since < st.compacted_rv or st.always_gone:
-                    pending = [("ERROR", status(410, "Expired", "too old resource version: "
-                                                "%d (%d)" % (since, st.compacted_rv)))]
-                    since = None
-        try:
-            for t, o in pending:
-                self.send_chunk({"type": t, "object": o})
-            if since is None:
-                return self.end_chunks()
-            while True:
-                with st.cond:
-                    while True:
-                        if st.generation != gen or self.server.down:
-                            return self.abort()
-                        fresh = [e for e in st.dra_history if e[0] > since]
-                        if fresh or time.monotonic() >= deadline:
-                            break
-                        st.cond.wait(0.2)
-                    if not fresh:
-                        return self.end_chunks()
-                    since = max(e[0] for e in fresh)
-                for r, t, res, o in fresh:
-                    if t == "BOOKMARK":
-                        if bookmarks:
-                            self.send_chunk({"type": "BOOKMARK", "object": {
-                                "kind": DRA_RESOURCES[resource][0],
-                                "apiVersion": "%s/%s" % (DRA_GROUP, version),
-                                "metadata": {"resourceVersion": str(r)}}})
-                    elif res == resource and match(o):
-                        self.send_chunk({"type": t, "object": self.dra_out(ctx, o)})
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        finally:
-            with st.cond:
-                st.watches_open -= 1
-                st.cond.notify_all()
+        def added():
+            return [self.dra_out(ctx, o) for _, o in sorted(st.dra[resource].items()) if match(o)]
+
+        def events(since):
+            return [(r, t, self.dra_out(ctx, o) if res == resource and match(o) else None)
+                    for r, t, res, o in st.dra_history if r > since]
+
+        def bookmark(rv):
+            return {"kind": DRA_RESOURCES[resource][0],
+                    "apiVersion": "%s/%s" % (DRA_GROUP, version),
+                    "metadata": {"resourceVersion": str(rv)}}
+        return self.serve_watch(q, added, events, bookmark)
 
     def dra_check(self, ctx, obj, name):
         """(stored form, None) or (None, (code, Status))."""
@@ -913,9 +869,27 @@ class Handler(BaseHTTPRequestHandler):
 
     def watch(self, name, q):
         st = self.st
+
+        def added():
+            return [json.loads(json.dumps(n)) for k, n in sorted(st.nodes.items())
+                    if name is None or k == name]
+
+        def events(since):
+            return [(r, t, o if t != "BOOKMARK" and (name is None or o["metadata"]["name"] == name)
+                     else None) for r, t, o in st.history if r > since]
+
+        def bookmark(rv):
+            return {"kind": "Node", "apiVersion": "v1", "metadata": {"resourceVersion": str(rv)}}
+        return self.serve_watch(q, added, events, bookmark)
+
+    def serve_watch(self, q, added, events, bookmark):
+        """A chunked watch, for nodes and the DRA resources alike: every object of added() as
+        ADDED (no resourceVersion) or the events after resourceVersion (410 once compacted),
+        then events(since) as they come — [(rv, type, object to send or None)], called under
+        the lock — with bookmarks (bookmark(rv)) when asked for, until timeoutSeconds."""
+        st = self.st
         rv_text = q.get("resourceVersion")
-        timeout_s = float(q.get("timeoutSeconds", "1800"))
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + float(q.get("timeoutSeconds", "1800"))
         bookmarks = q.get("allowWatchBookmarks") == "true"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -929,8 +903,7 @@ class Handler(BaseHTTPRequestHandler):
             pending = []
             if rv_text in (None, "", "0"):
                 since = st.rv
-                pending = [("ADDED", n) for k, n in sorted(st.nodes.items())
-                           if name is None or k == name]
+                pending = [("ADDED", o) for o in added()]
             else:
                 since = int(rv_text)
                 if since < st.compacted_rv or st.always_gone:
@@ -938,7 +911,6 @@ class Handler(BaseHTTPRequestHandler):
                         410, "Expired", "too old resource version: %d (%d)" %
                         (since, st.compacted_rv)))]
                     since = None
-            pending = [(t, json.loads(json.dumps(o))) for t, o in pending]
         try:
             for t, o in pending:
                 self.send_chunk({"type": t, "object": o})
@@ -949,7 +921,7 @@ class Handler(BaseHTTPRequestHandler):
                     while True:
                         if st.generation != gen or self.server.down:
                             return self.abort()
-                        fresh = [(r, t, o) for r, t, o in st.history if r > since]
+                        fresh = events(since)
                         if fresh or time.monotonic() >= deadline:
                             break
                         st.cond.wait(0.2)
@@ -959,10 +931,8 @@ class Handler(BaseHTTPRequestHandler):
                 for r, t, o in fresh:
                     if t == "BOOKMARK":
                         if bookmarks:
-                            self.send_chunk({"type": "BOOKMARK", "object": {
-                                "kind": "Node", "apiVersion": "v1",
-                                "metadata": {"resourceVersion": str(r)}}})
-                    elif name is None or o["metadata"]["name"] == name:
+                            self.send_chunk({"type": "BOOKMARK", "object": bookmark(r)})
+                    elif o is not None:
                         self.send_chunk({"type": t, "object": o})
         except (BrokenPipeError, ConnectionResetError):
             pass
