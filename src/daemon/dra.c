@@ -444,60 +444,78 @@ static int mps_sync(struct daemon__dra *x, const struct dra_plan *extra, struct 
     return r;
 }
 
-/* The pipe folder of the claim's first MPS group (its clients' CUDA_MPS_PIPE_DIRECTORY),
- * owned; NULL when the claim has no MPS device. */
-static char *mps_pipe_of(const struct daemon__dra *x, const struct dra_plan *plan)
+/* The pipe folder of the MPS daemon serving plan device pd (its clients'
+ * CUDA_MPS_PIPE_DIRECTORY), owned; NULL when out of memory. */
+static char *mps_pipe_of(const struct daemon__dra *x, const struct dra_plan *plan,
+                         const struct dra_plan_device *pd)
 {
-    for (size_t i = 0; i < plan->n_devices; i++) {
-        struct strbuf pipe = STRBUF_INIT;
-        char name[160];
-        if (plan->devices[i].sharing.strategy != DRA_SHARING_MPS)
-            continue;
-        mps_name(plan, plan->devices[i].group, name, sizeof(name));
-        if (mps_path(x->mps_root, name, "pipe", &pipe) < 0) {
-            strbuf_release(&pipe);
-            return NULL;
-        }
-        return strbuf_take(&pipe);
-    }
-    return NULL;
-}
+    struct strbuf pipe = STRBUF_INIT;
+    char name[160];
 
+    mps_name(plan, pd->group, name, sizeof(name));
+    if (mps_path(x->mps_root, name, "pipe", &pipe) < 0) {
+        strbuf_release(&pipe);
+        return NULL;
+    }
+    return strbuf_take(&pipe);
+}
 /* ---- the claim's CDI spec ---------------------------------------------------------------- */
+
+/* A device's own MPS edits: its daemon's pipe folder, same path inside, and the variable. */
+struct mps_edits {
+    char *pipe, *env;
+    const char *envs[2];
+    struct cdi_mount mount;
+};
+
+static int mps_edits_of(const struct daemon__dra *x, const struct dra_plan *plan,
+                        const struct dra_plan_device *pd, struct mps_edits *e,
+                        struct cdi_claim_device *dev)
+{
+    e->pipe = mps_pipe_of(x, plan, pd);
+    if (!e->pipe || asprintf(&e->env, "CUDA_MPS_PIPE_DIRECTORY=%s", e->pipe) < 0)
+        return -ENOMEM;
+    e->envs[0] = e->env;
+    e->mount = (struct cdi_mount){.host_path = e->pipe, .container_path = e->pipe};
+    dev->edits = (struct cdi_edits){.env = e->envs, .mounts = &e->mount, .n_mounts = 1};
+    return 0;
+}
 
 static int write_spec(struct daemon__dra *x, const struct daemon *d, const struct dra_plan *plan,
                       struct error *err)
 {
-    struct cdi_claim_device *devs = calloc(plan->n_devices ? plan->n_devices : 1, sizeof(*devs));
-    char *pipe = mps_pipe_of(x, plan), *env = NULL, *json = NULL;
-    const char *envs[2] = {NULL, NULL};
-    struct cdi_mount mount = {.host_path = pipe, .container_path = pipe};
+    size_t n = plan->n_devices ? plan->n_devices : 1;
+    struct cdi_claim_device *devs = calloc(n, sizeof(*devs));
+    struct mps_edits *mps = calloc(n, sizeof(*mps));
     struct cdi_claim cc = {.uid = plan->claim_uid,
                            .driver_version = dp_snapshot_inventory(d->snap)->driver_version,
                            .devices = devs,
                            .n_devices = plan->n_devices};
-    int r = devs ? 0 : error_set(err, -ENOMEM, "out of memory");
+    char *json = NULL;
+    int r = devs && mps ? 0 : -ENOMEM;
 
     for (size_t i = 0; r == 0 && i < plan->n_devices; i++) {
-        const struct dra_device_info *di = &plan->devices[i].device;
-        devs[i] = (struct cdi_claim_device){.name = plan->devices[i].cdi_device_name,
-                                            .minor = di->minor,
-                                            .is_mig = di->type == DRA_DEVICE_MIG,
-                                            .gi_id = di->gi_id,
-                                            .ci_id = di->ci_id};
+        const struct dra_plan_device *pd = &plan->devices[i];
+        devs[i] = (struct cdi_claim_device){.name = pd->cdi_device_name,
+                                            .minor = pd->device.minor,
+                                            .is_mig = pd->device.type == DRA_DEVICE_MIG,
+                                            .gi_id = pd->device.gi_id,
+                                            .ci_id = pd->device.ci_id};
+        if (pd->sharing.strategy == DRA_SHARING_MPS) /* its clients reach its daemon */
+            r = mps_edits_of(x, plan, pd, &mps[i], &devs[i]);
     }
-    if (r == 0 && pipe) { /* MPS clients: the control daemon's pipe folder, same path inside */
-        r = asprintf(&env, "CUDA_MPS_PIPE_DIRECTORY=%s", pipe) < 0 ? -ENOMEM : 0;
-        envs[0] = env;
-        cc.edits = (struct cdi_edits){.env = envs, .mounts = &mount, .n_mounts = 1};
-    }
+    if (r == -ENOMEM)
+        error_set(err, r, "out of memory writing the CDI spec of claim %s", plan->claim_uid);
     if (r == 0)
         r = cdi_claim_spec_build(&cc, &x->cdi, &json, err);
     if (r == 0)
         r = cdi_claim_spec_write(x->cdi_root, plan->claim_uid, json, NULL, err);
+    for (size_t i = 0; mps && i < plan->n_devices; i++) {
+        free(mps[i].pipe);
+        free(mps[i].env);
+    }
+    free(mps);
     free(devs);
-    free(pipe);
-    free(env);
     free(json);
     return r;
 }
