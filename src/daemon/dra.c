@@ -218,37 +218,82 @@ static int adopt_slices(struct daemon__dra *x, const struct daemon *d, struct er
     return r;
 }
 
-/* Writes the slice when its content changed (or removes it when the node has no device). */
-static int publish(struct daemon__dra *x, const struct daemon *d, struct error *err)
+/* The name and resourceVersion of the slice the API answered with (create, update). */
+static void take_meta(struct daemon__dra *x, const char *answer)
 {
-    char *want = slice_text(x, d, NULL, NULL, 1, err), *body = NULL;
-    int r = want ? 0 : -ENOMEM;
+    json_t *obj = answer ? json_loads(answer, 0, NULL) : NULL;
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
 
-    if (r == 0 && x->published && strcmp(want, x->published) == 0)
-        goto out; /* nothing changed */
-    if (r == 0)
-        r = adopt_slices(x, d, err);
-    if (r == 0 && x->devs->n_devices == 0) { /* the node's GPUs are gone: so is the slice */
-        if (x->slice_name)
-            r = kube_slice_delete(x->kube, x->slice_name, NULL, err);
-        r = r == -ENOENT ? 0 : r;
-        if (r == 0)
-            log_info("DRA: no GPU on this node: ResourceSlice removed");
-        goto done;
+    if (name) {
+        free(x->slice_name);
+        x->slice_name = str_dup(name);
+    }
+    if (rv) {
+        free(x->slice_rv);
+        x->slice_rv = str_dup(rv);
+    }
+    json_decref(obj);
+}
+
+/* Creates our slice, or updates it with the name and resourceVersion last seen; when that
+ * one changed meanwhile (409) or was never learnt, the slices are listed first. */
+static int write_slice(struct daemon__dra *x, const struct daemon *d, struct error *err)
+{
+    char *body = NULL, *answer = NULL;
+    int r = 0;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!x->slice_name || attempt > 0)
+            r = adopt_slices(x, d, err);
+        if (r < 0)
+            break;
+        free(body);
+        body = slice_text(x, d, x->slice_name, x->slice_rv, x->generation + 1, err);
+        if (!body) {
+            r = -ENOMEM;
+            break;
+        }
+        r = x->slice_name
+                ? kube_slice_update(x->kube, x->slice_name, body, x->slice_rv, &answer, err)
+                : kube_slice_create(x->kube, body, &answer, err);
+        if (r != -EEXIST && r != -ENOENT)
+            break;
+        *err = (struct error){0}; /* changed or gone meanwhile: list, then once more */
     }
     if (r == 0) {
         x->generation++;
-        body = slice_text(x, d, x->slice_name, x->slice_rv, x->generation, err);
-        r = body ? 0 : -ENOMEM;
+        take_meta(x, answer);
+        log_info("DRA: ResourceSlice %s written: %zu devices (pool generation %lld)",
+                 x->slice_name ? x->slice_name : "", x->devs->n_devices, (long long)x->generation);
     }
-    if (r == 0)
-        r = x->slice_name ? kube_slice_update(x->kube, x->slice_name, body, x->slice_rv, NULL, err)
-                          : kube_slice_create(x->kube, body, NULL, err);
-    if (r == 0)
-        log_info("DRA: ResourceSlice %s: %zu devices (pool generation %lld)",
-                 x->slice_name ? "updated" : "created", x->devs->n_devices,
-                 (long long)x->generation);
-done:
+    free(body);
+    free(answer);
+    return r;
+}
+
+/* Writes the slice when its content changed (or removes it when the node has no device). */
+static int publish(struct daemon__dra *x, const struct daemon *d, struct error *err)
+{
+    char *want = slice_text(x, d, NULL, NULL, 1, err);
+    int r = want ? 0 : -ENOMEM;
+
+    if (r == 0 && x->published && strcmp(want, x->published) == 0)
+        goto out;                            /* nothing changed */
+    if (r == 0 && x->devs->n_devices == 0) { /* the node's GPUs are gone: so is the slice */
+        r = adopt_slices(x, d, err);
+        if (r == 0 && x->slice_name)
+            r = kube_slice_delete(x->kube, x->slice_name, NULL, err);
+        r = r == -ENOENT ? 0 : r;
+        if (r == 0) {
+            free(x->slice_name);
+            x->slice_name = NULL;
+            log_info("DRA: no GPU on this node: ResourceSlice removed");
+        }
+    } else if (r == 0) {
+        r = write_slice(x, d, err);
+    }
     if (r == 0) {
         free(x->published);
         x->published = want;
@@ -256,7 +301,6 @@ done:
     }
 out:
     free(want);
-    free(body);
     return r;
 }
 
