@@ -1018,10 +1018,11 @@ void rpc_server_stop(struct rpc_server *srv)
     if (srv->thread_started)
         pthread_join(srv->thread, NULL);
     srv->thread_started = false;
-    /* remove only the socket we bound: whatever replaced it is not ours to delete */
-    if (!rpc_server_socket_is_ours(srv))
+    /* remove only the socket we bound: whatever replaced it is not ours to delete (a TCP
+     * port leaves nothing on disk) */
+    if (!srv->tcp && !rpc_server_socket_is_ours(srv))
         log_debug("rpc: path=%s is no longer our socket, leaving it", srv->socket_path);
-    else if (unlink(srv->socket_path) < 0 && errno != ENOENT)
+    else if (!srv->tcp && unlink(srv->socket_path) < 0 && errno != ENOENT)
         log_debug("rpc: cannot remove socket path=%s: %s, ignoring", srv->socket_path,
                   strerror(errno));
     pthread_mutex_lock(&srv->lock);
