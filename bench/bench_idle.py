@@ -2,13 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench_idle.py BUILD [SECONDS]: what an idle `gpuslice device-plugin` costs: CPU time (from
 /proc/<pid>/task/*/schedstat, nanoseconds, every thread) and wake-ups (context switches) over
-a window in which nothing happens, on the fake 8-GPU H100 node with health checks on; once
-plain, once with /metrics (the sampler every 10 s) and NFD labels on. The figures are split by
-who spends them: our own threads (main loop, health, labels, metrics, sampler) and gRPC core's
-(its two timer threads wake 2-3 times a second each whatever we do: gRPC 1.51's timer heap
-is refilled at least once a second). NVIDIA's plugin wakes its health loop every 5 s
-(nvmlEventSetWait with a 5000 ms timeout): 0.2 wake-ups/s is the bar for our own threads.
-The fake NVML is started without an events file, so its own wait adds no wake-ups."""
+a window in which nothing happens, on the fake 8-GPU H100 node (8 x 16 time-sliced replicas,
+128 devices) with health checks on. Three runs: no kubelet; registered with kubelet-sim,
+which holds ListAndWatch open as the kubelet does; and that plus /metrics (the sampler every
+10 s) and NFD labels. The figures are also split by thread (main loop, health, rpc server,
+rpc client, labels, metrics, sampler, MHD).
+
+The bar is NVIDIA's plugin v0.19.3 measured the same way on the same machine: 2.6 ms of CPU
+per 30 s idle. Its health loop wakes every 5 s (nvmlEventSetWait with a 5000 ms timeout):
+0.2 wake-ups/s. gRPC's C core, which gpuslice used until its rpc layer moved to nghttp2,
+added two timer threads that woke ~5 times a second whatever the process did (gRPC 1.51's
+timer heap is refilled at least once a second): 6.7 ms per 30 s. The fake NVML is started
+without an events file, so its own wait adds no wake-ups."""
 import glob
 import json
 import os
@@ -20,12 +25,19 @@ import time
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 WINDOW = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NVIDIA_MS_PER_30S = 2.6
+TS16 = """version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 16
+"""
 
 
 def sample(pid):
-    """(cpu ns, wake-ups) of our own threads and of gRPC core's, summed over live threads."""
-    own = [0, 0]
-    lib = [0, 0]
+    """{thread name: [cpu ns, wake-ups]} summed over live threads."""
+    out = {}
     for task in glob.glob("/proc/%d/task/*" % pid):
         try:
             with open(task + "/comm") as f:
@@ -39,67 +51,102 @@ def sample(pid):
                         n += int(line.split()[1])
         except FileNotFoundError:
             continue
-        # ours: the main loop and the threads we start (named after the process); libmicrohttpd's
-        # "MHD-single" serves /metrics for us too. The rest are gRPC core's (grpc_global_tim,
-        # timer_manager, event_engine, default-executo, resolver-execut).
-        group = own if name in ("gpuslice", "MHD-single") else lib
-        group[0] += ns
-        group[1] += n
-    return own, lib
+        t = out.setdefault(name, [0, 0])
+        t[0] += ns
+        t[1] += n
+    return out
 
 
-def measure(extra, tmp):
+def wait_for(what, cond, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise SystemExit("bench_idle: %s" % what)
+        time.sleep(0.05)
+
+
+def start_kubelet(tmp):
+    sim = subprocess.Popen([os.path.join(BUILD, "tools/kubelet-sim/kubelet-sim"), "--dir", tmp],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+    wait_for("kubelet-sim did not start", lambda: os.path.exists(os.path.join(tmp, "kubelet.sock")))
+    return sim
+
+
+def measure(extra, tmp, kubelet):
     env = dict(os.environ, FAKE_NVML_MACHINE=os.path.join(SRC, "examples/machines/h100-nvswitch-8.yaml"),
                FAKE_NVML_STATE=os.path.join(tmp, "state"), NODE_NAME="")
     env.pop("FAKE_NVML_EVENTS", None)
+    cfg = os.path.join(tmp, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(TS16)
+    sim = start_kubelet(tmp) if kubelet else None
     p = subprocess.Popen([os.path.join(BUILD, "gpuslice"), "device-plugin", "--nvml-library",
                           os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1"),
-                          "--device-plugin-dir", tmp, "--kubelet-socket", "",
+                          "--device-plugin-dir", tmp, "--config-file", cfg,
+                          "--kubelet-socket", os.path.join(tmp, "kubelet.sock") if kubelet else "",
                           "--inventory-interval", "0"] + extra,
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
-        while not os.path.exists(os.path.join(tmp, "nvidia-gpu.sock")):
-            if time.monotonic() > deadline or p.poll() is not None:
-                raise SystemExit("bench_idle: the daemon did not start")
-            time.sleep(0.05)
+        wait_for("the daemon did not start",
+                 lambda: os.path.exists(os.path.join(tmp, "nvidia-gpu.sock")) or p.poll() is not None)
+        if sim:
+            # registered, and the kubelet's ListAndWatch is open and has its 128 devices
+            sim.stdin.write("wait nvidia.com/gpu =128 10000\n")
+            sim.stdin.flush()
+            line = sim.stdout.readline()
+            if "128" not in line and "ok" not in line.lower():
+                raise SystemExit("bench_idle: kubelet-sim did not see 128 devices: %r" % line)
         time.sleep(1.0)  # let start-up settle
-        own0, lib0 = sample(p.pid)
+        s0 = sample(p.pid)
         t0 = time.monotonic()
         time.sleep(WINDOW)  # the point: a window where nothing happens
-        own1, lib1 = sample(p.pid)
+        s1 = sample(p.pid)
         dt = time.monotonic() - t0
     finally:
         p.terminate()
         p.wait(timeout=10)
-    own_ms = (own1[0] - own0[0]) / 1e6
-    lib_ms = (lib1[0] - lib0[0]) / 1e6
-    return dt, own_ms, lib_ms, own1[1] - own0[1], lib1[1] - lib0[1]
+        if sim:
+            sim.stdin.close()
+            sim.terminate()
+            sim.wait(timeout=10)
+    threads = {}
+    for name, (ns, sw) in s1.items():
+        ns0, sw0 = s0.get(name, [0, 0])
+        threads[name] = {"cpu_ms": round((ns - ns0) / 1e6, 3),
+                         "wakeups_per_s": round((sw - sw0) / dt, 2)}
+    return dt, threads
 
 
 def main():
-    runs = [("plain", []),
-            ("metrics_and_labels", ["--metrics-address", "127.0.0.1:0", "--labels", "nfd-file",
-                                    "--labels-output-file", "LABELS"])]
-    for name, extra in runs:
+    runs = [("plain", [], False),
+            ("kubelet", [], True),
+            ("kubelet_metrics_labels", ["--metrics-address", "127.0.0.1:0", "--labels",
+                                        "nfd-file", "--labels-output-file", "LABELS"], True)]
+    for name, extra, kubelet in runs:
         tmp = tempfile.mkdtemp(prefix="gs-idle-")
         extra = [os.path.join(tmp, "labels") if a == "LABELS" else a for a in extra]
-        dt, own_ms, lib_ms, own_sw, lib_sw = measure(extra, tmp)
-        samples = int(dt // 10) + 1 if name != "plain" else 0  # sampler runs every 10 s
+        dt, threads = measure(extra, tmp, kubelet)
+        cpu_ms = sum(t["cpu_ms"] for t in threads.values())
+        wakeups = sum(t["wakeups_per_s"] for t in threads.values())
+        samples = int(dt // 10) + 1 if "metrics" in name else 0  # sampler runs every 10 s
+        per_30s = cpu_ms * 30 / dt
         print(json.dumps({"bench": "idle", "run": name, "window_s": round(dt, 1),
-                          "cpu_ms": round(own_ms + lib_ms, 3),
-                          "own_cpu_ms": round(own_ms, 3),
-                          "grpc_library_cpu_ms": round(lib_ms, 3),
-                          "cpu_ms_per_30s": round((own_ms + lib_ms) * 30 / dt, 3),
-                          "own_wakeups_per_s": round(own_sw / dt, 2),
-                          "grpc_library_wakeups_per_s": round(lib_sw / dt, 2),
+                          "cpu_ms": round(cpu_ms, 3),
+                          "cpu_ms_per_30s": round(per_30s, 3),
+                          "wakeups_per_s": round(wakeups, 2),
+                          "threads": threads,
+                          "nvidia_cpu_ms_per_30s": NVIDIA_MS_PER_30S,
                           "nvidia_health_loop_wakeups_per_s": 0.2,
                           # NVIDIA's loop, started anywhere in the window, wakes at most
                           # floor(window / 5 s) + 1 times in it: the same bar for ours (plus
-                          # one wake-up per sample when the sampler is on)
-                          "pass": own_sw <= int(dt // 5) + 1 + 2 * samples,
-                          "conditions": {"machine": "h100-nvswitch-8", "health": "on",
-                                         "inventory_interval": "0", "kubelet": "none",
+                          # one wake-up per sample when the sampler is on); CPU: NVIDIA's
+                          # figure, plus the sampling itself when it is on
+                          "pass": wakeups * dt <= int(dt // 5) + 1 + 2 * samples and
+                                  (samples > 0 or per_30s <= NVIDIA_MS_PER_30S),
+                          "conditions": {"machine": "h100-nvswitch-8", "devices": 128,
+                                         "health": "on", "inventory_interval": "0",
+                                         "kubelet": "kubelet-sim" if kubelet else "none",
                                          "cpu": "schedstat, all threads"}}))
 
 
