@@ -350,6 +350,8 @@ static int client_callbacks(struct rpc_client *c)
     /* window is given back as the caller reads (ccall_grant): a slow reader is felt by
      * the server's flow control, not by our memory */
     nghttp2_option_set_no_auto_window_update(c->h2_opt, 1);
+    /* closed streams are not kept for priorities: they would grow with every call */
+    nghttp2_option_set_no_closed_streams(c->h2_opt, 1);
     return 0;
 }
 

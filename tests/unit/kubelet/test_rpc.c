@@ -4,6 +4,7 @@
  * cancellation, stop with open streams, many connects (fd and stream counts come back).
  * The independent peer (Python grpcio) is tests/integration/test_rpc_interop.py. */
 #include <dirent.h>
+#include <malloc.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -254,6 +255,33 @@ static void test_rpc_client_unary_echo(void **state)
         assert_memory_equal(resp, cases[i].req, len);
         free(resp);
     }
+    rpc_client_free(c);
+}
+
+/* nghttp2 kept every closed stream of a connection for HTTP/2 priorities: the heap grew by
+ * ~280 bytes per call on a kept connection (28 MiB after 100,000 Allocates in
+ * bench_daemon). The heap in use stays flat now. (Under ASan mallinfo2 reads 0: vacuous.) */
+static void test_rpc_client_unary_kept_connection_memory_flat(void **state)
+{
+    struct fixture *f = *state;
+    struct rpc_client *c = NULL;
+    struct error err = {0};
+    size_t before = 0;
+    enum { WARM = 500, N = 5000 };
+
+    assert_int_equal(rpc_client_new(f->sock, NULL, &c, &err), 0);
+    for (int i = 0; i < WARM + N; i++) {
+        uint8_t *resp = NULL;
+        size_t len = 0;
+
+        if (i == WARM)
+            before = mallinfo2().uordblks;
+        assert_int_equal(
+            rpc_client_unary(c, M_ECHO, (const uint8_t *)"x", 1, 5000, &resp, &len, NULL, &err), 0);
+        free(resp);
+    }
+    /* both ends are in this process: 5,000 calls x 2 x 280 bytes would be 2.8 MB */
+    assert_true(mallinfo2().uordblks < before + 256 * 1024);
     rpc_client_free(c);
 }
 
@@ -716,6 +744,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rpc_client_unary_echo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rpc_client_unary_kept_connection_memory_flat, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rpc_client_call_one_shot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_client_unary_error_statuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_client_unary_request_too_large, setup, teardown),
