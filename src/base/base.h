@@ -106,6 +106,8 @@ bool str_startswith(const char *s, const char *prefix);
  * '' runs itself. */
 char *str_yaml_single_quoted(const char *src, size_t start, size_t end);
 bool str_endswith(const char *s, const char *suffix);
+/* The value of one hex digit (0-9, a-f, A-F), or -1. */
+int str_hex_digit(int c);
 /* Copies at most size-1 bytes and always terminates; returns strlen(src) like strlcpy. */
 size_t str_copy(char *dst, const char *src, size_t size);
 /* Strict parsers: the whole string must be a number in range; no sign for unsigned.

@@ -36,6 +36,17 @@ bool str_endswith(const char *s, const char *suffix)
     return ls >= lx && memcmp(s + ls - lx, suffix, lx) == 0;
 }
 
+int str_hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 size_t str_copy(char *dst, const char *src, size_t size)
 {
     size_t n = strlen(src);

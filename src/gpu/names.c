@@ -67,17 +67,6 @@ const char *gpu_link_label(const struct inv_link *link, bool self, char *buf, si
     return "SYS";
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Parses exactly len hex digits (1..8) at s. */
 static int parse_hex(const char *s, size_t len, unsigned *ret)
 {
@@ -86,7 +75,7 @@ static int parse_hex(const char *s, size_t len, unsigned *ret)
     if (len == 0 || len > 8)
         return -EINVAL;
     for (size_t i = 0; i < len; i++) {
-        int d = hex_digit(s[i]);
+        int d = str_hex_digit((unsigned char)s[i]);
         if (d < 0)
             return -EINVAL;
         v = v << 4 | (unsigned)d;

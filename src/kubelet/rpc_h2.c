@@ -71,17 +71,6 @@ void rpc__percent_encode(const char *in, char *out, size_t out_size)
     out[o] = '\0';
 }
 
-static int hex_value(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 void rpc__percent_decode(const uint8_t *in, size_t len, char *out, size_t out_size)
 {
     size_t o = 0;
@@ -89,8 +78,8 @@ void rpc__percent_decode(const uint8_t *in, size_t len, char *out, size_t out_si
     if (out_size == 0)
         return;
     for (size_t i = 0; i < len && o + 1 < out_size; i++) {
-        int hi = i + 2 < len ? hex_value(in[i + 1]) : -1;
-        int lo = i + 2 < len ? hex_value(in[i + 2]) : -1;
+        int hi = i + 2 < len ? str_hex_digit(in[i + 1]) : -1;
+        int lo = i + 2 < len ? str_hex_digit(in[i + 2]) : -1;
 
         if (in[i] == '%' && hi >= 0 && lo >= 0) {
             out[o++] = (char)(hi << 4 | lo);

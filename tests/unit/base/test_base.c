@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_base.c: unit tests for src/base (errors, strbuf, parsing, strv, files). */
+#include <ctype.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <sys/stat.h>
@@ -164,6 +165,22 @@ static void test_str_dns_subdomain_valid_rules(void **state)
     long254[254] = '\0';
     assert_false(str_dns_subdomain_valid(long254, 254));
     assert_true(str_dns_subdomain_valid(long254, 253));
+}
+
+static void test_str_hex_digit_all_cases(void **state)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    (void)state;
+    for (int i = 0; i < 16; i++) {
+        assert_int_equal(str_hex_digit(digits[i]), i);
+        assert_int_equal(str_hex_digit(toupper((unsigned char)digits[i])), i);
+    }
+    assert_int_equal(str_hex_digit('g'), -1);
+    assert_int_equal(str_hex_digit('G'), -1);
+    assert_int_equal(str_hex_digit('%'), -1);
+    assert_int_equal(str_hex_digit(0), -1);
+    assert_int_equal(str_hex_digit(0xff), -1);
 }
 
 static void test_str_helpers(void **state)
@@ -359,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_error_prefix_adds_context),
         cmocka_unit_test(test_error_set_truncates_long_messages),
         cmocka_unit_test(test_strbuf_append_and_take),
+        cmocka_unit_test(test_str_hex_digit_all_cases),
         cmocka_unit_test(test_strbuf_cap_refuses_growth),
         cmocka_unit_test(test_parse_numbers_strict),
         cmocka_unit_test(test_parse_bool_forms),
