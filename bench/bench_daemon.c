@@ -414,8 +414,9 @@ int main(void)
         free(r);
     }
     mem_after = mem_of(pid);
-    /* RSS counts the shared libraries' pages (hence grpc_unsecure, static gRPC); PSS splits
-     * them between processes; Anonymous is the daemon's own memory. */
+    /* RSS counts the shared libraries' pages (hence nghttp2 rather than gRPC's C core, and
+     * libcurl loaded only when needed); PSS splits them between processes; Anonymous is the
+     * daemon's own memory. */
     printf("{\"bench\":\"daemon_memory\",\"rss_kib\":%ld,\"pss_kib\":%ld,\"anon_kib\":%ld,"
            "\"rss_after_100000_allocates_kib\":%ld,\"pss_after_kib\":%ld,"
            "\"anon_after_kib\":%ld,\"anon_growth_kib\":%ld,\"anon_growth_second_50000_kib\":%ld,"

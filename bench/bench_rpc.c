@@ -52,7 +52,7 @@ static void report(const char *name, uint64_t *ns, size_t n, size_t req_bytes)
         sum += ns[i];
     printf("{\"bench\":\"rpc\",\"case\":\"%s\",\"iterations\":%zu,\"request_bytes\":%zu,"
            "\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f,\"max_us\":%.1f,"
-           "\"transport\":\"unix socket, grpc core\"}\n",
+           "\"transport\":\"unix socket, nghttp2\"}\n",
            name, n, req_bytes, ns[n / 2] / 1e3, ns[n * 99 / 100] / 1e3, (double)sum / n / 1e3,
            ns[n - 1] / 1e3);
     fflush(stdout);
