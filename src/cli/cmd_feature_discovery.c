@@ -20,6 +20,9 @@
 #include "labels/labels.h"
 #include "labels/write.h"
 
+/* The longest single wait (a day; poll takes an int). */
+#define GFD_WAIT_MAX_MS 86400000
+
 #define DEFAULT_OUTPUT "/etc/kubernetes/node-feature-discovery/features.d/gfd"
 
 enum {
@@ -150,8 +153,10 @@ static int wait_next(int sfd, int64_t interval_ms)
 {
     struct pollfd p = {.fd = sfd, .events = POLLIN};
     struct signalfd_siginfo si;
-    int n =
-        poll(&p, 1, interval_ms < 0 ? -1 : (int)(interval_ms > 86400000 ? 86400000 : interval_ms));
+    int n = poll(&p, 1,
+                 interval_ms < 0
+                     ? -1
+                     : (int)(interval_ms > GFD_WAIT_MAX_MS ? GFD_WAIT_MAX_MS : interval_ms));
 
     if (n == 0)
         return 1;
@@ -179,7 +184,7 @@ int cmd_feature_discovery(int argc, char **argv)
     struct cli_node_args a;
     struct kube_client *kc = NULL;
     struct error err = {0};
-    int64_t interval_ms = 60000;
+    int64_t interval_ms = CFG_GFD_SLEEP_INTERVAL_MS;
     const char *interval;
     int sfd = -1, rc;
 

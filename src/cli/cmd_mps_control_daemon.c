@@ -19,6 +19,9 @@
 #include "daemon/daemon.h"
 #include "mps/mps.h"
 
+/* --mps-probe-interval's default: how often each control daemon is asked if it lives. */
+#define MPSD_PROBE_DEFAULT_MS 10000
+
 enum { OPT_BINARY = 0x1d00, OPT_PROBE };
 
 struct mpsd_args {
@@ -113,7 +116,8 @@ int cmd_mps_control_daemon(int argc, char **argv)
         {"mps-probe-interval", required_argument, NULL, OPT_PROBE},
         {NULL, 0, NULL, 0},
     };
-    struct mpsd_args x = {.binary = getenv("GPUSLICE_MPS_CONTROL"), .probe_ms = 10000};
+    struct mpsd_args x = {.binary = getenv("GPUSLICE_MPS_CONTROL"),
+                          .probe_ms = MPSD_PROBE_DEFAULT_MS};
     struct mps_daemon_spec *specs = calloc(MPS_MAX_DAEMONS, sizeof(*specs));
     const char *probe_env = getenv("GPUSLICE_MPS_PROBE_INTERVAL");
     struct mps_supervisor *sup = NULL;

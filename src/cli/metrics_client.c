@@ -13,6 +13,9 @@
 
 #include "cli/cli.h"
 
+/* How long the endpoint may stay silent before a read gives up. */
+#define METRICS_READ_TIMEOUT_MS 5000
+
 /* GET /metrics over plain HTTP/1.0. */
 int cli_metrics_fetch(const char *address, char **ret, struct error *err)
 {
@@ -44,8 +47,9 @@ int cli_metrics_fetch(const char *address, char **ret, struct error *err)
     for (;;) {
         char buf[8192];
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 5000) <= 0) {
-            r = error_set(err, -ETIMEDOUT, "%s: no answer within 5 s", address);
+        if (poll(&p, 1, METRICS_READ_TIMEOUT_MS) <= 0) {
+            r = error_set(err, -ETIMEDOUT, "%s: no answer within %d s", address,
+                          METRICS_READ_TIMEOUT_MS / 1000);
             goto out;
         }
         ssize_t n = read(fd, buf, sizeof(buf));

@@ -147,7 +147,7 @@ int cfg_new_default(struct cfg_config **ret_cfg, struct error *err)
         goto out;
     c->flags.fail_on_init_error = true;
     c->flags.plugin.device_list_strategies = CFG_LIST_ENVVAR;
-    c->flags.gfd.sleep_interval_ms = 60000;
+    c->flags.gfd.sleep_interval_ms = CFG_GFD_SLEEP_INTERVAL_MS;
     c->flags.gfd.use_node_feature_api = true;
     if (!cfg__set_str(&c->version, "v1") || !cfg__set_str(&c->flags.nvidia_driver_root, "/") ||
         !cfg__set_str(&c->flags.plugin.cdi_annotation_prefix, "cdi.k8s.io/") ||

@@ -145,12 +145,14 @@ int cfg_new_default(struct cfg_config **ret_cfg, struct error *err);
 /* ---- limits: anything a user can make grow is bounded ------------------------------------- */
 
 #define CFG_MAX_INPUT_BYTES (4u * 1024u * 1024u) /* config file size */
-#define CFG_MAX_LIST_ITEMS 100000u               /* resources, patterns, devices per entry */
-#define CFG_MAX_REPLICAS 4096u                   /* per device, time-slicing */
-#define CFG_MAX_MPS_REPLICAS 48u                 /* MPS clients per GPU (compute cap >= 7.5) */
-#define CFG_MAX_DIAGS 1000u                      /* diagnostics kept per load */
-#define CFG_NAME_MAX 253u                        /* ConfigMap key length */
-#define CFG_RESOURCE_NAME_MAX 63u                /* fully-qualified resource name */
+/* GFD's --sleep-interval default (60 s): how often node labels are rewritten. */
+#define CFG_GFD_SLEEP_INTERVAL_MS 60000
+#define CFG_MAX_LIST_ITEMS 100000u /* resources, patterns, devices per entry */
+#define CFG_MAX_REPLICAS 4096u     /* per device, time-slicing */
+#define CFG_MAX_MPS_REPLICAS 48u   /* MPS clients per GPU (compute cap >= 7.5) */
+#define CFG_MAX_DIAGS 1000u        /* diagnostics kept per load */
+#define CFG_NAME_MAX 253u          /* ConfigMap key length */
+#define CFG_RESOURCE_NAME_MAX 63u  /* fully-qualified resource name */
 
 /* ---- diagnostics: every problem found, not only the first --------------------------------- */
 

@@ -27,6 +27,11 @@
 #include "metrics/metrics.h"
 #include "mps/mps.h"
 
+/* How often a running nvidia-smi is checked for its exit. */
+#define DRA_SMI_POLL_US 10000
+/* Each Kubernetes API request of the DRA unit (slices, claims, Events). */
+#define DRA_API_TIMEOUT_MS 5000
+
 #define DRA_RETRY_MIN_MS 1000u
 #define DRA_RETRY_MAX_MS 30000u
 #define DRA_SMI_TIMEOUT_MS 10000
@@ -400,7 +405,7 @@ static int run_smi(const struct daemon__dra *x, const char *const *args, struct 
             return error_set(err, -ETIMEDOUT, "%s %s did not finish within %d s", x->smi, args[0],
                              DRA_SMI_TIMEOUT_MS / 1000);
         }
-        usleep(10000);
+        usleep(DRA_SMI_POLL_US);
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
@@ -905,7 +910,7 @@ static int dra_kube(struct daemon *d, struct daemon__dra *x, struct error *err)
     struct kube_options ko = {.kubeconfig = d->o->kubeconfig,
                               .node_name = d->o->node_name,
                               .api_server = d->o->kube_api_server,
-                              .request_timeout_ms = 5000};
+                              .request_timeout_ms = DRA_API_TIMEOUT_MS};
     int r = kube_client_new(&ko, &x->kube, err);
 
     if (r < 0) {

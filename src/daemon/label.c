@@ -20,6 +20,9 @@
 
 #include "kube/kube.h"
 
+/* Each API request of the label, Event and node-watch threads. */
+#define LABEL_API_TIMEOUT_MS 2000
+
 /* Events wait here for the poster thread: posting never blocks the main loop (a hung API
  * server delayed XID -> Unhealthy by 1.8 s when Events were posted inline). Bounded: when
  * full, the oldest is dropped and counted. */
@@ -304,7 +307,8 @@ void daemon__kube_start(struct daemon *d)
         .kubeconfig = d->o->kubeconfig,
         .node_name = d->o->node_name,
         .api_server = d->o->kube_api_server,
-        .request_timeout_ms = 2000, /* on the watch and Event threads, never this one */
+        /* on the watch and Event threads, never this one */
+        .request_timeout_ms = LABEL_API_TIMEOUT_MS,
     };
     struct daemon__kube *k;
     struct error err = {0};

@@ -18,6 +18,10 @@
 #include "gpu/gpu.h"
 #include "mps/mps.h"
 
+/* While waiting for the control daemons: a reminder this often, a look this often. */
+#define MPS_WAIT_LOG_EVERY_MS 30000
+#define MPS_WAIT_POLL_MS 1000
+
 struct daemon__mps {
     struct mps_supervisor *sup;
     struct gpu_nvml *nvml;
@@ -206,9 +210,9 @@ static int mps_wait_external(struct daemon *d, int sfd, struct error *err)
             log_info("MPS: waiting for the control daemons (%s); run gpuslice "
                      "mps-control-daemon or --mps-control=internal",
                      strbuf_str(&ready));
-            next_log = time_now_ms() + 30000;
+            next_log = time_now_ms() + MPS_WAIT_LOG_EVERY_MS;
         }
-        if (poll(p, 2, 1000) < 0 && errno != EINTR)
+        if (poll(p, 2, MPS_WAIT_POLL_MS) < 0 && errno != EINTR)
             break;
         if (p[1].revents) { /* a signal: stop waiting, the loop handles it */
             r = error_set(err, -EINTR, "stopped while waiting for the MPS control daemons");

@@ -17,6 +17,9 @@
 #include "gpu/gpu.h"
 #include "metrics/metrics.h"
 
+/* Deadline of the sampler's pod-resources List: a hung kubelet costs one sample's names. */
+#define SAMPLER_LIST_TIMEOUT_MS 1000
+
 struct sampler_dev {
     char resource[128];
     char id[160];
@@ -469,7 +472,8 @@ static void sample_once(struct daemon__sampler *s, struct gpu_nvml *nvml)
             log_debug("metrics sampler: %s", err.msg);
         goto out;
     }
-    have_names = dp_pod_resources_list(s->o->pod_resources_socket, 1000, &names, NULL) == 0;
+    have_names = dp_pod_resources_list(s->o->pod_resources_socket, SAMPLER_LIST_TIMEOUT_MS, &names,
+                                       NULL) == 0;
     (void)strbuf_printf(&cp, "%s/%s", s->o->plugin_dir, DP_CHECKPOINT_NAME);
     have_uids = dp_checkpoint_read(strbuf_str(&cp), &uids, NULL) == 0;
     render(s, inv, smp, devs, n_devs, have_names ? &names : NULL, have_uids ? &uids : NULL, &sb);

@@ -16,6 +16,9 @@
 #include "kube/curl.h"
 #include "kube/internal.h"
 
+/* The longest curl_multi_poll while a request runs: cancellation is seen this soon. */
+#define KUBE_MULTI_POLL_MS 1000
+
 #define KUBE_CONNECT_TIMEOUT_MS 5000L
 #define KUBE_ERROR_BODY_MAX_BYTES (64u << 10)
 #define KUBE_EVENT_MESSAGE_MAX_BYTES 1024
@@ -372,7 +375,7 @@ static CURLcode run_cancellable(const struct kube_curl *k, CURL *e, struct kube_
             break;
         }
         if (running)
-            k->multi_poll(m, NULL, 0, 1000, NULL);
+            k->multi_poll(m, NULL, 0, KUBE_MULTI_POLL_MS, NULL);
     }
     for (msg = k->multi_info_read(m, &n_msgs); msg; msg = k->multi_info_read(m, &n_msgs))
         if (msg->msg == CURLMSG_DONE && msg->easy_handle == e)

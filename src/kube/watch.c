@@ -16,6 +16,10 @@
 #include "kube/curl.h"
 #include "kube/internal.h"
 
+/* A watch stream open at least this long (or that delivered events) was healthy: its end
+ * restarts the backoff. */
+#define WATCH_HEALTHY_AFTER_MS 1000
+
 enum reach { REACH_UNKNOWN, REACH_YES, REACH_NO };
 
 struct kube_node_watch {
@@ -472,7 +476,7 @@ static enum watch_next watch_step(struct kube_node_watch *w, struct watch_backof
 
     if (r == -ECANCELED)
         return WATCH_STOP;
-    open_a_while = w->n_stream_events > 0 || time_now_ms() - t0 >= 1000;
+    open_a_while = w->n_stream_events > 0 || time_now_ms() - t0 >= WATCH_HEALTHY_AFTER_MS;
     if (r == -ESTALE) { /* resourceVersion compacted away: list again */
         count(w, &w->stats.n_gone);
         free(w->rv);

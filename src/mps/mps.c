@@ -21,6 +21,9 @@
 #include "gpu/gpu.h"
 #include "mps/mps.h"
 
+/* After SIGKILL, how long a child gets to be reaped before a blocking waitpid. */
+#define MPS_KILL_REAP_MS 2000
+
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
 /* The backoff starts again from BACKOFF_MIN_MS only once a daemon has stayed up this long: a
@@ -115,7 +118,7 @@ static void kill_wait(pid_t pid, int pidfd)
     if (pid <= 0)
         return;
     kill(pid, SIGKILL);
-    if (!wait_exit(pid, pidfd, 2000))
+    if (!wait_exit(pid, pidfd, MPS_KILL_REAP_MS))
         (void)waitpid(pid, NULL, 0);
 }
 
