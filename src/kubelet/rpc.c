@@ -35,6 +35,9 @@
 /* Our receive window per stream: a 4 MiB Allocate arrives in a few round trips. */
 #define RPC_SERVER_WINDOW_BYTES (1u << 20)
 #define RPC_LISTEN_BACKLOG 128
+/* Connections one server keeps at once; more are closed as they come (the kubelet needs one
+ * or two; a peer that opens and never speaks must not take every fd). */
+#define RPC_MAX_CONNS 256
 /* Stream resets a unix-socket client may make at once, and per second after that. */
 #define RPC_RESET_BURST 100000u
 #define RPC_RESET_PER_S 10000u
@@ -685,13 +688,22 @@ static void server_accept(struct rpc_server *srv)
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, RPC_SERVER_WINDOW_BYTES},
     };
+    size_t n = 0;
 
+    for (struct rpc__conn *c = srv->conns; c; c = c->next)
+        n++;
     for (;;) {
         int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         struct rpc__conn *c;
 
         if (fd < 0)
             return; /* EAGAIN: all taken; anything else: try again on the next wake */
+        if (n >= RPC_MAX_CONNS) {
+            log_debug("rpc: %s has %d connections already, closing a new one", srv->socket_path,
+                      RPC_MAX_CONNS);
+            close(fd);
+            continue;
+        }
         if (srv->tcp)
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
         c = calloc(1, sizeof(*c));
@@ -710,6 +722,7 @@ static void server_accept(struct rpc_server *srv)
         c->preface_left = NGHTTP2_CLIENT_MAGIC_LEN;
         c->next = srv->conns;
         srv->conns = c;
+        n++;
     }
 }
 

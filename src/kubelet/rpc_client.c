@@ -25,6 +25,8 @@
 /* Messages a stream keeps unread before it stops granting the server window: a client that
  * stops reading holds at most this many plus one window, and the server's queue fills. */
 #define RPC_CLIENT_MAX_UNREAD 16
+/* A call's receive buffer above this size is freed once it holds no partial message. */
+#define RPC_CLIENT_RX_KEEP_BYTES (64u * 1024u)
 
 struct cmsg {
     struct cmsg *next;
@@ -249,6 +251,12 @@ static void ccall_split(struct ccall *k, nghttp2_session *h2)
     }
     memmove(k->rx, k->rx + off, k->rx_len - off);
     k->rx_len -= off;
+    if (k->rx_len == 0 && k->rx_cap > RPC_CLIENT_RX_KEEP_BYTES) {
+        /* a large message went through: a long stream does not keep its buffer */
+        free(k->rx);
+        k->rx = NULL;
+        k->rx_cap = 0;
+    }
 }
 
 static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <malloc.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -469,6 +470,51 @@ static void test_rpc_server_start_socket_mode_and_stale(void **state)
     unlink(file);
 }
 
+/* A peer that opens connections and never speaks: the server keeps a bounded number (256)
+ * and closes the rest at once, and serves again once they are gone. */
+static void test_rpc_server_connections_bounded(void **state)
+{
+    struct fixture *f = *state;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    enum { N = 266 };
+    int fds[N];
+    size_t n_closed = 0;
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    struct error err = {0};
+    int r = -1;
+
+    str_copy(sa.sun_path, f->sock, sizeof(sa.sun_path));
+    for (int i = 0; i < N; i++) {
+        fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fds[i] >= 0);
+        assert_int_equal(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+    }
+    /* an accepted connection gets the server's SETTINGS; a refused one only EOF */
+    for (int i = 0; i < N; i++) {
+        char buf[64];
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+
+        assert_int_equal(poll(&p, 1, WAIT_MS), 1);
+        if (read(fds[i], buf, sizeof(buf)) == 0)
+            n_closed++;
+    }
+    assert_true(n_closed >= N - 256);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    /* served again once the server has seen those connections go (a call made before that
+     * is refused like the extra connections were) */
+    for (uint64_t end = time_now_ms() + WAIT_MS; time_now_ms() < end;) {
+        r = rpc_client_call(f->sock, M_ECHO, (const uint8_t *)"ok", 2, 5000, &resp, &len, NULL,
+                            &err);
+        if (r == 0)
+            break;
+        poll(NULL, 0, 10);
+    }
+    assert_int_equal(r, 0);
+    free(resp);
+}
+
 static void test_rpc_server_new_bad_input(void **state)
 {
     struct fixture *f = *state;
@@ -754,6 +800,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rpc_client_unary_path_authority, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_server_start_socket_mode_and_stale, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rpc_server_connections_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_server_new_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rpc_stream_send_from_thread_then_finish, setup,
                                         teardown),
