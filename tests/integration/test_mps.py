@@ -243,7 +243,10 @@ class Mps(ReloadCase):
         self.wait_capacity(n, 2, 10, LARGE)  # the other resource is fine
         wait_for(lambda: "refusing %s/%s/pipe" % (self.mps_root, GPU) in self.log_text(n), 5,
                  "the link refused")
-        self.assertEqual(self.allocatable(n, GPU) or 0, 0)
+        # the first list goes out before the MPS unit starts and marks the resource down
+        # (units start in order: serve, then mps), so the kubelet sees 0 allocatable only
+        # once that update has reached it; wait for it rather than for a lucky instant
+        wait_for(lambda: (self.allocatable(n, GPU) or 0) == 0, 5, "nvidia.com/gpu Unhealthy")
         with open(os.path.join(elsewhere, "control")) as f:
             self.assertEqual(f.read(), "not ours")
         self.assertEqual(os.listdir(elsewhere), ["control"])
