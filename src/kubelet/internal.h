@@ -19,6 +19,12 @@
 /* Length-prefixed message framing: 1 flag byte (compressed), 4 bytes big-endian length. */
 #define RPC__FRAME_HDR 5
 
+/* An nghttp2_nv initializer for a literal header name and a NUL-terminated value. */
+#define RPC__NV(name, value)                                                                       \
+    {                                                                                              \
+        (uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, strlen(value), 0                  \
+    }
+
 /* Writes the 5-byte prefix of an uncompressed message of `len` bytes. */
 void rpc__frame_header(uint8_t hdr[RPC__FRAME_HDR], size_t len);
 /* Looks at the bytes received so far on a call. Returns 1 when a whole message is there
@@ -47,6 +53,7 @@ int rpc__check_socket_path(const char *path, struct error *err);
 /* ---- rpc connections (rpc_h2.c): one nghttp2 session on a non-blocking socket ----------- */
 
 struct nghttp2_session;
+struct pollfd;
 
 /* One connection: the socket and its HTTP/2 session. Owned by one loop thread, never
  * touched from another. */
@@ -79,6 +86,21 @@ int rpc__conn_read(struct rpc__conn *c);
 short rpc__conn_events(const struct rpc__conn *c);
 /* Frees the session, closes the socket and frees c. Accepts NULL. */
 void rpc__conn_free(struct rpc__conn *c);
+/* Takes c out of the list at *list and frees it. */
+void rpc__conn_remove(struct rpc__conn **list, struct rpc__conn *c);
+/* The poll set of a loop thread, kept between turns. Zero-initialise; release when done. */
+struct rpc__poller {
+    struct pollfd *pfd;
+    size_t cap;
+};
+
+/* One turn of a loop thread: polls wake_fd, listen_fd (< 0: none) and every connection in
+ * `conns` for up to timeout_ms (-1: until something happens), drains the eventfd and moves
+ * bytes on the connections that are ready (their session callbacks run here). Connections
+ * are neither added nor removed. Returns true when listen_fd has connections to accept. */
+bool rpc__poll(struct rpc__poller *p, int wake_fd, int listen_fd, struct rpc__conn *conns,
+               int timeout_ms);
+void rpc__poller_release(struct rpc__poller *p);
 /* A non-blocking eventfd for waking a loop thread; -errno on failure. */
 int rpc__wake_fd(void);
 /* Wakes the loop that polls `fd` (never fails visibly: a full counter is already a wake). */

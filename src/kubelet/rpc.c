@@ -274,11 +274,6 @@ bool rpc_stream_is_open(struct rpc_stream *stream)
 
 /* ---- answering (server thread) ------------------------------------------------------------- */
 
-#define NV(n, v)                                                                                   \
-    {                                                                                              \
-        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE             \
-    }
-
 /* grpc-status and grpc-message as header fields; `code_buf`/`msg_buf` hold the values. */
 static size_t status_fields(nghttp2_nv *nv, int code, const char *msg, char code_buf[8],
                             char msg_buf[RPC_STATUS_MSG_MAX * 3])
@@ -286,10 +281,10 @@ static size_t status_fields(nghttp2_nv *nv, int code, const char *msg, char code
     size_t n = 0;
 
     snprintf(code_buf, 8, "%d", code);
-    nv[n++] = (nghttp2_nv)NV("grpc-status", code_buf);
+    nv[n++] = (nghttp2_nv)RPC__NV("grpc-status", code_buf);
     if (msg && *msg) {
         rpc__percent_encode(msg, msg_buf, RPC_STATUS_MSG_MAX * 3);
-        nv[n++] = (nghttp2_nv)NV("grpc-message", msg_buf);
+        nv[n++] = (nghttp2_nv)RPC__NV("grpc-message", msg_buf);
     }
     return n;
 }
@@ -300,7 +295,7 @@ static void call_respond_status(struct rpc_stream *s, int code, const char *fmt,
 static void call_respond_status(struct rpc_stream *s, int code, const char *fmt, ...)
 {
     char code_buf[8], msg[RPC_STATUS_MSG_MAX], msg_buf[RPC_STATUS_MSG_MAX * 3];
-    nghttp2_nv nv[4] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+    nghttp2_nv nv[4] = {RPC__NV(":status", "200"), RPC__NV("content-type", "application/grpc")};
     size_t n = 2;
     va_list ap;
 
@@ -371,7 +366,7 @@ static ssize_t stream_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t
 
 static void call_respond_data(struct rpc_stream *s)
 {
-    nghttp2_nv nv[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+    nghttp2_nv nv[] = {RPC__NV(":status", "200"), RPC__NV("content-type", "application/grpc")};
     nghttp2_data_provider prd = {.source.ptr = s, .read_callback = stream_read};
 
     if (!s->conn)
@@ -737,13 +732,7 @@ static void server_conn_close(struct rpc_server *srv, struct rpc__conn *c)
         nghttp2_session_set_stream_user_data(c->h2, s->id, NULL);
         stream_gone(s, !s->status_sent && !stopping);
     }
-    for (struct rpc__conn **p = &srv->conns; *p; p = &(*p)->next) {
-        if (*p == c) {
-            *p = c->next;
-            break;
-        }
-    }
-    rpc__conn_free(c);
+    rpc__conn_remove(&srv->conns, c);
 }
 
 /* Resumes the streams that have new output since their data source said "nothing yet". */
@@ -804,66 +793,24 @@ static bool server_tend(struct rpc_server *srv)
     return false;
 }
 
-static void server_dispatch_events(struct rpc_server *srv, const struct pollfd *pfd, size_t n)
-{
-    size_t i = 1;
-    bool listen_ready = false;
-    struct rpc__conn *next;
-
-    if (pfd[0].revents)
-        rpc__wake_drain(srv->wake_fd);
-    if (srv->listen_fd >= 0 && i < n && pfd[i].fd == srv->listen_fd)
-        listen_ready = pfd[i++].revents != 0;
-    /* the same order as the poll set was built in; accepting comes after, as it adds */
-    for (struct rpc__conn *c = srv->conns; c && i < n; c = next, i++) {
-        next = c->next;
-        if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-            rpc__conn_read(c);
-        if (pfd[i].revents & POLLOUT)
-            rpc__conn_flush(c);
-    }
-    if (listen_ready)
-        server_accept(srv);
-}
-
 static void *server_thread(void *arg)
 {
     struct rpc_server *srv = arg;
-    struct pollfd *pfd = NULL;
-    size_t cap = 0;
+    struct rpc__poller p = {0};
 
     while (server_tend(srv)) {
-        size_t n = 0, want = 2;
         int timeout = -1;
 
-        for (struct rpc__conn *c = srv->conns; c; c = c->next)
-            want++;
-        if (want > cap) {
-            struct pollfd *p = realloc(pfd, want * 2 * sizeof(*p));
-
-            if (!p) {
-                timeout = 10; /* out of memory: try again shortly */
-                poll(NULL, 0, timeout);
-                continue;
-            }
-            pfd = p;
-            cap = want * 2;
-        }
-        pfd[n++] = (struct pollfd){srv->wake_fd, POLLIN, 0};
-        if (srv->listen_fd >= 0)
-            pfd[n++] = (struct pollfd){srv->listen_fd, POLLIN, 0};
-        for (struct rpc__conn *c = srv->conns; c; c = c->next)
-            pfd[n++] = (struct pollfd){c->fd, rpc__conn_events(c), 0};
         if (srv->stop_deadline_ms) {
             uint64_t now = time_now_ms();
 
             timeout = now >= srv->stop_deadline_ms ? 0 : (int)(srv->stop_deadline_ms - now);
         }
-        if (poll(pfd, n, timeout) < 0)
-            continue;
-        server_dispatch_events(srv, pfd, n);
+        /* accepting comes after the connections' turn, as it adds to them */
+        if (rpc__poll(&p, srv->wake_fd, srv->listen_fd, srv->conns, timeout))
+            server_accept(srv);
     }
-    free(pfd);
+    rpc__poller_release(&p);
     return NULL;
 }
 

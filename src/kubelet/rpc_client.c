@@ -423,25 +423,22 @@ static int client_conn(struct rpc_client *c, struct rpc__conn **ret, char *why, 
 static void client_start_call(struct rpc_client *c, struct ccall *k)
 {
     char timeout[16], why[RPC_STATUS_MSG_MAX];
-    nghttp2_nv nv[7];
-    size_t n = 0;
+    nghttp2_nv nv[7] = {
+        RPC__NV(":method", "POST"),
+        RPC__NV(":scheme", "http"),
+        RPC__NV(":path", k->method),
+        RPC__NV(":authority", c->authority),
+        RPC__NV("content-type", "application/grpc"),
+        RPC__NV("te", "trailers"),
+    };
+    size_t n = 6;
     nghttp2_data_provider prd = {.source.ptr = k, .read_callback = req_read};
     struct rpc__conn *conn = NULL;
     int32_t id = -1;
 
-    nv[n++] = (nghttp2_nv){(uint8_t *)":method", (uint8_t *)"POST", 7, 4, NGHTTP2_NV_FLAG_NONE};
-    nv[n++] = (nghttp2_nv){(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, NGHTTP2_NV_FLAG_NONE};
-    nv[n++] = (nghttp2_nv){(uint8_t *)":path", (uint8_t *)k->method, 5, strlen(k->method),
-                           NGHTTP2_NV_FLAG_NONE};
-    nv[n++] = (nghttp2_nv){(uint8_t *)":authority", (uint8_t *)c->authority, 10,
-                           strlen(c->authority), NGHTTP2_NV_FLAG_NONE};
-    nv[n++] = (nghttp2_nv){(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16,
-                           NGHTTP2_NV_FLAG_NONE};
-    nv[n++] = (nghttp2_nv){(uint8_t *)"te", (uint8_t *)"trailers", 2, 8, NGHTTP2_NV_FLAG_NONE};
     if (k->timeout_ms > 0) {
         rpc__timeout_value(k->timeout_ms, timeout, sizeof(timeout));
-        nv[n++] = (nghttp2_nv){(uint8_t *)"grpc-timeout", (uint8_t *)timeout, 12, strlen(timeout),
-                               NGHTTP2_NV_FLAG_NONE};
+        nv[n++] = (nghttp2_nv)RPC__NV("grpc-timeout", timeout);
     }
     for (int attempt = 0; attempt < 2 && id < 0; attempt++) {
         if (client_conn(c, &conn, why, sizeof(why)) < 0) {
@@ -478,13 +475,7 @@ static void client_conn_close(struct rpc_client *c, struct rpc__conn *conn)
         ccall_finish(k, RPC_UNAVAILABLE, msg);
         ccall_detach(k);
     }
-    for (struct rpc__conn **p = &c->conns; *p; p = &(*p)->next) {
-        if (*p == conn) {
-            *p = conn->next;
-            break;
-        }
-    }
-    rpc__conn_free(conn);
+    rpc__conn_remove(&c->conns, conn);
 }
 
 /* Cancels and window updates the callers asked for. Client thread. */
@@ -554,43 +545,13 @@ static bool client_tend(struct rpc_client *c)
 static void *client_thread(void *arg)
 {
     struct rpc_client *c = arg;
-    struct pollfd *pfd = NULL;
-    size_t cap = 0;
+    struct rpc__poller p = {0};
 
-    while (client_tend(c)) {
-        size_t n = 0, want = 1, i = 1;
-        struct rpc__conn *next;
-
-        for (struct rpc__conn *conn = c->conns; conn; conn = conn->next)
-            want++;
-        if (want > cap) {
-            struct pollfd *p = realloc(pfd, want * 2 * sizeof(*p));
-
-            if (!p) {
-                poll(NULL, 0, 10); /* out of memory: try again shortly */
-                continue;
-            }
-            pfd = p;
-            cap = want * 2;
-        }
-        pfd[n++] = (struct pollfd){c->wake_fd, POLLIN, 0};
-        for (struct rpc__conn *conn = c->conns; conn; conn = conn->next)
-            pfd[n++] = (struct pollfd){conn->fd, rpc__conn_events(conn), 0};
-        if (poll(pfd, n, -1) < 0)
-            continue;
-        if (pfd[0].revents)
-            rpc__wake_drain(c->wake_fd);
-        for (struct rpc__conn *conn = c->conns; conn && i < n; conn = next, i++) {
-            next = conn->next;
-            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-                rpc__conn_read(conn);
-            if (pfd[i].revents & POLLOUT)
-                rpc__conn_flush(conn);
-        }
-    }
+    while (client_tend(c))
+        rpc__poll(&p, c->wake_fd, -1, c->conns, -1);
     while (c->conns)
         client_conn_close(c, c->conns);
-    free(pfd);
+    rpc__poller_release(&p);
     return NULL;
 }
 

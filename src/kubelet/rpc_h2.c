@@ -21,6 +21,8 @@
 #define RPC_READ_CHUNK (64u * 1024u)
 /* grpc-timeout values have at most 8 digits (gRPC's PROTOCOL-HTTP2). */
 #define RPC_TIMEOUT_MAX_DIGITS 99999999L
+/* A loop thread that cannot grow its poll set waits this long and tries again. */
+#define RPC_NOMEM_RETRY_MS 10
 
 /* ---- pure wire helpers -------------------------------------------------------------------- */
 
@@ -317,6 +319,62 @@ void rpc__conn_free(struct rpc__conn *c)
         close(c->fd);
     free(c->out);
     free(c);
+}
+
+void rpc__conn_remove(struct rpc__conn **list, struct rpc__conn *c)
+{
+    for (struct rpc__conn **p = list; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    rpc__conn_free(c);
+}
+
+bool rpc__poll(struct rpc__poller *p, int wake_fd, int listen_fd, struct rpc__conn *conns,
+               int timeout_ms)
+{
+    size_t n = 0, want = listen_fd >= 0 ? 2 : 1, i;
+    bool listen_ready = false;
+
+    for (struct rpc__conn *c = conns; c; c = c->next)
+        want++;
+    if (want > p->cap) {
+        struct pollfd *pfd = realloc(p->pfd, want * 2 * sizeof(*pfd));
+
+        if (!pfd) {
+            poll(NULL, 0, RPC_NOMEM_RETRY_MS);
+            return false;
+        }
+        p->pfd = pfd;
+        p->cap = want * 2;
+    }
+    p->pfd[n++] = (struct pollfd){wake_fd, POLLIN, 0};
+    if (listen_fd >= 0)
+        p->pfd[n++] = (struct pollfd){listen_fd, POLLIN, 0};
+    for (struct rpc__conn *c = conns; c; c = c->next)
+        p->pfd[n++] = (struct pollfd){c->fd, rpc__conn_events(c), 0};
+    if (poll(p->pfd, n, timeout_ms) < 0)
+        return false;
+    if (p->pfd[0].revents)
+        rpc__wake_drain(wake_fd);
+    listen_ready = listen_fd >= 0 && p->pfd[1].revents != 0;
+    i = listen_fd >= 0 ? 2 : 1;
+    /* the same order as the set was built in */
+    for (struct rpc__conn *c = conns; c && i < n; c = c->next, i++) {
+        if (p->pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+            rpc__conn_read(c);
+        if (p->pfd[i].revents & POLLOUT)
+            rpc__conn_flush(c);
+    }
+    return listen_ready;
+}
+
+void rpc__poller_release(struct rpc__poller *p)
+{
+    free(p->pfd);
+    *p = (struct rpc__poller){0};
 }
 
 int rpc__wake_fd(void)
