@@ -189,7 +189,7 @@ static const char *sharing_name(const struct model_resource *res, unsigned repli
 {
     if (!res || replicas <= 1)
         return "none";
-    return res->sharing == CFG_SHARING_MPS ? "mps" : "time-slicing";
+    return res->mode->name;
 }
 
 /* The device serving GPU gpu (mig < 0: the whole GPU) and its resource; NULL when the
@@ -509,7 +509,7 @@ static int node_labels(struct builder *b, const struct inv_inventory *inv, const
         mig_on |= inv->gpus[i].mig_enabled;
     }
     for (size_t i = 0; i < m->n_resources; i++)
-        mps |= m->resources[i].sharing == CFG_SHARING_MPS;
+        mps |= m->resources[i].mode->control_daemon;
     if (mps && mig_on)
         return error_set(err, -EINVAL,
                          "cannot label MPS sharing on a node with MIG-enabled "

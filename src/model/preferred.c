@@ -354,7 +354,7 @@ int model_preferred_allocation(const struct model *m, const struct model_resourc
         /* NVIDIA's answers (facts §3.4): whole GPUs go through go-gpuallocator, which
          * returns an empty preference; replicas and MIG devices go through its greedy
          * path, which fails the call with this exact text. */
-        if (res->sharing == CFG_SHARING_NONE && !res->is_mig) {
+        if (!cfg_sharing_mode_shares(res->mode) && !res->is_mig) {
             ids = strv_new();
             if (!ids) {
                 r = error_set(err, -ENOMEM, "out of memory");
