@@ -67,18 +67,6 @@ const char *cfg_mig_strategy_name(enum cfg_mig_strategy s)
     return (unsigned)s < 3 ? cfg__mig_strategies[s] : "?";
 }
 
-const char *cfg_sharing_strategy_name(enum cfg_sharing_strategy s)
-{
-    switch (s) {
-    case CFG_SHARING_TIME_SLICING:
-        return "time-slicing";
-    case CFG_SHARING_MPS:
-        return "mps";
-    default:
-        return "none";
-    }
-}
-
 bool cfg__set_str(char **dst, const char *s)
 {
     char *copy = NULL;

@@ -23,7 +23,13 @@ struct cfg_pos {
 };
 
 enum cfg_mig_strategy { CFG_MIG_NONE = 0, CFG_MIG_SINGLE, CFG_MIG_MIXED };
-enum cfg_sharing_strategy { CFG_SHARING_NONE = 0, CFG_SHARING_TIME_SLICING, CFG_SHARING_MPS };
+/* The sharing modes; what each one means is its row in cfg_sharing_modes (sharing.c). */
+enum cfg_sharing_strategy {
+    CFG_SHARING_NONE = 0,
+    CFG_SHARING_TIME_SLICING,
+    CFG_SHARING_MPS,
+    CFG_SHARING__N /* the number of modes, not a mode */
+};
 enum cfg_device_id_strategy { CFG_DEVICE_ID_UUID = 0, CFG_DEVICE_ID_INDEX };
 enum cfg_alloc_policy { CFG_ALLOC_DISTRIBUTED = 0, CFG_ALLOC_PACKED };
 enum cfg_discovery { CFG_DISCOVERY_AUTO = 0, CFG_DISCOVERY_NVML, CFG_DISCOVERY_TEGRA };
@@ -406,6 +412,54 @@ int cfg_summary(const struct cfg_config *cfg, struct strbuf *out);
 
 /* Names for enum values (static strings). */
 const char *cfg_mig_strategy_name(enum cfg_mig_strategy s);
+/* cfg_sharing_mode(s)->name */
 const char *cfg_sharing_strategy_name(enum cfg_sharing_strategy s);
+
+/* ---- sharing modes: one descriptor each (sharing.c, docs/internals/sharing.md) ------------ */
+
+/* What Allocate adds for a shared device of a mode, besides the devices (model/allocate.c
+ * keeps one function per value). */
+enum cfg_sharing_env {
+    CFG_SHARING_ENV_NONE = 0,
+    CFG_SHARING_ENV_MPS, /* the resource's MPS control daemon: pipe and log dirs, shm mount */
+};
+
+/* One sharing mode: everything that differs between modes, in one row, so that code asks
+ * the row (looked up once per config or resource: cfg_sharing_mode, model_resource.mode)
+ * instead of testing the enum. Adding a mode is a row, the mode's own files and the docs. */
+struct cfg_sharing_mode {
+    enum cfg_sharing_strategy strategy;
+    const char *name;       /* "none", "time-slicing", "mps": GFD's sharing-strategy label
+                             * value, logs, plans, `config show` */
+    const char *title;      /* in messages: "time-slicing", "MPS" */
+    const char *config_key; /* the block under sharing: ("timeSlicing", "mps"); NULL for none */
+    unsigned precedence;    /* when several blocks are written NVIDIA keeps the highest */
+    /* the replica rule */
+    unsigned max_replicas;         /* per config entry, checked while parsing */
+    const char *max_replicas_why;  /* after "at most N are allowed": "" or why */
+    bool replicas_by_client_limit; /* also at most the GPU's MPS client limit (model) */
+    /* checks */
+    bool fail_requests_default;    /* failRequestsGreaterThanOne when the block leaves it out */
+    bool warn_fail_requests_false; /* warn that N replicas then give up to N devices */
+    bool client_limits;            /* entries may set memoryLimit / threadPercentage */
+    bool on_mig;                   /* MIG devices may be shared, migStrategy mixed used */
+    bool needs_mps_root;           /* flags.mpsRoot is required */
+    /* DRA's opaque GpuConfig / MigDeviceConfig (NVIDIA's resource.nvidia.com/v1beta1) */
+    const char *dra_name;       /* sharing.strategy: "TimeSlicing", "MPS"; NULL for none */
+    const char *dra_config_key; /* its settings block: "timeSlicingConfig", "mpsConfig" */
+    bool dra_config_on_mig;     /* a MigDeviceConfig may carry that block */
+    bool dra_time_slice;        /* prepare sets a whole GPU's time-slice interval */
+    /* effects */
+    bool control_daemon; /* one MPS control daemon per resource (daemon/mps.c): devices healthy
+                          * while it answers, GFD's mps.capable=true */
+    enum cfg_sharing_env alloc_env;
+};
+
+/* The row of s (the none row for a value out of range); static, never NULL. */
+const struct cfg_sharing_mode *cfg_sharing_mode(enum cfg_sharing_strategy s);
+/* True for every mode but none. */
+bool cfg_sharing_mode_shares(const struct cfg_sharing_mode *m);
+/* The sharing mode a DRA config's sharing.strategy names ("TimeSlicing"), or NULL. */
+const struct cfg_sharing_mode *cfg_sharing_mode_by_dra_name(const char *name);
 
 #endif

@@ -250,8 +250,7 @@ static const char *const all_paths[] = {
     "flags.gfd.machineTypeFile",
     "resources.gpus",
     "resources.mig",
-    "sharing.timeSlicing",
-    "sharing.mps",
+    /* sharing.<mode>: from the mode rows (unknown_key) */
     "sharing.timeSlicing.renameByDefault",
     "sharing.timeSlicing.failRequestsGreaterThanOne",
     "sharing.timeSlicing.resources",
@@ -270,6 +269,7 @@ static void unknown_key(struct cfg__ctx *c, const char *key, const char *const *
                         const char *path, struct cfg_pos pos)
 {
     const char *best = NULL, *elsewhere = NULL;
+    char mode_path[64];
     unsigned best_d = (unsigned)strlen(key) / 3 + 2;
 
     for (size_t i = 0; keys[i]; i++) {
@@ -282,6 +282,13 @@ static void unknown_key(struct cfg__ctx *c, const char *key, const char *const *
     for (size_t i = 0; !best && all_paths[i]; i++)
         if (strcasecmp(last_component(all_paths[i]), key) == 0)
             elsewhere = all_paths[i];
+    for (int s = 0; !best && !elsewhere && s < CFG_SHARING__N; s++) {
+        const struct cfg_sharing_mode *m = cfg_sharing_mode((enum cfg_sharing_strategy)s);
+        if (m->config_key && strcasecmp(m->config_key, key) == 0) {
+            snprintf(mode_path, sizeof(mode_path), "sharing.%s", m->config_key);
+            elsewhere = mode_path;
+        }
+    }
     if (best)
         cfg__diag(c, CFG_SEV_WARNING, pos, path, key,
                   "unknown key '%s', ignoring it; did you mean '%s'?", key, best);
@@ -701,7 +708,7 @@ static uint64_t memory_mib(const char *s)
 struct replicated_ud {
     struct cfg_replicated_resource *r;
     bool has_replicas;
-    unsigned max_replicas;
+    const struct cfg_sharing_mode *mode; /* the block's: its replica rule */
 };
 
 static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
@@ -731,16 +738,13 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
         ud->has_replicas = true;
         r->replicas_pos = pos;
         ret = want_int(c, v, path, pos, NULL, &n);
-        if (ret == 0 && n >= 1 && n <= (int64_t)ud->max_replicas) {
+        if (ret == 0 && n >= 1 && n <= (int64_t)ud->mode->max_replicas) {
             r->replicas = (unsigned)n;
-        } else if (ret == 0 && n > (int64_t)ud->max_replicas) {
+        } else if (ret == 0 && n > (int64_t)ud->mode->max_replicas) {
             cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
                       "%s replicas is too many; at most %u "
                       "are allowed%s",
-                      s, ud->max_replicas,
-                      ud->max_replicas == CFG_MAX_MPS_REPLICAS ? " with MPS (its client "
-                                                                 "limit per GPU)"
-                                                               : "");
+                      s, ud->mode->max_replicas, ud->mode->max_replicas_why);
         } else if (s && yaml_is_plain(v) && (ret == 0 || looks_numeric(s) || ret == -ERANGE)) {
             cfg__diag(c, CFG_SEV_ERROR, pos, path, s,
                       "%s is not a valid replica count; use a "
@@ -777,12 +781,9 @@ static void replicated_field(struct cfg__ctx *c, int key, struct fy_node *v, con
     }
 }
 
-static const char *const sharing_block_keys[] = {"renameByDefault", "failRequestsGreaterThanOne",
-                                                 "resources", NULL};
-
 struct sharing_ud {
     struct cfg_sharing *s;
-    bool is_mps;
+    const struct cfg_sharing_mode *mode;
     bool fail_set;
     bool has_resources;
 };
@@ -808,7 +809,7 @@ static void sharing_resources(struct cfg__ctx *c, struct fy_node *v, const char 
     for (item = fy_node_sequence_iterate(v, &it); item && !c->oom;
          item = fy_node_sequence_iterate(v, &it)) {
         struct cfg_replicated_resource *r = &sh->resources[sh->n_resources];
-        struct replicated_ud rud = {r, false, ud->is_mps ? CFG_MAX_MPS_REPLICAS : CFG_MAX_REPLICAS};
+        struct replicated_ud rud = {r, false, ud->mode};
         char ipath[PATH_MAX_LEN];
         size_t before = c->n_errors;
 
@@ -828,23 +829,34 @@ static void sharing_resources(struct cfg__ctx *c, struct fy_node *v, const char 
     }
 }
 
-static void sharing_block_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
-                                struct cfg_pos pos, void *udp)
+static void sharing_rename_by_default(struct cfg__ctx *c, struct fy_node *v, const char *path,
+                                      struct cfg_pos pos, struct sharing_ud *ud)
 {
-    struct sharing_ud *ud = udp;
+    want_bool(c, v, path, pos, &ud->s->rename_by_default);
+}
 
-    switch (key) {
-    case 0:
-        want_bool(c, v, path, pos, &ud->s->rename_by_default);
-        break;
-    case 1:
-        if (want_bool(c, v, path, pos, &ud->s->fail_requests_greater_than_one))
-            ud->fail_set = true;
-        break;
-    case 2:
-        sharing_resources(c, v, path, pos, ud);
-        break;
-    }
+static void sharing_fail_requests(struct cfg__ctx *c, struct fy_node *v, const char *path,
+                                  struct cfg_pos pos, struct sharing_ud *ud)
+{
+    if (want_bool(c, v, path, pos, &ud->s->fail_requests_greater_than_one))
+        ud->fail_set = true;
+}
+
+/* The keys of every sharing.<mode> block, one row each. */
+static const struct sharing_row {
+    const char *key;
+    void (*parse)(struct cfg__ctx *c, struct fy_node *v, const char *path, struct cfg_pos pos,
+                  struct sharing_ud *ud);
+} sharing_rows[] = {
+    {"renameByDefault", sharing_rename_by_default},
+    {"failRequestsGreaterThanOne", sharing_fail_requests},
+    {"resources", sharing_resources},
+};
+
+static void sharing_block_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
+                                struct cfg_pos pos, void *ud)
+{
+    sharing_rows[key].parse(c, v, path, pos, ud);
 }
 
 static void sharing_release(struct cfg_sharing *s)
@@ -855,37 +867,73 @@ static void sharing_release(struct cfg_sharing *s)
     *s = (struct cfg_sharing){0};
 }
 
-static const char *const sharing_keys[] = {"timeSlicing", "mps", NULL};
+/* The sharing: keys, one per mode with a config block, and the rows they name. */
+struct sharing_keys {
+    const char *keys[CFG_SHARING__N + 1];
+    const struct cfg_sharing_mode *modes[CFG_SHARING__N];
+};
+
+static void sharing_keys_init(struct sharing_keys *k)
+{
+    size_t n = 0;
+
+    for (int s = 0; s < CFG_SHARING__N; s++) {
+        const struct cfg_sharing_mode *m = cfg_sharing_mode((enum cfg_sharing_strategy)s);
+        if (!m->config_key)
+            continue;
+        k->keys[n] = m->config_key;
+        k->modes[n++] = m;
+    }
+    k->keys[n] = NULL;
+}
+
+/* A second block: NVIDIA's plugin keeps the mode of highest precedence, silently; we keep
+ * it too and say so. Returns whether the new block replaces the one kept so far. */
+static bool sharing_conflict(struct cfg__ctx *c, const struct cfg_sharing_mode *kept,
+                             const struct cfg_sharing_mode *m, const char *path, struct cfg_pos pos)
+{
+    const struct cfg_sharing_mode *first = kept->strategy < m->strategy ? kept : m;
+    const struct cfg_sharing_mode *second = first == m ? kept : m;
+    const struct cfg_sharing_mode *wins = m->precedence > kept->precedence ? m : kept;
+
+    c->both_sharing = true;
+    cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
+              "both sharing.%s and sharing.%s are set; keep only one (NVIDIA's plugin would "
+              "silently use %s)",
+              first->config_key, second->config_key, wins->config_key);
+    return wins == m;
+}
 
 static void sharing_field(struct cfg__ctx *c, int key, struct fy_node *v, const char *path,
                           struct cfg_pos pos, void *udp)
 {
+    const struct sharing_keys *keys = udp;
+    const struct cfg_sharing_mode *mode = keys->modes[key];
     struct cfg_config *cfg = c->cfg;
     struct cfg_sharing parsed = {0};
-    struct sharing_ud ud = {&parsed, key == 1, false, false};
+    struct sharing_ud ud = {&parsed, mode, false, false};
+    const char *block_keys[GS_ARRAY_SIZE(sharing_rows) + 1] = {NULL};
     size_t before = c->n_errors;
 
-    walk_map(c, v, path, pos, sharing_block_keys, sharing_block_field, &ud);
+    for (size_t i = 0; i < GS_ARRAY_SIZE(sharing_rows); i++)
+        block_keys[i] = sharing_rows[i].key;
+    walk_map(c, v, path, pos, block_keys, sharing_block_field, &ud);
     if (c->n_errors == before && (!ud.has_resources || parsed.n_resources == 0))
         cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
                   "no resources specified; add a "
                   "'resources' list such as [{name: nvidia.com/gpu, replicas: 2}]");
     if (!ud.fail_set)
-        parsed.fail_requests_greater_than_one = key == 1; /* MPS defaults to true */
+        parsed.fail_requests_greater_than_one = mode->fail_requests_default;
 
-    if (cfg->sharing_strategy != CFG_SHARING_NONE) {
-        c->both_sharing = true;
-        cfg__diag(c, CFG_SEV_ERROR, pos, path, NULL,
-                  "both sharing.timeSlicing and sharing.mps "
-                  "are set; keep only one (NVIDIA's plugin would silently use mps)");
-        if (key != 1) { /* keep mps, as NVIDIA does */
+    if (cfg_sharing_mode_shares(cfg_sharing_mode(cfg->sharing_strategy))) {
+        if (!sharing_conflict(c, cfg_sharing_mode(cfg->sharing_strategy), mode, path, pos)) {
             sharing_release(&parsed);
             return;
         }
         sharing_release(&cfg->sharing);
     }
     cfg->sharing = parsed;
-    cfg->sharing_strategy = key == 1 ? CFG_SHARING_MPS : CFG_SHARING_TIME_SLICING;
+    cfg->sharing_strategy = mode->strategy;
     c->fail_requests_set = ud.fail_set;
     c->pos_sharing = pos;
 }
@@ -955,9 +1003,12 @@ static void top_field(struct cfg__ctx *c, int key, struct fy_node *v, const char
     case 2:
         walk_map(c, v, path, pos, resources_keys, resources_field, NULL);
         break;
-    case 3:
-        walk_map(c, v, path, pos, sharing_keys, sharing_field, NULL);
+    case 3: {
+        struct sharing_keys keys;
+        sharing_keys_init(&keys);
+        walk_map(c, v, path, pos, keys.keys, sharing_field, &keys);
         break;
+    }
     case 4:
         walk_map(c, v, path, pos, imex_keys, imex_field, NULL);
         break;

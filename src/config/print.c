@@ -302,10 +302,11 @@ static void emit_section(struct emit *e, const struct cfg_config *cfg, const cha
 static void emit_sharing(struct emit *e, const struct cfg_config *cfg)
 {
     const struct cfg_sharing *s = &cfg->sharing;
+    const struct cfg_sharing_mode *mode = cfg_sharing_mode(cfg->sharing_strategy);
 
     begin(e, "sharing", false);
-    if (cfg->sharing_strategy != CFG_SHARING_NONE) {
-        begin(e, cfg->sharing_strategy == CFG_SHARING_MPS ? "mps" : "timeSlicing", false);
+    if (mode->config_key) {
+        begin(e, mode->config_key, false);
         kv_bool(e, "renameByDefault", s->rename_by_default);
         kv_bool(e, "failRequestsGreaterThanOne", s->fail_requests_greater_than_one);
         begin(e, "resources", true);

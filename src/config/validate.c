@@ -54,16 +54,13 @@ static int cmp_dev(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static const char *sharing_path(const struct cfg_config *cfg)
-{
-    return cfg->sharing_strategy == CFG_SHARING_MPS ? "sharing.mps" : "sharing.timeSlicing";
-}
-
 static void entry_path(char *dst, size_t size, const struct cfg_config *cfg, size_t i,
                        const char *field)
 {
-    snprintf(dst, size, "%s.resources[%zu]%s%s", sharing_path(cfg), i, field ? "." : "",
-             field ? field : "");
+    const struct cfg_sharing_mode *m = cfg_sharing_mode(cfg->sharing_strategy);
+
+    snprintf(dst, size, "sharing.%s.resources[%zu]%s%s", m->config_key ? m->config_key : m->name, i,
+             field ? "." : "", field ? field : "");
 }
 
 static void device_text(const struct cfg_device_ref *d, char *dst, size_t size)
@@ -247,9 +244,33 @@ out:
     free(adv);
 }
 
-static void check_mps(struct cfg__ctx *c)
+static bool shares_mig(const struct cfg_sharing_mode *m)
+{
+    return m->on_mig;
+}
+
+static bool has_client_limits(const struct cfg_sharing_mode *m)
+{
+    return m->client_limits;
+}
+
+/* The block of the first sharing mode that can do what `can` asks: what to suggest instead
+ * of one that cannot. */
+static const char *suggest_mode(bool (*can)(const struct cfg_sharing_mode *m))
+{
+    for (int s = 0; s < CFG_SHARING__N; s++) {
+        const struct cfg_sharing_mode *m = cfg_sharing_mode((enum cfg_sharing_strategy)s);
+        if (cfg_sharing_mode_shares(m) && can(m))
+            return m->config_key;
+    }
+    return "?";
+}
+
+/* A mode that cannot share MIG devices (mode->on_mig false): entries naming them. */
+static void check_no_mig(struct cfg__ctx *c, const struct cfg_sharing_mode *mode)
 {
     const struct cfg_config *cfg = c->cfg;
+    const char *alt = suggest_mode(shares_mig);
     char path[256];
 
     for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
@@ -257,9 +278,9 @@ static void check_mps(struct cfg__ctx *c)
         if (r->name && str_startswith(r->name, "nvidia.com/mig-")) {
             entry_path(path, sizeof(path), cfg, i, "name");
             cfg__diag(c, CFG_SEV_ERROR, r->pos, path, r->name,
-                      "sharing with MPS is not "
-                      "supported for MIG devices; use sharing.timeSlicing for '%s'",
-                      r->name);
+                      "sharing with %s is not "
+                      "supported for MIG devices; use sharing.%s for '%s'",
+                      mode->title, alt, r->name);
         }
         for (size_t d = 0; d < r->n_devices; d++) {
             const struct cfg_device_ref *ref = &r->devices[d];
@@ -267,8 +288,9 @@ static void check_mps(struct cfg__ctx *c)
                 continue;
             entry_path(path, sizeof(path), cfg, i, "devices");
             cfg__diag(c, CFG_SEV_ERROR, ref->pos, path, NULL,
-                      "sharing with MPS is not "
-                      "supported for MIG devices; list whole GPUs or use sharing.timeSlicing");
+                      "sharing with %s is not "
+                      "supported for MIG devices; list whole GPUs or use sharing.%s",
+                      mode->title, alt);
         }
     }
 }
@@ -307,11 +329,12 @@ static void check_names_exist(struct cfg__ctx *c, const struct pattern_names *pn
 void cfg__validate_sharing(struct cfg__ctx *c)
 {
     const struct cfg_config *cfg = c->cfg;
+    const struct cfg_sharing_mode *mode = cfg_sharing_mode(cfg->sharing_strategy);
     struct pattern_names pn = {NULL, 0};
     struct entry_ref *by_name = NULL;
     size_t n = 0;
 
-    if (cfg->sharing_strategy == CFG_SHARING_NONE || cfg->sharing.n_resources == 0)
+    if (!cfg_sharing_mode_shares(mode) || cfg->sharing.n_resources == 0)
         return;
     by_name = calloc(cfg->sharing.n_resources, sizeof(*by_name));
     if (!by_name || !pattern_names_build(&pn, cfg)) {
@@ -327,8 +350,8 @@ void cfg__validate_sharing(struct cfg__ctx *c)
     check_overlaps(c, by_name, n);
     if (!c->oom)
         check_renames(c, by_name, n, &pn);
-    if (cfg->sharing_strategy == CFG_SHARING_MPS)
-        check_mps(c);
+    if (!mode->on_mig)
+        check_no_mig(c, mode);
     check_names_exist(c, &pn);
 out:
     free(pn.refs);
@@ -376,7 +399,8 @@ static struct cfg_pos at(const struct cfg_replicated_resource *r, struct cfg_pos
 static void check_nvidia_schema(struct cfg__ctx *c)
 {
     const struct cfg_config *cfg = c->cfg;
-    const char *block = cfg->sharing_strategy == CFG_SHARING_MPS ? "mps" : "timeSlicing";
+    const struct cfg_sharing_mode *mode = cfg_sharing_mode(cfg->sharing_strategy);
+    const char *block = mode->config_key;
     char path[256], shared[CFG_RESOURCE_NAME_MAX + 16];
 
     if (!gpus_are_nvidia_default(cfg))
@@ -407,7 +431,7 @@ static void check_nvidia_schema(struct cfg__ctx *c)
                       "config. Ignoring...\"); remove devices, or keep gpuslice",
                       r->name ? r->name : "", block);
         entry_path(path, sizeof(path), cfg, i, limit);
-        if (limit && cfg->sharing_strategy == CFG_SHARING_MPS)
+        if (limit && mode->client_limits)
             cfg__diag(c, CFG_SEV_ERROR, at(r, r->limit_pos), path, NULL,
                       "%s is a gpuslice extension of the v1 schema and "
                       "--strict-nvidia-schema is set; remove it (NVIDIA's plugin gives every "
@@ -419,34 +443,34 @@ static void check_nvidia_schema(struct cfg__ctx *c)
 void cfg__validate_overlaid(struct cfg__ctx *c, const struct cfg_overrides *o)
 {
     const struct cfg_config *cfg = c->cfg;
+    const struct cfg_sharing_mode *mode = cfg_sharing_mode(cfg->sharing_strategy);
     const char *mig_src = o ? cfg_overrides_get(o, CFG_OPT_MIG_STRATEGY) : NULL;
     const char *strict = o ? cfg_overrides_get(o, CFG_OPT_STRICT_NVIDIA_SCHEMA) : NULL;
     struct cfg_pos none = {0, 0};
 
-    /* the MPS limit extension: MPS only */
+    /* the MPS limit extension: modes with per-client limits only */
     for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
         const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
         const char *field = mps_limit_field(r);
         char path[96];
-        if (!field || cfg->sharing_strategy == CFG_SHARING_MPS)
+        if (!field || mode->client_limits)
             continue;
-        snprintf(path, sizeof(path), "sharing.timeSlicing.resources[%zu].%s", i, field);
+        entry_path(path, sizeof(path), cfg, i, field);
         cfg__diag(c, CFG_SEV_ERROR, r->pos, path, NULL,
-                  "%s limits MPS clients; time-slicing has no per-client limits (use "
-                  "sharing.mps, or remove it)",
-                  field);
+                  "%s limits MPS clients; %s has no per-client limits (use "
+                  "sharing.%s, or remove it)",
+                  field, mode->title, suggest_mode(has_client_limits));
     }
     if (strict && strcmp(strict, "true") == 0)
         check_nvidia_schema(c);
-    if (cfg->sharing_strategy != CFG_SHARING_MPS)
-        return;
-    if (cfg->flags.mig_strategy == CFG_MIG_MIXED)
+    if (!mode->on_mig && cfg->flags.mig_strategy == CFG_MIG_MIXED)
         cfg__diag(c, CFG_SEV_ERROR, mig_src ? none : c->pos_mig_strategy, "flags.migStrategy",
                   "mixed",
-                  "migStrategy 'mixed'%s%s is not supported with MPS; use 'none' or "
-                  "'single', or share with sharing.timeSlicing",
-                  mig_src ? " set by " : "", mig_src ? o->v[CFG_OPT_MIG_STRATEGY].source : "");
-    if (!cfg->flags.mps_root || !*cfg->flags.mps_root)
+                  "migStrategy 'mixed'%s%s is not supported with %s; use 'none' or "
+                  "'single', or share with sharing.%s",
+                  mig_src ? " set by " : "", mig_src ? o->v[CFG_OPT_MIG_STRATEGY].source : "",
+                  mode->title, suggest_mode(shares_mig));
+    if (mode->needs_mps_root && (!cfg->flags.mps_root || !*cfg->flags.mps_root))
         cfg__diag(c, CFG_SEV_ERROR, c->pos_sharing, "flags.mpsRoot", NULL,
                   "using MPS requires an MPS root; set flags.mpsRoot, --mps-root or MPS_ROOT "
                   "(the Helm chart uses /run/nvidia/mps)");

@@ -14,7 +14,8 @@ int cfgmgr_admission_resources(const struct cfg_config *cfg, char ***names, stru
     struct strbuf sb = STRBUF_INIT;
     int r = 0;
 
-    if (cfg->sharing_strategy == CFG_SHARING_NONE || !s->fail_requests_greater_than_one)
+    if (!cfg_sharing_mode_shares(cfg_sharing_mode(cfg->sharing_strategy)) ||
+        !s->fail_requests_greater_than_one)
         return 0;
     for (size_t i = 0; i < s->n_resources && r >= 0; i++) {
         const struct cfg_replicated_resource *rr = &s->resources[i];

@@ -53,7 +53,7 @@ int daemon_mps_specs(const struct model *m, struct mps_daemon_spec *specs, struc
     for (size_t i = 0; m && i < m->n_resources; i++) {
         const struct model_resource *res = &m->resources[i];
         struct mps_daemon_spec *sp = &specs[n];
-        if (res->sharing != CFG_SHARING_MPS || !res->n_mps_limits)
+        if (!res->mode->control_daemon || !res->n_mps_limits)
             continue;
         if (n == MPS_MAX_DAEMONS)
             return error_set(err, -E2BIG,
@@ -144,7 +144,7 @@ static bool mps_any_down(const struct daemon *d)
 {
     const struct model *m = dp_snapshot_model(d->snap);
     for (size_t i = 0; d->mps && m && i < m->n_resources; i++)
-        if (m->resources[i].sharing == CFG_SHARING_MPS &&
+        if (m->resources[i].mode->control_daemon &&
             !mps_supervisor_up(d->mps->sup, m->resources[i].name))
             return true;
     return false;
@@ -154,7 +154,7 @@ static void mps_mark(const struct daemon *d, struct model *m)
 {
     for (size_t i = 0; d->mps && i < m->n_resources; i++) {
         struct model_resource *res = &m->resources[i];
-        if (res->sharing != CFG_SHARING_MPS || mps_supervisor_up(d->mps->sup, res->name))
+        if (!res->mode->control_daemon || mps_supervisor_up(d->mps->sup, res->name))
             continue;
         for (size_t j = 0; j < res->n_devices; j++)
             res->devices[j].healthy = false;
@@ -193,7 +193,7 @@ static int mps_wait_external(struct daemon *d, int sfd, struct error *err)
     bool any = false;
 
     for (size_t i = 0; m && i < m->n_resources && !any; i++)
-        any = m->resources[i].sharing == CFG_SHARING_MPS && m->resources[i].n_mps_limits;
+        any = m->resources[i].mode->control_daemon && m->resources[i].n_mps_limits;
     if (d->o->mps_control != DAEMON_MPS_EXTERNAL || !any)
         return 0;
     if (!mps_root(m))
@@ -262,7 +262,7 @@ static int mps_metrics(struct daemon *d, struct strbuf *sb)
 
     for (size_t i = 0; m && r == 0 && i < m->n_resources; i++) {
         int up = mps_up(d, m->resources[i].name);
-        if (up < 0 || m->resources[i].sharing != CFG_SHARING_MPS)
+        if (up < 0 || !m->resources[i].mode->control_daemon)
             continue;
         if (!header)
             r = metrics_family(sb, "gpuslice_mps_daemon_up", "gauge",

@@ -27,15 +27,17 @@ static void put(struct builder *b, const char *key, const char *fmt, ...)
 static void put(struct builder *b, const char *key, const char *fmt, ...)
 {
     struct labels_set *s = b->set;
-    char value[VALUE_MAX];
+    char raw[VALUE_MAX], value[VALUE_MAX];
     va_list ap;
     char *k, *v;
 
     if (b->r < 0)
         return;
     va_start(ap, fmt);
-    vsnprintf(value, sizeof(value), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    /* the API refuses a whole patch for one bad value: none leaves here */
+    labels_value_sanitise(raw, value, sizeof(value));
     for (size_t i = 0; i < s->n_labels; i++)
         if (strcmp(s->labels[i].key, key) == 0) {
             v = str_dup(value);
@@ -108,6 +110,24 @@ void labels_sanitise(const char *in, char *out, size_t size)
     out[n] = '\0';
 }
 
+void labels_value_sanitise(const char *in, char *out, size_t size)
+{
+    size_t start = 0, n;
+
+    if (!size)
+        return;
+    labels_sanitise(in, out, size);
+    while (out[start] && !isalnum((unsigned char)out[start]))
+        start++;
+    n = strlen(out + start);
+    if (n > LABELS_VALUE_MAX)
+        n = LABELS_VALUE_MAX;
+    while (n > 0 && !isalnum((unsigned char)out[start + n - 1]))
+        n--;
+    memmove(out, out + start, n);
+    out[n] = '\0';
+}
+
 static bool name_char_ok(char c)
 {
     return isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.';
@@ -133,7 +153,7 @@ bool labels_valid(const char *key, const char *value)
         return false;
     if (!name_ok(name, strlen(name), 63))
         return false;
-    return !*value || name_ok(value, strlen(value), 63);
+    return !*value || name_ok(value, strlen(value), LABELS_VALUE_MAX);
 }
 
 static const char *family(int major, int minor)
@@ -169,7 +189,7 @@ static const char *sharing_name(const struct model_resource *res, unsigned repli
 {
     if (!res || replicas <= 1)
         return "none";
-    return res->sharing == CFG_SHARING_MPS ? "mps" : "time-slicing";
+    return res->mode->name;
 }
 
 /* The device serving GPU gpu (mig < 0: the whole GPU) and its resource; NULL when the
@@ -193,6 +213,32 @@ static const struct model_device *served(const struct model *m, unsigned gpu, in
 static bool shared_suffix(const struct model_resource *res, unsigned replicas, const char *base)
 {
     return res && replicas > 1 && strcmp(res->name, base) == 0;
+}
+
+/* Whether a resource name's part after "nvidia.com/mig-" names profile, whose '+' NVIDIA
+ * writes as '.' (model_mig_resource_name). */
+static bool mig_name_is(const char *name, const char *profile)
+{
+    for (; *name && *profile; name++, profile++)
+        if (*name != (*profile == '+' ? '.' : *profile))
+            return false;
+    return !*name && !*profile;
+}
+
+/* GFD's MIG product, <model>-MIG-<profile>[-SHARED], each part sanitised; the profile as
+ * NVIDIA's MIG device names it, '+' read as '.' (1g.18gb+me -> 1g.18gb.me). */
+static void put_mig_product(struct builder *b, const char *prefix, const char *model,
+                            const char *profile, bool shared)
+{
+    char product[INV_NAME_MAX], dotted[INV_PROFILE_MAX], name[INV_PROFILE_MAX];
+    size_t i = 0;
+
+    for (; profile[i] && i + 1 < sizeof(dotted); i++)
+        dotted[i] = profile[i] == '+' ? '.' : profile[i];
+    dotted[i] = '\0';
+    labels_sanitise(model, product, sizeof(product));
+    labels_sanitise(dotted, name, sizeof(name));
+    putp(b, prefix, "product", "%s-MIG-%s%s", product, name, shared ? "-SHARED" : "");
 }
 
 static void mig_attribute_labels(struct builder *b, const char *prefix,
@@ -286,14 +332,12 @@ static void single_mig_labels(struct builder *b, const struct model *m, const ch
     const struct model_resource *res = NULL;
     const struct model_device *d = served(m, parent->index, (int)md->index, &res);
     unsigned replicas = d ? d->replicas : 0;
-    char product[INV_NAME_MAX];
     size_t count = 0;
 
     for (size_t i = 0; i < g->n; i++)
         count += g->gpus[i]->n_migs;
-    labels_sanitise(parent->name, product, sizeof(product));
-    putp(b, prefix, "product", "%s-MIG-%s%s", product, md->profile,
-         shared_suffix(res, replicas, "nvidia.com/gpu") ? "-SHARED" : "");
+    put_mig_product(b, prefix, parent->name, md->profile,
+                    shared_suffix(res, replicas, "nvidia.com/gpu"));
     putp(b, prefix, "count", "%zu", count);
     putp(b, prefix, "replicas", "%u", replicas);
     putp(b, prefix, "sharing-strategy", "%s", sharing_name(res, replicas));
@@ -337,7 +381,7 @@ static void mixed_mig_labels(struct builder *b, const struct inv_inventory *inv,
             const struct inv_mig_device *md = &gpu->migs[k];
             const struct model_resource *res = NULL;
             const struct model_device *d;
-            char prefix[PREFIX_MAX], key[KEY_MAX], base[KEY_MAX], product[INV_NAME_MAX];
+            char prefix[PREFIX_MAX], key[KEY_MAX], base[KEY_MAX];
             size_t count = 0;
             unsigned replicas;
             int n;
@@ -347,18 +391,16 @@ static void mixed_mig_labels(struct builder *b, const struct inv_inventory *inv,
                 if (*p == '+')
                     *p = '.';
             snprintf(key, sizeof(key), "%sproduct", prefix);
-            if (n < 0 || labels_get(b->set, key))
-                continue; /* profile already labelled */
+            if (n <= 0 || labels_get(b->set, key))
+                continue;                                        /* profile already labelled */
+            snprintf(base, sizeof(base), "%.*s", n - 1, prefix); /* the resource name */
             for (size_t gj = gi; gj < inv->n_gpus; gj++)
                 for (size_t kk = 0; kk < inv->gpus[gj].n_migs; kk++)
                     count += inv->gpus[gj].mig_enabled &&
                              strcmp(inv->gpus[gj].migs[kk].profile, md->profile) == 0;
             d = served(m, gpu->index, (int)md->index, &res);
             replicas = d ? d->replicas : 0;
-            snprintf(base, sizeof(base), "nvidia.com/mig-%s", md->profile);
-            labels_sanitise(gpu->name, product, sizeof(product));
-            putp(b, prefix, "product", "%s-MIG-%s%s", product, md->profile,
-                 shared_suffix(res, replicas, base) ? "-SHARED" : "");
+            put_mig_product(b, prefix, gpu->name, md->profile, shared_suffix(res, replicas, base));
             putp(b, prefix, "count", "%zu", count);
             putp(b, prefix, "replicas", "%u", replicas);
             putp(b, prefix, "sharing-strategy", "%s", sharing_name(res, replicas));
@@ -377,7 +419,7 @@ static bool is_base_name(const struct inv_inventory *inv, const char *name)
         return false;
     for (size_t i = 0; i < inv->n_gpus; i++)
         for (size_t k = 0; k < inv->gpus[i].n_migs; k++)
-            if (strcmp(name + strlen("nvidia.com/mig-"), inv->gpus[i].migs[k].profile) == 0)
+            if (mig_name_is(name + strlen("nvidia.com/mig-"), inv->gpus[i].migs[k].profile))
                 return true;
     return false;
 }
@@ -390,7 +432,7 @@ static void renamed_resource_labels(struct builder *b, const struct inv_inventor
     for (size_t i = 0; i < m->n_resources; i++) {
         const struct model_resource *res = &m->resources[i];
         const struct model_device *d0 = res->n_devices ? &res->devices[0] : NULL;
-        char prefix[PREFIX_MAX], key[KEY_MAX], product[INV_NAME_MAX];
+        char prefix[PREFIX_MAX], key[KEY_MAX];
         size_t physical = 0;
 
         if (!d0 || is_base_name(inv, res->name) || d0->gpu_index >= inv->n_gpus)
@@ -401,11 +443,10 @@ static void renamed_resource_labels(struct builder *b, const struct inv_inventor
             continue; /* a name too long for a label key: nothing to say there */
         for (size_t j = 0; j < res->n_devices; j++)
             physical += res->devices[j].replica == 0;
-        labels_sanitise(inv->gpus[d0->gpu_index].name, product, sizeof(product));
         if (d0->mig_index >= 0)
-            putp(b, prefix, "product", "%s-MIG-%s", product, d0->profile);
+            put_mig_product(b, prefix, inv->gpus[d0->gpu_index].name, d0->profile, false);
         else
-            putp(b, prefix, "product", "%s", product);
+            putp(b, prefix, "product", "%s", inv->gpus[d0->gpu_index].name);
         putp(b, prefix, "count", "%zu", physical);
         putp(b, prefix, "replicas", "%u", res->replicas);
         putp(b, prefix, "sharing-strategy", "%s", sharing_name(res, res->replicas));
@@ -468,7 +509,7 @@ static int node_labels(struct builder *b, const struct inv_inventory *inv, const
         mig_on |= inv->gpus[i].mig_enabled;
     }
     for (size_t i = 0; i < m->n_resources; i++)
-        mps |= m->resources[i].sharing == CFG_SHARING_MPS;
+        mps |= m->resources[i].mode->control_daemon;
     if (mps && mig_on)
         return error_set(err, -EINVAL,
                          "cannot label MPS sharing on a node with MIG-enabled "

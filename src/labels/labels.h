@@ -17,6 +17,7 @@
 #include "model/model.h"
 
 #define LABELS_PREFIX "nvidia.com/"
+#define LABELS_VALUE_MAX 63 /* characters in a label value (and a key's name part) */
 
 struct labels_options {
     bool no_timestamp;
@@ -58,6 +59,12 @@ const char *labels_get(const struct labels_set *set, const char *key);
 /* GFD's sanitising of product names: characters outside [A-Za-z0-9-_. ] dropped, runs of
  * whitespace become one '-'. Writes at most size bytes including the NUL. */
 void labels_sanitise(const char *in, char *out, size_t size);
+
+/* Any string as a valid label value: labels_sanitise, then cut to LABELS_VALUE_MAX
+ * characters and trimmed to a letter or digit at both ends ("" stays ""). A value GFD
+ * writes that the API accepts comes out unchanged. Writes at most size bytes with the NUL;
+ * in and out must not overlap. Every value labels_compute returns went through it. */
+void labels_value_sanitise(const char *in, char *out, size_t size);
 
 /* True when key is a valid Kubernetes label key (optional DNS prefix + '/', name of 1-63
  * characters [A-Za-z0-9-_.], alphanumeric at both ends) and value a valid label value. */

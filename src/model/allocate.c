@@ -243,6 +243,23 @@ static int add_mps(struct resp_builder *b, const struct model_settings *s, const
     return r;
 }
 
+/* Allocate's additions per sharing mode, by the mode's alloc_env (config.h). */
+static int (*const sharing_envs[])(struct resp_builder *b, const struct model_settings *s,
+                                   const char *name) = {
+    [CFG_SHARING_ENV_NONE] = NULL,
+    [CFG_SHARING_ENV_MPS] = add_mps,
+};
+
+static int add_sharing_env(struct resp_builder *b, const struct model_settings *s,
+                           const struct model_resource *res)
+{
+    enum cfg_sharing_env e = res->mode->alloc_env;
+
+    if ((size_t)e >= GS_ARRAY_SIZE(sharing_envs) || !sharing_envs[e])
+        return 0;
+    return sharing_envs[e](b, s, res->name);
+}
+
 static int add_envvar(struct resp_builder *b, const struct model_settings *s,
                       const struct model_device *const *devs, size_t n)
 {
@@ -343,7 +360,7 @@ static int validate(const struct model_resource *res, const char *const *ids, si
 
     for (size_t i = 0; i < n_ids; i++)
         annotated |= strstr(ids[i], "::") != NULL;
-    if (annotated && res->sharing != CFG_SHARING_NONE && res->fail_requests_greater_than_one &&
+    if (annotated && cfg_sharing_mode_shares(res->mode) && res->fail_requests_greater_than_one &&
         n_ids > 1)
         return error_set(err, -EINVAL,
                          "invalid allocation request for \"%s\": invalid request: "
@@ -391,8 +408,8 @@ int model_allocate(const struct model *m, const struct model_resource *res, cons
         goto out;
     if (s->device_list_strategies & CDI_ONLY_MASK)
         r = add_cdi(&b, s, devs, n, env);
-    if (r == 0 && res->sharing == CFG_SHARING_MPS)
-        r = add_mps(&b, s, res->name);
+    if (r == 0)
+        r = add_sharing_env(&b, s, res);
     /* with only CDI strategies the runtime gets everything from the CDI spec */
     if (r == 0 && (s->device_list_strategies & ~CDI_ONLY_MASK)) {
         if (s->device_list_strategies & CFG_LIST_ENVVAR)

@@ -4,6 +4,7 @@
  * sharing rules (replicas, rename, device subsets) -> MPS checks (facts §5) -> resources
  * with their devices, then name checks and warnings. Pure: no I/O, no logging. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,9 +33,11 @@ struct builder {
     size_t n_units, alloc_units;
 };
 
+/* The rules' block: sharing.<key> (rules are read only when some mode is set). */
 static const char *sharing_key(const struct cfg_config *cfg)
 {
-    return cfg->sharing_strategy == CFG_SHARING_MPS ? "mps" : "timeSlicing";
+    const struct cfg_sharing_mode *m = cfg_sharing_mode(cfg->sharing_strategy);
+    return m->config_key ? m->config_key : m->name;
 }
 
 static void unit_describe(const struct unit *u, char *buf, size_t size)
@@ -408,7 +411,7 @@ static int apply_sharing(struct builder *b)
     char rdesc[256];
     int r;
 
-    if (b->cfg->sharing_strategy == CFG_SHARING_NONE)
+    if (!cfg_sharing_mode_shares(cfg_sharing_mode(b->cfg->sharing_strategy)))
         return 0;
     for (size_t i = 0; i < sh->n_resources; i++) {
         const struct cfg_replicated_resource *rr = &sh->resources[i];
@@ -472,32 +475,36 @@ static unsigned mps_max_clients(const struct inv_gpu *g)
     return volta_mps ? MPS_MAX_CLIENTS_VOLTA : MPS_MAX_CLIENTS_OLD;
 }
 
-/* facts §2.2/§5.2: no mixed, mpsRoot required, no MIG, replicas within the client limit. */
-static int check_mps(struct builder *b)
+/* The mode's rules over the shared units, in NVIDIA's words for MPS (facts §2.2/§5.2): no
+ * mixed, mpsRoot required, no MIG, replicas within the client limit. */
+static int check_mode(struct builder *b)
 {
     const struct cfg_config *cfg = b->cfg;
+    const struct cfg_sharing_mode *mode = cfg_sharing_mode(cfg->sharing_strategy);
     bool any = false, global_err = false;
     char dev[256];
     int r;
 
-    if (cfg->sharing_strategy != CFG_SHARING_MPS)
+    if (mode->on_mig && !mode->needs_mps_root && !mode->replicas_by_client_limit)
         return 0;
     for (size_t i = 0; i < b->n_units; i++)
         any |= !b->units[i].dropped && b->units[i].replicas > 1;
     if (!any)
         return 0;
-    if (cfg->flags.mig_strategy == CFG_MIG_MIXED) {
+    if (!mode->on_mig && cfg->flags.mig_strategy == CFG_MIG_MIXED) {
         r = model__diag(b->m, MODEL_DIAG_ERROR,
                         "using --mig-strategy=mixed is not supported "
-                        "with MPS");
+                        "with %s",
+                        mode->title);
         if (r < 0)
             return r;
         global_err = true;
     }
-    if (!cfg->flags.mps_root || !*cfg->flags.mps_root) {
+    if (mode->needs_mps_root && (!cfg->flags.mps_root || !*cfg->flags.mps_root)) {
         r = model__diag(b->m, MODEL_DIAG_ERROR,
-                        "using MPS requires --mps-root to be specified "
-                        "(flags.mpsRoot or MPS_ROOT, usually /run/nvidia/mps)");
+                        "using %s requires --mps-root to be specified "
+                        "(flags.mpsRoot or MPS_ROOT, usually /run/nvidia/mps)",
+                        mode->title);
         if (r < 0)
             return r;
         global_err = true;
@@ -512,12 +519,12 @@ static int check_mps(struct builder *b)
             continue;
         }
         unit_describe(u, dev, sizeof(dev));
-        max = u->mig ? 0 : mps_max_clients(u->gpu);
-        if (u->mig) {
+        max = u->mig || !mode->replicas_by_client_limit ? UINT_MAX : mps_max_clients(u->gpu);
+        if (u->mig && !mode->on_mig) {
             r = model__diag(b->m, MODEL_DIAG_ERROR,
-                            "sharing using MPS is not supported for "
+                            "sharing using %s is not supported for "
                             "MIG devices (%s)",
-                            dev);
+                            mode->title, dev);
             u->dropped = true;
         } else if (u->replicas > max) {
             r = model__diag(b->m, MODEL_DIAG_ERROR,
@@ -637,7 +644,7 @@ static int fill_resource(const struct builder *b, const char *name, struct model
     res->devices = calloc(n_dev ? n_dev : 1, sizeof(*res->devices));
     if (!res->devices)
         return -ENOMEM;
-    if (b->cfg->sharing_strategy == CFG_SHARING_MPS) {
+    if (cfg_sharing_mode(b->cfg->sharing_strategy)->control_daemon) {
         res->mps_limits = calloc(n_phys ? n_phys : 1, sizeof(*res->mps_limits));
         if (!res->mps_limits)
             return -ENOMEM;
@@ -688,6 +695,7 @@ static int fill_resource(const struct builder *b, const char *name, struct model
         res->replicas = 1;
     if (res->replicas > 1)
         res->sharing = b->cfg->sharing_strategy;
+    res->mode = cfg_sharing_mode(res->sharing);
     return model__index_by_id(res);
 }
 
@@ -860,7 +868,7 @@ static int add_warnings(struct builder *b)
     }
     if (!any_shared)
         return 0;
-    if (b->cfg->sharing_strategy == CFG_SHARING_TIME_SLICING &&
+    if (cfg_sharing_mode(b->cfg->sharing_strategy)->warn_fail_requests_false &&
         !sh->fail_requests_greater_than_one) {
         r = model__diag(b->m, MODEL_DIAG_WARNING,
                         "failRequestsGreaterThanOne is false: a pod "
@@ -962,7 +970,7 @@ int model_build(const struct inv_inventory *inv, const struct cfg_config *cfg,
     r = apply_sharing(&b);
     if (r < 0)
         goto out;
-    r = check_mps(&b);
+    r = check_mode(&b);
     if (r < 0)
         goto out;
     if (b.m->n_errors > 0 && !b.keep_valid) {

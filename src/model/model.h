@@ -60,14 +60,15 @@ struct model_mps_limit {
 struct model_resource {
     char *name;        /* "nvidia.com/gpu", "nvidia.com/mig-1g.10gb.shared" (owned) */
     char *socket_name; /* "nvidia-gpu.sock": basename under the device-plugin dir (owned) */
-    enum cfg_sharing_strategy sharing; /* NONE unless some device has replicas > 1 */
-    unsigned replicas;                 /* the largest replica count among its devices */
-    bool mixed_replicas;               /* devices with different replica counts */
+    enum cfg_sharing_strategy sharing;   /* NONE unless some device has replicas > 1 */
+    const struct cfg_sharing_mode *mode; /* sharing's row (static, never NULL): ask it */
+    unsigned replicas;                   /* the largest replica count among its devices */
+    bool mixed_replicas;                 /* devices with different replica counts */
     bool fail_requests_greater_than_one;
     bool is_mig;                  /* devices are MIG devices */
     struct model_device *devices; /* owned, in GPU/MIG/replica order */
     size_t n_devices;
-    struct model_mps_limit *mps_limits; /* owned, when sharing == MPS */
+    struct model_mps_limit *mps_limits; /* owned, when mode->control_daemon */
     size_t n_mps_limits;
     size_t *by_id; /* private: device indices sorted by id, for lookups */
 };

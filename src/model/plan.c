@@ -99,8 +99,7 @@ static int plan_text(const struct model *m, const struct inv_inventory *inv, str
             r = strbuf_printf(&reps, "%u", res->replicas);
         if (r == 0)
             r = strbuf_printf(out, "%-*s %-8zu %-14s %-9s %s\n", width, res->name, res->n_devices,
-                              cfg_sharing_strategy_name(res->sharing), strbuf_str(&reps),
-                              strbuf_str(&gpus));
+                              res->mode->name, strbuf_str(&reps), strbuf_str(&gpus));
     }
     if (r == 0 && m->n_resources == 0)
         r = strbuf_puts(out, "(nothing is advertised)\n");

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* preferred.c: GetPreferredAllocation policies. Whole GPUs: the set with the best
  * interconnect (NVLink links first, then PCIe closeness), found exactly by branch and bound.
- * Replicas and MIG devices: NVIDIA's distributed/packed greedy (facts §3.4), with
- * distributed also spreading a multi-replica request over distinct devices (#491).
+ * Replicas and MIG devices: NVIDIA v0.20.0's distributed/packed greedy (internal/rm/allocate.go,
+ * facts §3.4), ties NVIDIA leaves to map order made deterministic.
  * Pure: no I/O. The kubelet treats the answer as advice. */
 #include <errno.h>
 #include <stdlib.h>
@@ -219,26 +219,25 @@ struct group {
     size_t first_dev;        /* index of replica 0 of the physical device */
     unsigned gpu;            /* parent GPU index */
     size_t start, end, next; /* its available devices: q->avail[start..end) */
-    unsigned allocated;      /* replicas in use on the node (NVIDIA's count) */
-    unsigned picked;         /* picked for this request */
+    unsigned allocated;      /* NVIDIA's count: replicas not available, picks included */
+    unsigned picked;         /* NVIDIA's pickedFrom: picked by this request, must-include not */
 };
 
-/* gpu_picked: picks per parent GPU in this request (MIG devices of one GPU share it). */
+/* NVIDIA's greedyAlloc order: the policy's comparator over `allocated` (fewest first for
+ * distributed, most first for packed), then the device picked least in this request. Where
+ * both tie NVIDIA's order is Go map order; ours: for distributed the parent GPU picked least
+ * (must-include counted, so MIG devices spread over GPUs), then device order.
+ * gpu_picked: picks per parent GPU in this request (MIG devices of one GPU share it). */
 static bool group_better(const struct group *a, const struct group *b, const unsigned *gpu_picked,
                          enum cfg_alloc_policy p)
 {
-    if (p == CFG_ALLOC_PACKED) {
-        if (a->allocated != b->allocated)
-            return a->allocated > b->allocated;
-        return a->picked < b->picked;
-    }
-    /* distributed: distinct devices, then distinct GPUs (#491), then NVIDIA's
-     * fewest-allocated */
+    if (a->allocated != b->allocated)
+        return p == CFG_ALLOC_PACKED ? a->allocated > b->allocated : a->allocated < b->allocated;
     if (a->picked != b->picked)
         return a->picked < b->picked;
-    if (gpu_picked[a->gpu] != gpu_picked[b->gpu])
-        return gpu_picked[a->gpu] < gpu_picked[b->gpu];
-    return a->allocated < b->allocated;
+    if (p == CFG_ALLOC_PACKED)
+        return false;
+    return gpu_picked[a->gpu] < gpu_picked[b->gpu];
 }
 
 static int pick_greedy(const struct model_resource *res, enum cfg_alloc_policy policy,
@@ -272,10 +271,6 @@ static int pick_greedy(const struct model_resource *res, enum cfg_alloc_policy p
         unsigned total = res->devices[g[i].first_dev].replicas;
         unsigned free_n = (unsigned)(g[i].end - g[i].start);
         g[i].allocated = total > free_n ? total - free_n : 0;
-        for (size_t j = 0; j < q->n_must; j++) {
-            const struct model_device *d = &res->devices[q->must[j]];
-            g[i].picked += q->must[j] - d->replica == g[i].first_dev;
-        }
     }
     for (size_t n = 0; n < k; n++) {
         struct group *best = NULL;
@@ -359,7 +354,7 @@ int model_preferred_allocation(const struct model *m, const struct model_resourc
         /* NVIDIA's answers (facts §3.4): whole GPUs go through go-gpuallocator, which
          * returns an empty preference; replicas and MIG devices go through its greedy
          * path, which fails the call with this exact text. */
-        if (res->sharing == CFG_SHARING_NONE && !res->is_mig) {
+        if (!cfg_sharing_mode_shares(res->mode) && !res->is_mig) {
             ids = strv_new();
             if (!ids) {
                 r = error_set(err, -ENOMEM, "out of memory");

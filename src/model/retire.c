@@ -54,6 +54,7 @@ static struct model_resource *resource_for(struct model *m, const struct model_r
     res->name = str_dup(old_res->name);
     res->socket_name = str_dup(old_res->socket_name);
     res->sharing = old_res->sharing;
+    res->mode = cfg_sharing_mode(res->sharing);
     res->replicas = old_res->replicas;
     res->mixed_replicas = old_res->mixed_replicas;
     res->fail_requests_greater_than_one = old_res->fail_requests_greater_than_one;
@@ -173,6 +174,7 @@ int model_keep_held(struct model *m, const struct inv_inventory *inv, const char
         goto out;
     }
     old.sharing = CFG_SHARING_NONE;
+    old.mode = cfg_sharing_mode(old.sharing);
     old.replicas = 1;
     for (size_t i = 0; i < n_ids; i++) {
         struct model_device *d = &old.devices[n];
@@ -183,8 +185,10 @@ int model_keep_held(struct model *m, const struct inv_inventory *inv, const char
             continue;
         d->id = (char *)ids[i];       /* borrowed; model_retire_devices copies */
         d->base_id = (char *)d->uuid; /* likewise */
-        if (d->replicas > 1 || strstr(ids[i], "::"))
+        if (d->replicas > 1 || strstr(ids[i], "::")) {
             old.sharing = CFG_SHARING_TIME_SLICING;
+            old.mode = cfg_sharing_mode(old.sharing);
+        }
         old.is_mig |= d->mig_index >= 0;
         n++;
     }

@@ -28,5 +28,7 @@ extern const struct CMUnitTest corpus_tests[];
 extern const size_t n_corpus_tests;
 extern const struct CMUnitTest load_tests[];
 extern const size_t n_load_tests;
+extern const struct CMUnitTest sharing_tests[];
+extern const size_t n_sharing_tests;
 
 #endif

@@ -460,5 +460,6 @@ int main(void)
         _cmocka_run_group_tests("config_fields_rules", field_tests, n_field_tests, NULL, NULL);
     failed += _cmocka_run_group_tests("config_corpus", corpus_tests, n_corpus_tests, NULL, NULL);
     failed += _cmocka_run_group_tests("config_load", load_tests, n_load_tests, NULL, NULL);
+    failed += _cmocka_run_group_tests("config_sharing", sharing_tests, n_sharing_tests, NULL, NULL);
     return failed ? 1 : 0;
 }

@@ -163,6 +163,125 @@ static void test_labels_mig_single_and_mixed(void **state)
     inv_free(inv);
 }
 
+/* Every label of s is one the API accepts. */
+static void expect_all_valid(const struct labels_set *s)
+{
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (!labels_valid(s->labels[i].key, s->labels[i].value))
+            fail_msg("invalid label %s=%s", s->labels[i].key, s->labels[i].value);
+}
+
+/* Suffixed MIG profiles (1g.18gb+me): GFD names the device 1g.18gb.me, so its product label
+ * value is NVIDIA-H200-MIG-1g.18gb.me; '+' would make the API refuse the whole patch. */
+static void test_labels_mig_suffixed_profile(void **state)
+{
+    struct inv_inventory *inv = fx_h200_1g18gb(1);
+    struct cfg_replicated_resource rule = fx_rule("nvidia.com/mig-1g.18gb.me", 2);
+    struct cfg_config cfg;
+    struct model *m;
+    struct labels_set *s;
+
+    (void)state;
+    fx_cfg_init(&cfg);
+    cfg.flags.mig_strategy = CFG_MIG_MIXED;
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/mig-1g.18gb.me.product", "NVIDIA-H200-MIG-1g.18gb.me");
+    expect(s, "nvidia.com/mig-1g.18gb.me.count", "1");
+    expect(s, "nvidia.com/mig-1g.18gb.me.replicas", "1");
+    expect(s, "nvidia.com/mig-1g.18gb.product", "NVIDIA-H200-MIG-1g.18gb");
+    expect(s, "nvidia.com/mig-1g.18gb.count", "6");
+    expect_all_valid(s);
+    labels_set_free(s);
+    model_free(m);
+
+    /* shared under its own name: GFD's -SHARED suffix, as for unsuffixed profiles */
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, false, false);
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/mig-1g.18gb.me.product", "NVIDIA-H200-MIG-1g.18gb.me-SHARED");
+    expect(s, "nvidia.com/mig-1g.18gb.me.replicas", "2");
+    expect(s, "nvidia.com/mig-1g.18gb.me.sharing-strategy", "time-slicing");
+    expect_all_valid(s);
+    labels_set_free(s);
+    model_free(m);
+
+    /* renamed: our per-resource labels, same product */
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, true, false);
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/mig-1g.18gb.me.product", "NVIDIA-H200-MIG-1g.18gb.me");
+    expect(s, "nvidia.com/mig-1g.18gb.me.shared.product", "NVIDIA-H200-MIG-1g.18gb.me");
+    expect(s, "nvidia.com/mig-1g.18gb.me.shared.replicas", "2");
+    expect_all_valid(s);
+    labels_set_free(s);
+    model_free(m);
+    inv_free(inv);
+
+    /* single: the node's one profile as nvidia.com/gpu */
+    inv = fx_h200_1g18gb(7);
+    fx_cfg_init(&cfg);
+    cfg.flags.mig_strategy = CFG_MIG_SINGLE;
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/gpu.product", "NVIDIA-H200-MIG-1g.18gb.me");
+    expect(s, "nvidia.com/gpu.count", "7");
+    expect_all_valid(s);
+    labels_set_free(s);
+    model_free(m);
+    inv_free(inv);
+}
+
+/* Values no GFD rule makes valid still leave valid: a machine type of 70 characters,
+ * leading and trailing punctuation, characters outside the label alphabet. */
+static void test_labels_value_sanitise(void **state)
+{
+    static const struct {
+        const char *in, *out;
+    } rows[] = {
+        {"NVIDIA-H200-MIG-1g.18gb.me", "NVIDIA-H200-MIG-1g.18gb.me"},
+        {"NVIDIA-H200-MIG-1g.18gb+me", "NVIDIA-H200-MIG-1g.18gbme"},
+        {"570.158.01", "570.158.01"},
+        {"time-slicing", "time-slicing"},
+        {"", ""},
+        {"-._", ""},
+        {"--a_b--", "a_b"},
+        {"  PowerEdge XE9680 ", "PowerEdge-XE9680"},
+        {".x.", "x"},
+        {"\xc3\xa9t\xc3\xa9", "t"},
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bc",
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
+    };
+    char long_machine[80];
+    struct labels_options o = {.no_timestamp = true, .machine_type = long_machine};
+    struct inv_inventory *inv = fx_l20();
+    struct cfg_config cfg;
+    struct model *m;
+    struct labels_set *s;
+    char out[96];
+
+    (void)state;
+    for (size_t i = 0; i < GS_ARRAY_SIZE(rows); i++) {
+        labels_value_sanitise(rows[i].in, out, sizeof(out));
+        if (strcmp(out, rows[i].out) != 0)
+            fail_msg("row %zu: '%s' -> '%s', want '%s'", i, rows[i].in, out, rows[i].out);
+        assert_true(labels_valid("nvidia.com/x", out));
+    }
+    memset(long_machine, 'M', 70);
+    memcpy(long_machine, "-(", 2);
+    long_machine[70] = '\0';
+    fx_cfg_init(&cfg);
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &o);
+    assert_int_equal(strlen(labels_get(s, "nvidia.com/gpu.machine")), LABELS_VALUE_MAX);
+    expect_all_valid(s);
+    labels_set_free(s);
+    model_free(m);
+    inv_free(inv);
+}
+
 /* inv under single, where the model refuses it (keep_valid): GFD v0.19.3's invalid labels,
  * nothing a selector could count on, the architecture kept. */
 static void expect_single_invalid(const struct inv_inventory *inv, const char *product)
@@ -421,6 +540,8 @@ int main(void)
         cmocka_unit_test(test_labels_seed_t4_and_renamed),
         cmocka_unit_test(test_labels_mps),
         cmocka_unit_test(test_labels_mig_single_and_mixed),
+        cmocka_unit_test(test_labels_mig_suffixed_profile),
+        cmocka_unit_test(test_labels_value_sanitise),
         cmocka_unit_test(test_labels_mig_single_invalid),
         cmocka_unit_test(test_labels_single_invalid_mig_on_and_off),
         cmocka_unit_test(test_labels_mixed_models_mig_on_gpu0),

@@ -135,6 +135,15 @@ struct inv_inventory *fx_h20_1g12gb(void)
     return inv;
 }
 
+struct inv_inventory *fx_h200_1g18gb(size_t n_me)
+{
+    struct inv_inventory *inv = inv_new(1);
+    gpu_set(&inv->gpus[0], "NVIDIA H200", 143771, 9, 0);
+    for (unsigned k = 0; k < 7; k++)
+        fx_add_mig(&inv->gpus[0], k < n_me ? "1g.18gb+me" : "1g.18gb", 16384, 9 + k, 0);
+    return inv;
+}
+
 static void link_set(struct inv_inventory *inv, size_t a, size_t b, unsigned nvl,
                      enum inv_pcie_level pcie)
 {

@@ -15,10 +15,12 @@ struct inv_inventory *fx_generic(size_t n);     /* n × A100-SXM4-80GB, MIG off,
 struct inv_inventory *fx_a100_1g10gb(size_t n); /* n × A100-80GB, all-1g.10gb (7 each) */
 struct inv_inventory *fx_a100_balanced(void);   /* 1 × A100-80GB, 2×1g.10gb 2g.20gb 3g.40gb */
 struct inv_inventory *fx_h20_1g12gb(void);      /* 1 × H20, 7 × 1g.12gb */
-struct inv_inventory *fx_h100_nvswitch(void);   /* 8 × H100, all pairs 18 NVLinks, 2 sockets */
-struct inv_inventory *fx_pcie_2socket(void);    /* 8 GPUs, PCIe switches, NVLink pairs */
-struct inv_inventory *fx_mixed_mig(void);       /* GPU 0 all-1g.10gb, GPU 1 MIG off */
-struct inv_inventory *fx_l20_t4(void);          /* one node with an L20 (0) and a T4 (1) */
+/* 1 × H200, 7 × 1g.18gb of which the first n_me are 1g.18gb+me (media extensions) */
+struct inv_inventory *fx_h200_1g18gb(size_t n_me);
+struct inv_inventory *fx_h100_nvswitch(void); /* 8 × H100, all pairs 18 NVLinks, 2 sockets */
+struct inv_inventory *fx_pcie_2socket(void);  /* 8 GPUs, PCIe switches, NVLink pairs */
+struct inv_inventory *fx_mixed_mig(void);     /* GPU 0 all-1g.10gb, GPU 1 MIG off */
+struct inv_inventory *fx_l20_t4(void);        /* one node with an L20 (0) and a T4 (1) */
 
 /* Appends a MIG device to a GPU of a fixture. */
 void fx_add_mig(struct inv_gpu *g, const char *profile, uint64_t memory_mib, unsigned gi,

@@ -2,7 +2,7 @@
 /* test_preferred.c: GetPreferredAllocation policies. The topology search is checked against
  * brute force on the 8×H100 NVSwitch and 2-socket PCIe machines (every size 1..8, with and
  * without must-include sets) and on random 16-GPU topologies; the replica policies against
- * NVIDIA's distributed/packed rules and the distinct-GPU preference. */
+ * NVIDIA v0.20.0's distributed/packed ranking on uneven occupancy. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -268,50 +268,88 @@ static unsigned gpu_of(const struct shared *s, const char *id)
     return d->gpu_index;
 }
 
+/* One GetPreferredAllocation on `n_gpus` GPUs of `replicas` replicas each: GPU g has its first
+ * in_use[g] replicas allocated, must[] are device indices (g × replicas + r), and want_gpus[]
+ * the GPUs of the picks after the must-include devices, in order. Worked by hand from
+ * NVIDIA v0.20.0's greedyAlloc (internal/rm/allocate.go). */
 struct policy_case {
     const char *what;
     enum cfg_alloc_policy policy;
-    size_t avail[8]; /* GPU 0 = devices 0..3, GPU 1 = 4..7 */
-    size_t n_avail;
+    size_t n_gpus;
+    unsigned replicas;
+    unsigned in_use[4];
+    size_t must[2];
+    size_t n_must;
     size_t size;
-    unsigned want_gpus[4];
+    unsigned want_gpus[8];
 };
 
+#define DIST CFG_ALLOC_DISTRIBUTED
+#define PACK CFG_ALLOC_PACKED
+
 static const struct policy_case policy_cases[] = {
-    /* NVIDIA: fewest allocated first */
-    {"distributed 1: the emptier GPU", CFG_ALLOC_DISTRIBUTED, {0, 1, 2, 3, 6, 7}, 6, 1, {0}},
-    /* ours (#491): distinct GPUs even when one is busier */
-    {"distributed 2: distinct GPUs", CFG_ALLOC_DISTRIBUTED, {0, 1, 2, 3, 7}, 5, 2, {0, 1}},
-    {"distributed 3: spread, then fewest",
-     CFG_ALLOC_DISTRIBUTED,
-     {0, 1, 2, 3, 6, 7},
-     6,
+    {"distributed 1: the emptier GPU", DIST, 2, 4, {0, 2}, {0}, 0, 1, {0}},
+    /* NVIDIA ranks by allocated before picked: the busier GPU waits (issue 27) */
+    {"distributed 2: fewest allocated even twice", DIST, 2, 4, {0, 3}, {0}, 0, 2, {0, 0}},
+    {"distributed 3: fewest, then picked least", DIST, 2, 4, {0, 2}, {0}, 0, 3, {0, 0, 1}},
+    /* issue 27's case: 4 A100s × 4, one GPU with 1 in use, another with 2, a request for 4 */
+    {"distributed 4 on uneven GPUs", DIST, 4, 4, {0, 1, 2, 0}, {0}, 0, 4, {0, 3, 1, 0}},
+    {"distributed 5 on 3 uneven GPUs", DIST, 3, 4, {3, 1, 0}, {0}, 0, 5, {2, 1, 2, 1, 2}},
+    {"distributed: even GPUs alternate", DIST, 3, 2, {0, 0, 0}, {0}, 0, 3, {0, 1, 2}},
+    {"distributed: a full GPU is skipped", DIST, 3, 2, {0, 2, 1}, {0}, 0, 3, {0, 2, 0}},
+    /* must-include devices count as allocated, not as picked */
+    {"distributed: must-include counts", DIST, 2, 4, {0, 0}, {1}, 1, 4, {1, 0, 1}},
+    {"distributed: must-include on the emptier GPU",
+     DIST,
      3,
-     {0, 1, 0}},
-    {"packed 1: the busier GPU", CFG_ALLOC_PACKED, {0, 1, 2, 3, 6, 7}, 6, 1, {1}},
-    {"packed 3: fill the busier GPU first", CFG_ALLOC_PACKED, {0, 1, 2, 3, 6, 7}, 6, 3, {1, 1, 0}},
-    {"packed 2 from free GPUs: stays on one",
-     CFG_ALLOC_PACKED,
-     {0, 1, 2, 3, 4, 5, 6, 7},
-     8,
+     4,
+     {2, 0, 1},
+     {4, 5},
      2,
-     {0, 0}},
+     5,
+     {2, 0, 1}},
+    {"packed 1: the busier GPU", PACK, 2, 4, {0, 2}, {0}, 0, 1, {1}},
+    {"packed 3: fill the busier GPU first", PACK, 2, 4, {0, 2}, {0}, 0, 3, {1, 1, 0}},
+    {"packed 2 from free GPUs: stays on one", PACK, 2, 4, {0, 0}, {0}, 0, 2, {0, 0}},
+    {"packed 4 on uneven GPUs", PACK, 4, 4, {0, 1, 2, 0}, {0}, 0, 4, {2, 2, 1, 1}},
+    {"packed 3 on 3 uneven GPUs", PACK, 3, 4, {1, 3, 0}, {0}, 0, 3, {1, 0, 0}},
+    {"packed: overflow to the next busiest", PACK, 3, 2, {1, 0, 1}, {0}, 0, 3, {0, 2, 1}},
+    {"packed: must-include counts", PACK, 2, 4, {0, 0}, {4}, 1, 3, {1, 1}},
 };
+
+#undef DIST
+#undef PACK
+
+/* The available device indices of a case: every replica not in use. */
+static size_t case_avail(const struct policy_case *pc, size_t *avail)
+{
+    size_t n = 0;
+
+    for (size_t g = 0; g < pc->n_gpus; g++)
+        for (unsigned r = pc->in_use[g]; r < pc->replicas; r++)
+            avail[n++] = g * pc->replicas + r;
+    return n;
+}
 
 static void test_model_preferred_allocation_policies(void **state)
 {
     (void)state;
     for (size_t c = 0; c < GS_ARRAY_SIZE(policy_cases); c++) {
         const struct policy_case *pc = &policy_cases[c];
+        size_t avail[16], n_avail = case_avail(pc, avail);
         struct shared s;
         char **ids;
-        shared_setup(&s, 2, 4, pc->policy);
-        ids = pick(&s, pc->avail, pc->n_avail, NULL, 0, pc->size);
+        shared_setup(&s, pc->n_gpus, pc->replicas, pc->policy);
+        ids = pick(&s, avail, n_avail, pc->must, pc->n_must, pc->size);
         assert_int_equal(ids_len(ids), pc->size);
-        for (size_t i = 0; i < pc->size; i++)
-            if (gpu_of(&s, ids[i]) != pc->want_gpus[i])
-                fail_msg("%s: pick %zu is GPU %u, want GPU %u", pc->what, i, gpu_of(&s, ids[i]),
-                         pc->want_gpus[i]);
+        for (size_t i = 0; i < pc->n_must; i++)
+            assert_string_equal(ids[i], s.res->devices[pc->must[i]].id);
+        for (size_t i = pc->n_must; i < pc->size; i++) {
+            unsigned want = pc->want_gpus[i - pc->n_must];
+            if (gpu_of(&s, ids[i]) != want)
+                fail_msg("%s: pick %zu is GPU %u, want GPU %u", pc->what, i - pc->n_must,
+                         gpu_of(&s, ids[i]), want);
+        }
         strv_free(ids);
         shared_teardown(&s);
     }
