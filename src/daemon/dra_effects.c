@@ -330,7 +330,7 @@ void daemon__dra_effects_ops(struct daemon__dra_effects *e, struct dra_prepare_o
                                     .ctx = e};
 }
 
-int daemon__dra_checkpoint_load(const struct daemon__dra_effects *e, struct dra_checkpoint **ret,
+int daemon__dra_checkpoint_load(struct daemon__dra_effects *e, struct dra_checkpoint **ret,
                                 struct error *err)
 {
     char *text = NULL;

@@ -355,7 +355,7 @@ void daemon__dra_effects_ops(struct daemon__dra_effects *e, struct dra_prepare_o
 int daemon__dra_effects_mps_restore(struct daemon__dra_effects *e, const struct dra_checkpoint *cp,
                                     struct error *err);
 /* The checkpoint file (none or empty: no claims, the empty one logged). *ret owned. */
-int daemon__dra_checkpoint_load(const struct daemon__dra_effects *e, struct dra_checkpoint **ret,
+int daemon__dra_checkpoint_load(struct daemon__dra_effects *e, struct dra_checkpoint **ret,
                                 struct error *err);
 size_t daemon__dra_effects_n_claims(struct daemon__dra_effects *e); /* as last saved */
 const char *daemon__dra_effects_mps_root(const struct daemon__dra_effects *e);

@@ -297,15 +297,20 @@ static int txn_start(struct dra_state *s, const struct dra_prepare_ops *ops,
     r = dra_plan_build(claim, s->node_name, s->devs, s->cp, &plan, err);
     if (r == 0)
         r = admin_guard(plan, err);
-    if (r == 0 && !(copy = dra_plan_dup(plan)))
+    copy = r == 0 ? dra_plan_dup(plan) : NULL;
+    if (r == 0 && !copy)
         r = error_set(err, -ENOMEM, "out of memory");
     /* PrepareStarted first: a crash from here on leaves a record unprepare cleans up */
     if (r == 0)
         r = dra_checkpoint_put(s->cp, DRA_PREPARE_STARTED, copy, err);
-    if (r == 0 && (r = ops->checkpoint_save(ops->ctx, s->cp, err)) < 0 && !had)
-        dra_checkpoint_remove(s->cp, claim->uid); /* as the file still has it */
+    if (r == 0) {
+        r = ops->checkpoint_save(ops->ctx, s->cp, err);
+        if (r < 0 && !had)
+            dra_checkpoint_remove(s->cp, claim->uid); /* as the file still has it */
+    }
 out:
-    if (r == 0 && !(*ret_version = str_dup(s->driver_version)))
+    *ret_version = r == 0 ? str_dup(s->driver_version) : NULL;
+    if (r == 0 && !*ret_version)
         r = error_set(err, -ENOMEM, "out of memory");
     pthread_mutex_unlock(&s->lock);
     if (r < 0) {
@@ -329,8 +334,10 @@ static int txn_complete(struct dra_state *s, const struct dra_prepare_ops *ops,
         return error_set(err, -ENOMEM, "out of memory");
     pthread_mutex_lock(&s->lock);
     r = dra_checkpoint_put(s->cp, DRA_PREPARE_COMPLETED, copy, err);
-    if (r == 0 && (r = ops->checkpoint_save(ops->ctx, s->cp, err)) < 0 &&
-        (e = entry_of(s->cp, plan->claim_uid)))
+    if (r == 0)
+        r = ops->checkpoint_save(ops->ctx, s->cp, err);
+    e = r < 0 ? entry_of(s->cp, plan->claim_uid) : NULL;
+    if (e)
         e->state = DRA_PREPARE_STARTED;
     pthread_mutex_unlock(&s->lock);
     return r;
@@ -394,7 +401,9 @@ int dra_prepare(struct dra_state *s, const struct dra_prepare_ops *ops,
     r = claim_get(ops, ref, &claim, &ret->call, err);
     if (r == 0)
         r = txn_start(s, ops, claim, &plan, &version, &done, err);
-    if (r == 0 && !done && (r = effects_apply(s, ops, plan, version, &undone, err)) < 0 && undone)
+    if (r == 0 && !done)
+        r = effects_apply(s, ops, plan, version, &undone, err);
+    if (r < 0 && undone)
         txn_abort(s, ops, plan->claim_uid);
     if (r == 0 && !done)
         r = txn_complete(s, ops, plan, err);
@@ -428,13 +437,14 @@ int dra_unprepare(struct dra_state *s, const struct dra_prepare_ops *ops, const 
         return error_set(err, -ENOMEM, "out of memory");
     r = effects_undo(ops, plan, plan->n_devices, err);
     pthread_mutex_lock(&s->lock);
+    e = r < 0 ? entry_of(s->cp, claim_uid) : NULL;
     if (r == 0) {
         dra_checkpoint_remove(s->cp, claim_uid);
         r = ops->checkpoint_save(ops->ctx, s->cp, err);
         struct dra_plan *back = r < 0 ? dra_plan_dup(plan) : NULL;
         if (back) /* the file still has it: so does the state, for the retry */
             (void)dra_checkpoint_put(s->cp, DRA_PREPARE_STARTED, back, NULL);
-    } else if ((e = entry_of(s->cp, claim_uid)) && e->state != DRA_PREPARE_STARTED) {
+    } else if (e && e->state != DRA_PREPARE_STARTED) {
         e->state = DRA_PREPARE_STARTED; /* half undone: a prepare must redo it all */
         (void)ops->checkpoint_save(ops->ctx, s->cp, NULL);
     }
