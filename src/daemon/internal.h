@@ -334,4 +334,42 @@ int daemon__health_fd(const struct daemon__health *h);
 /* Takes one pending entry without blocking: 1, or 0 when none is waiting. */
 int daemon__health_read(struct daemon__health *h, struct daemon__health_msg *ret);
 
+/* ---- dra_*.c: parts of the DRA feature (dra.c is the unit) --------------------------------- */
+
+struct dra_checkpoint;
+struct dra_devices;
+struct dra_prepare_ops;
+struct kdra_server;
+struct rpc_server;
+struct daemon__dra_effects;
+struct daemon__dra_slices;
+
+/* dra_effects.c: the node side of a prepare (paths from d's options, MPS supervision on a
+ * thread of its own). kube is borrowed and must outlive it. *ret owned. */
+int daemon__dra_effects_new(const struct daemon *d, struct kube_client *kube,
+                            struct daemon__dra_effects **ret, struct error *err);
+void daemon__dra_effects_free(struct daemon__dra_effects *e); /* NULL ok */
+/* The ops of dra/prepare.c that act through e (ctx = e). */
+void daemon__dra_effects_ops(struct daemon__dra_effects *e, struct dra_prepare_ops *ret);
+/* The MPS daemons of the claims prepared completely in cp (a restart). */
+int daemon__dra_effects_mps_restore(struct daemon__dra_effects *e, const struct dra_checkpoint *cp,
+                                    struct error *err);
+/* The checkpoint file (none or empty: no claims, the empty one logged). *ret owned. */
+int daemon__dra_checkpoint_load(struct daemon__dra_effects *e, struct dra_checkpoint **ret,
+                                struct error *err);
+size_t daemon__dra_effects_n_claims(struct daemon__dra_effects *e); /* as last saved */
+const char *daemon__dra_effects_mps_root(const struct daemon__dra_effects *e);
+
+/* dra_slice.c: the ResourceSlice controller thread of node_name (kube borrowed). */
+int daemon__dra_slices_start(struct kube_client *kube, const char *node_name,
+                             struct daemon__dra_slices **ret, struct error *err);
+/* Hands it the node's devices now (taken); it publishes them when they changed. */
+void daemon__dra_slices_set(struct daemon__dra_slices *sl, struct dra_devices *devs);
+void daemon__dra_slices_stop(struct daemon__dra_slices *sl); /* joins; NULL ok */
+
+/* dra_health.c: grpc.health.v1 on 0.0.0.0:port for srv's registration (port < 0: none,
+ * *ret NULL). *ret owned: rpc_server_free. */
+int daemon__dra_health_start(long long port, struct kdra_server *srv, struct rpc_server **ret,
+                             struct error *err);
+
 #endif

@@ -434,3 +434,21 @@ bool dra_devices_same_slice(const struct dra_devices *a, const struct dra_device
             return false;
     }
 }
+
+struct dra_devices *dra_devices_dup(const struct dra_devices *devs)
+{
+    struct dra_devices *d = calloc(1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    if (devs && devs->n_devices) {
+        d->devices = malloc(devs->n_devices * sizeof(*d->devices));
+        if (!d->devices) {
+            free(d);
+            return NULL;
+        }
+        memcpy(d->devices, devs->devices, devs->n_devices * sizeof(*d->devices));
+        d->n_devices = devs->n_devices;
+    }
+    return d;
+}

@@ -320,4 +320,99 @@ int dra_checkpoint_encode(const struct dra_checkpoint *cp, char **ret, struct er
 int dra_checkpoint_decode(const char *text, size_t n, struct dra_checkpoint **ret,
                           struct error *err);
 
+/* ---- the prepare transaction (prepare.c) ---------------------------------------------------- */
+
+struct cdi_claim;
+
+/* Every effect of a prepare or unprepare, so that prepare.c stays pure (the daemon's are in
+ * daemon/dra_effects.c, the tests' are fakes). Each returns 0 or a negative errno with err
+ * filled; ctx is dra_prepare_ops.ctx. Called from the calling (rpc worker) thread; effects
+ * of different claims may run at the same time, never two of the same claim. */
+struct dra_prepare_ops {
+    /* The ResourceClaim ns/name as the API has it now, as JSON text (*ret owned). -ENOENT:
+     * it does not exist; any other failure: the API could not be asked. No lock held. */
+    int (*claim_read)(void *ctx, const char *ns, const char *name, char **ret, struct error *err);
+    /* Sets the time-slice of a whole GPU (first the compute mode to DEFAULT, as NVIDIA's
+     * driver does), or with `reset` puts it back to Default. */
+    int (*timeslice)(void *ctx, const char *gpu_uuid, enum dra_timeslice interval, bool reset,
+                     struct error *err);
+    /* Starts the MPS control daemons of the plan's MPS groups (dra_mps_daemon_name) and
+     * returns 0 only once each serves: fail closed, err says why one does not. */
+    int (*mps_start)(void *ctx, const struct dra_plan *plan, struct error *err);
+    /* Stops the claim's MPS daemons; none running is success. */
+    int (*mps_stop)(void *ctx, const char *claim_uid, struct error *err);
+    /* Writes the claim's CDI spec (replacing one already there) / removes it (none: 0). */
+    int (*cdi_write)(void *ctx, const struct cdi_claim *claim, struct error *err);
+    int (*cdi_remove)(void *ctx, const char *claim_uid, struct error *err);
+    /* Saves the checkpoint (called with the state's lock held: keep it short). */
+    int (*checkpoint_save)(void *ctx, const struct dra_checkpoint *cp, struct error *err);
+    void *ctx;
+};
+
+/* What prepare.c needs beside the ops. Strings borrowed for the state's life. */
+struct dra_state_options {
+    const char *node_name; /* this node's pool */
+    const char *mps_root;  /* MPS daemons' folders: <root>/<daemon name>/pipe */
+};
+
+/* The prepared claims (the checkpoint) and the node's devices, under one lock: the only
+ * state the DRA calls share with the loop. Thread-safe. */
+struct dra_state;
+
+/* Takes cp (also on error). *ret owned: dra_state_free. */
+int dra_state_new(const struct dra_state_options *o, struct dra_checkpoint *cp,
+                  struct dra_state **ret, struct error *err);
+void dra_state_free(struct dra_state *s);
+/* Hands the state the node's devices now (taken; NULL: none) and the driver version for
+ * the CDI specs (copied). */
+int dra_state_set_devices(struct dra_state *s, struct dra_devices *devs, const char *driver_version,
+                          struct error *err);
+size_t dra_state_n_claims(struct dra_state *s);
+/* A copy of the prepared claims (owned: dra_checkpoint_free), NULL when out of memory. */
+struct dra_checkpoint *dra_state_checkpoint(struct dra_state *s);
+/* Which claim a DRA call names (borrowed). */
+struct dra_claim_ref {
+    const char *ns, *name, *uid;
+};
+
+/* A failure that is the whole call's, not the claim's (the rpc status to answer with). */
+enum dra_call_failure {
+    DRA_CALL_OK = 0,
+    DRA_CALL_NOT_FOUND,   /* the claim is not in the API */
+    DRA_CALL_UID_CHANGED, /* the API's claim of that name has another uid */
+    DRA_CALL_UNAVAILABLE, /* the API could not be asked: the kubelet retries */
+};
+
+/* What dra_prepare answers: on success the prepared plan (owned) and the claim as read
+ * (owned, for its pods); on failure `call` says whether the whole call fails. */
+struct dra_prepared {
+    struct dra_plan *plan;
+    struct dra_claim *claim;
+    enum dra_call_failure call;
+};
+void dra_prepared_release(struct dra_prepared *p);
+
+/* NodePrepareResources for one claim: the claim read (no lock), the plan (under the lock),
+ * PrepareStarted saved, the effects (no lock: time-slice, MPS daemons serving, CDI spec),
+ * PrepareCompleted saved. A claim prepared completely is answered again as it was. A
+ * failed effect is undone (the entry goes, nothing leaks); where the undo fails too the
+ * entry stays PrepareStarted for unprepare or the next prepare. A crash leaves
+ * PrepareStarted at worst: the next prepare redoes the effects (each replaces what is
+ * there). Refused: a sharing config on an admin-access result (-EPERM). Errors name the
+ * claim; ret->call != DRA_CALL_OK when the whole call should fail. */
+int dra_prepare(struct dra_state *s, const struct dra_prepare_ops *ops,
+                const struct dra_claim_ref *ref, struct dra_prepared *ret, struct error *err);
+
+/* NodeUnprepareResources for one claim: the effects undone (CDI spec, time-slice reset, MPS
+ * daemons), then the entry removed and saved. Unknown claims succeed. A failure keeps the
+ * entry (as PrepareStarted) so that the kubelet's retry finishes the job. */
+int dra_unprepare(struct dra_state *s, const struct dra_prepare_ops *ops, const char *claim_uid,
+                  struct error *err);
+
+/* The MPS control daemon of group g of a claim: "claim-<uid>-<g>" (its folder's name). */
+int dra_mps_daemon_name(const struct dra_plan *plan, unsigned group, char *buf, size_t size);
+
+/* A deep copy (NULL on out of memory). */
+struct dra_devices *dra_devices_dup(const struct dra_devices *devs);
+
 #endif

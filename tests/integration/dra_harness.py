@@ -192,10 +192,13 @@ class DraNode:
             return names if names is not None and (n is None or len(names) == n) else None
         return wait_for(one, "a slice of %s devices" % n, interval=interval)
 
-    def claim(self, name, devices, config=None, ns="team"):
-        """Creates an allocated ResourceClaim for devices (one request each); its uid."""
+    def claim(self, name, devices, config=None, ns="team", admin=False):
+        """Creates an allocated ResourceClaim for devices (one request each, with
+        adminAccess when admin); its uid."""
         results = [{"request": "r%d" % i, "driver": DRIVER, "pool": NODE, "device": d}
                    for i, d in enumerate(devices)]
+        for r in results if admin else []:
+            r["adminAccess"] = True
         status = {"allocation": {"devices": {"results": results}},
                   "reservedFor": [{"resource": "pods", "name": name + "-pod",
                                    "uid": "pod-uid-" + name}]}

@@ -147,6 +147,8 @@ class DraPlugin(DraNode, unittest.TestCase):
         st = wait_for(lambda: self.mps_state(daemon).get("pinned_mem_limit.0") and
                       self.mps_state(daemon), "the MPS daemon's limits")
         self.assertEqual(st["active_thread_percentage"], "50")
+        # its CUDA_VISIBLE_DEVICES names the claim's GPU once
+        self.assertEqual(st["visible"], self.uuid_of("gpu-5"))
         self.assertEqual(st["pinned_mem_limit.0"], "10240M")
         with open(self.spec_path(uid)) as f:
             spec = json.dumps(json.load(f))
@@ -154,6 +156,98 @@ class DraPlugin(DraNode, unittest.TestCase):
         self.prepare("mps", uid, verb="dra-unprepare")
         wait_for(lambda: not os.path.exists(os.path.join(daemon, ".started")) or
                  not self.mps_running(daemon), "the MPS daemon to stop")
+
+    def uuid_of(self, name):
+        dev = [d for d in self.slices()[0]["spec"]["devices"] if d["name"] == name][0]
+        return dev["attributes"]["uuid"]["string"]
+
+    def test_mps_claim_fails_closed_until_its_daemon_serves(self):
+        """A control daemon that cannot start: the prepare fails saying why, nothing stays
+        running for it; once it can, the kubelet's retry prepares the claim."""
+        self.assertEqual(self.stop_plugin(), [])
+        self.fake_mps, working = "/bin/false", self.fake_mps
+        self.start_plugin()
+        self.slice_devices(8)
+        cfg = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+               "sharing": {"strategy": "MPS"}}
+        uid = self.claim("mpsfail", ["gpu-7"], cfg)
+        err = self.prepare("mpsfail", uid)["claims"][0]["error"]
+        self.assertIsNotNone(err)
+        self.assertIn("claim-%s-0" % uid, err)
+        self.assertIn("does not serve", err)
+        self.assertFalse(os.path.exists(self.spec_path(uid)))
+        self.assertEqual(self.stop_plugin(), [])
+        self.fake_mps = working
+        self.start_plugin()
+        self.assertIsNone(self.prepare("mpsfail", uid)["claims"][0]["error"])
+        self.assertTrue(os.path.exists(self.spec_path(uid)))
+
+    def test_admin_access_claim_leaves_sharing_alone(self):
+        """An admin-access claim with a sharing config is refused before nvidia-smi runs: the
+        sharing of the GPU belongs to the claim that allocated it."""
+        self.slice_devices(8)
+        ts = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+              "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}}
+        owner = self.claim("owner", ["gpu-3"], ts)
+        self.assertIsNone(self.prepare("owner", owner)["claims"][0]["error"])
+        calls = self.smi_calls()
+        ts["sharing"]["timeSlicingConfig"]["interval"] = "Short"
+        admin = self.claim("watcher", ["gpu-3"], ts, admin=True)
+        out = self.prepare("watcher", admin)
+        self.assertTrue(out.get("ok", True), out)
+        err = out["claims"][0]["error"]
+        self.assertIn("ResourceClaim team/watcher", err)
+        self.assertIn("adminAccess", err)
+        self.assertIn("remove the sharing config", err)
+        self.assertEqual(self.smi_calls(), calls)  # the GPU was not touched
+        un = self.prepare("watcher", admin, verb="dra-unprepare")
+        self.assertIsNone(un["claims"][0]["error"], un)
+        self.assertEqual(self.smi_calls(), calls)
+        # without a sharing config the admin claim gets the device, and still no nvidia-smi
+        plain = self.claim("watcher2", ["gpu-3"], admin=True)
+        self.assertIsNone(self.prepare("watcher2", plain)["claims"][0]["error"])
+        self.assertEqual(self.smi_calls(), calls)
+
+    def test_config_the_parser_refuses_is_the_claims_error(self):
+        """Valid JSON the parser refuses (NUL in a string, an integer past int64) fails that
+        claim alone, never the whole call as UNAVAILABLE."""
+        self.slice_devices(8)
+        good = self.claim("fine", ["gpu-0"])
+        for name, cfg in (
+                ("nul", {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                         "sharing": {"strategy": "TimeSlicing",
+                                     "timeSlicingConfig": {"interval": "Long\u0000"}}}),
+                ("big", {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                         "sharing": {"strategy": "MPS", "mpsConfig": {
+                             "defaultActiveThreadPercentage": 2 ** 63}}})):
+            uid = self.claim(name, ["gpu-1"], cfg)
+            out = self.sim.cmd("dra-prepare %s team/%s:%s team/fine:%s" %
+                               (DRIVER, name, uid, good))
+            self.assertTrue(out.get("ok", True), out)
+            self.assertIn("ResourceClaim team/%s" % name, out["claims"][0]["error"])
+            self.assertIsNone(out["claims"][1]["error"], out)
+
+    def test_slice_watch_reconnects_after_a_drop(self):
+        self.slice_devices(8)
+        wait_for(lambda: self.stats()["watches_open"] >= 1, "the slice watch")
+        self.http("POST", "/_test/drop")
+        wait_for(lambda: self.stats()["watches_open"] >= 1, "the slice watch again")
+        name = self.slices()[0]["metadata"]["name"]
+        code, _ = self.http("DELETE", "/apis/resource.k8s.io/v1/resourceslices/" + name)
+        self.assertEqual(code, 200)
+        self.assertEqual(self.slice_devices(8), ["gpu-%d" % i for i in range(8)])
+
+    def stats(self):
+        code, body = self.http("GET", "/_test/stats")
+        self.assertEqual(code, 200)
+        return body
+
+    def test_empty_checkpoint_is_logged(self):
+        self.assertEqual(self.stop_plugin(), [])
+        path = os.path.join(self.plugins, DRIVER, "checkpoint.json")
+        open(path, "w").close()
+        self.start_plugin()
+        self.assertIn("is empty, taking it as no claims", self.log_text())
 
     def mps_state(self, daemon):
         try:
@@ -295,6 +389,11 @@ class DraPluginV1beta1(DraPlugin):
     test_device_plugin_refuses_beside_a_live_dra_plugin = None
     test_metrics_and_readyz = None
     test_slice_deleted_by_hand_comes_back = None
+    test_mps_claim_fails_closed_until_its_daemon_serves = None
+    test_admin_access_claim_leaves_sharing_alone = None
+    test_config_the_parser_refuses_is_the_claims_error = None
+    test_slice_watch_reconnects_after_a_drop = None
+    test_empty_checkpoint_is_logged = None
 
 
 class DraPluginMig(DraPlugin):
@@ -321,6 +420,11 @@ class DraPluginMig(DraPlugin):
     test_metrics_and_readyz = None
     test_xid_then_recovery_puts_the_device_back = None
     test_slice_deleted_by_hand_comes_back = None
+    test_mps_claim_fails_closed_until_its_daemon_serves = None
+    test_admin_access_claim_leaves_sharing_alone = None
+    test_config_the_parser_refuses_is_the_claims_error = None
+    test_slice_watch_reconnects_after_a_drop = None
+    test_empty_checkpoint_is_logged = None
 
     def test_slice_follows_a_mig_layout_change(self):
         """A MIG device destroyed behind the plugin's back (nvidia-smi mig -dci/-dgi): after

@@ -119,6 +119,7 @@ int main(void)
     fails += run_config_tests();
     fails += run_plan_tests();
     fails += run_checkpoint_tests();
+    fails += run_prepare_tests();
     dra_devices_free(plan_devices);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
     if (system(cmd) != 0)

@@ -37,5 +37,6 @@ int run_claim_tests(void);
 int run_config_tests(void);
 int run_plan_tests(void);
 int run_checkpoint_tests(void);
+int run_prepare_tests(void);
 
 #endif
