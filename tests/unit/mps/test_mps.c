@@ -70,7 +70,10 @@ static int setup(void **state)
     f->o = (struct mps_options){.root = f->root,
                                 .binary = GS_FAKE_MPS,
                                 .nvml = f->nvml,
-                                .timeout_ms = 2000,
+                                /* No case waits for this timeout: it only has to
+                                 * outlast a fork+exec on a loaded 2-core CI machine
+                                 * (2 s failed there, -EIO at mps_supervisor_set). */
+                                .timeout_ms = 10000,
                                 .probe_interval_ms = 0};
     *state = f;
     return 0;
