@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,25 +123,63 @@ static void kill_wait(pid_t pid, int pidfd)
         (void)waitpid(pid, NULL, 0);
 }
 
-static void child_env(const struct mps_supervisor *s, const struct mps_daemon_spec *sp)
+/* The environment of a child: ours, with each "NAME=value" of `set` replacing NAME. Built in
+ * the parent, because after fork() in a threaded process (DRA prepares run on several
+ * threads) the child may not allocate. Owned: env_free(). NULL on -ENOMEM. */
+static char **env_with(const char *const *set, size_t n_set)
 {
-    struct strbuf b = STRBUF_INIT;
-    (void)mps_path(s->root, sp->resource, "pipe", &b);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", strbuf_str(&b), 1);
-    (void)mps_path(s->root, sp->resource, "log", &b);
-    setenv("CUDA_MPS_LOG_DIRECTORY", strbuf_str(&b), 1);
-    strbuf_reset(&b);
-    for (size_t i = 0; i < sp->n; i++)
-        (void)strbuf_printf(&b, "%s%s", i ? "," : "", sp->uuids[i]);
-    setenv("CUDA_VISIBLE_DEVICES", strbuf_str(&b), 1);
-    strbuf_release(&b);
+    size_t n = 0, k = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = calloc(n + n_set + 1, sizeof(*env));
+    if (!env)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        bool replaced = false;
+        for (size_t j = 0; j < n_set && !replaced; j++) {
+            size_t len = strcspn(set[j], "=");
+            replaced = strncmp(environ[i], set[j], len) == 0 && environ[i][len] == '=';
+        }
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < n_set; j++)
+        env[k++] = (char *)set[j];
+    return env;
+}
+
+/* Starts `binary` (searched in PATH) with argv, envp, stdin from in_fd (-1: /dev/null) and
+ * stdout+stderr to out_fd (-1: inherited). 0 with *ret_pid, or a negative errno. */
+static int spawn(const char *binary, char *const *argv, char *const *envp, int in_fd, int out_fd,
+                 pid_t *ret_pid)
+{
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int r;
+
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -ENOMEM;
+    r = in_fd >= 0 ? posix_spawn_file_actions_adddup2(&fa, in_fd, 0)
+                   : posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (r == 0 && out_fd >= 0)
+        r = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    if (r == 0 && out_fd >= 0)
+        r = posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+    if (r == 0)
+        r = posix_spawnp(&pid, binary, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0)
+        return -r;
+    *ret_pid = pid;
+    return 0;
 }
 
 int mps_control_command(const struct mps_options *o, const char *resource, const char *commands,
                         char **ret_out, struct error *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, pidfd = -1, r = 0;
-    struct strbuf got = STRBUF_INIT, pipe_dir = STRBUF_INIT;
+    struct strbuf got = STRBUF_INIT, pipe_dir = STRBUF_INIT, env_pipe = STRBUF_INIT;
+    char **env = NULL;
     uint64_t deadline = time_now_ms() + o->timeout_ms;
     int status = 0;
     pid_t pid;
@@ -150,18 +189,22 @@ int mps_control_command(const struct mps_options *o, const char *resource, const
         goto out;
     }
     (void)mps_path(o->root, resource, "pipe", &pipe_dir);
-    pid = fork();
-    if (pid < 0) {
-        r = error_set_errno(err, errno, "fork");
+    if (strbuf_printf(&env_pipe, "CUDA_MPS_PIPE_DIRECTORY=%s", strbuf_str(&pipe_dir)) < 0) {
+        r = error_set(err, -ENOMEM, "out of memory");
         goto out;
     }
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        dup2(out[1], 2);
-        setenv("CUDA_MPS_PIPE_DIRECTORY", strbuf_str(&pipe_dir), 1);
-        execlp(o->binary, o->binary, (char *)NULL);
-        _exit(127);
+    const char *set[] = {strbuf_str(&env_pipe)};
+    env = env_with(set, 1);
+    char *const argv[] = {(char *)o->binary, NULL};
+    r = env ? spawn(o->binary, argv, env, in[0], out[1], &pid) : -ENOMEM;
+    if (r == -ENOENT || r == -EACCES) {
+        r = error_set(err, -ENOENT, "%s: cannot run %s (not found or not executable)", resource,
+                      o->binary);
+        goto out;
+    }
+    if (r < 0) {
+        r = error_set_errno(err, -r, "%s: starting %s", resource, o->binary);
+        goto out;
     }
     pidfd = pidfd_of(pid);
     close(in[0]);
@@ -227,6 +270,8 @@ out:
         close(pidfd);
     strbuf_release(&got);
     strbuf_release(&pipe_dir);
+    strbuf_release(&env_pipe);
+    free(env);
     return r;
 }
 
@@ -392,6 +437,43 @@ out:
     return r;
 }
 
+/* Starts `nvidia-cuda-mps-control -f` for sp, with its pipe and log folders and GPUs in the
+ * environment (each UUID once) and stdin from /dev/null. */
+static int spawn_daemon(const struct mps_supervisor *s, const struct mps_daemon_spec *sp,
+                        pid_t *ret_pid, struct error *err)
+{
+    struct strbuf pipe_dir = STRBUF_INIT, log_dir = STRBUF_INIT, visible = STRBUF_INIT,
+                  b = STRBUF_INIT;
+    char **env = NULL;
+    int r = 0;
+
+    (void)mps_path(s->root, sp->resource, "pipe", &b);
+    if (strbuf_printf(&pipe_dir, "CUDA_MPS_PIPE_DIRECTORY=%s", strbuf_str(&b)) < 0)
+        r = -ENOMEM;
+    (void)mps_path(s->root, sp->resource, "log", &b);
+    if (r == 0 && strbuf_printf(&log_dir, "CUDA_MPS_LOG_DIRECTORY=%s", strbuf_str(&b)) < 0)
+        r = -ENOMEM;
+    if (r == 0 && strbuf_printf(&visible, "CUDA_VISIBLE_DEVICES=") < 0)
+        r = -ENOMEM;
+    for (size_t i = 0; r == 0 && i < sp->n; i++)
+        if (strbuf_printf(&visible, "%s%s", i ? "," : "", sp->uuids[i]) < 0)
+            r = -ENOMEM;
+    if (r == 0) {
+        const char *set[] = {strbuf_str(&pipe_dir), strbuf_str(&log_dir), strbuf_str(&visible)};
+        char *const argv[] = {(char *)s->binary, "-f", NULL};
+        env = env_with(set, 3);
+        r = env ? spawn(s->binary, argv, env, -1, -1, ret_pid) : -ENOMEM;
+    }
+    if (r < 0)
+        r = error_set_errno(err, -r, "%s: starting %s -f", sp->resource, s->binary);
+    strbuf_release(&pipe_dir);
+    strbuf_release(&log_dir);
+    strbuf_release(&visible);
+    strbuf_release(&b);
+    free(env);
+    return r;
+}
+
 /* Starts the daemon of slot d: dirs, compute mode, process, limits, .started. */
 static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *err)
 {
@@ -411,19 +493,10 @@ static int start_one(struct mps_supervisor *s, struct daemon *d, struct error *e
         d->mode_set = s->o.nvml != NULL;
     if (r < 0)
         goto out;
-    pid_t pid = fork();
-    if (pid < 0) {
-        r = error_set_errno(err, errno, "fork");
+    pid_t pid;
+    r = spawn_daemon(s, sp, &pid, err);
+    if (r < 0)
         goto out;
-    }
-    if (pid == 0) {
-        child_env(s, sp);
-        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC); /* dup2 clears CLOEXEC */
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        execlp(s->binary, s->binary, "-f", (char *)NULL);
-        _exit(127);
-    }
     d->pid = pid;
     d->pidfd = pidfd_of(pid);
     if (d->pidfd < 0) {
