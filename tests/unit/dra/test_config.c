@@ -245,7 +245,7 @@ static void test_dra_config_decode_hostile(void **state)
          "\"timeSlicingConfig\": {\"interval\": 3}}}",
          "unknown time-slice interval: (not a string)"},
         {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"x\": "
-                 "[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]}}",
+         "[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]}}",
          "claim config[0]: sharing.x[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]: nested more "
          "than 16 levels deep"},
     };
