@@ -41,6 +41,12 @@ enum {
     CDI_HOOK_ALL = (1u << 5) - 1,
 };
 
+/* Whose flags set the roots: the errors about a missing driver or device node name them. */
+enum cdi_flag_names {
+    CDI_FLAGS_DEVICE_PLUGIN = 0, /* --driver-root, --driver-root-ctr-path, --dev-root */
+    CDI_FLAGS_DRA_PLUGIN,        /* dra-plugin: --nvidia-driver-root, --container-driver-root */
+};
+
 struct cdi_options {
     /* Where this process sees the driver's files (NVIDIA's --driver-root-ctr-path when it
      * exists, else the driver root itself) and its device nodes (that root when it holds a
@@ -56,6 +62,7 @@ struct cdi_options {
     bool index_names;        /* --device-id-strategy=index: "0", "0:1" instead of UUIDs */
     unsigned disabled_hooks; /* CDI_HOOK_* */
     unsigned feature_flags;  /* CDI_FEATURE_* */
+    enum cdi_flag_names flag_names; /* set by the caller; cdi_options_from_config: 0 */
 };
 
 struct cfg_config;

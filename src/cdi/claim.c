@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* claim.c: the per-claim CDI specs of DRA, as NVIDIA's DRA driver writes them on prepare:
  * kind k8s.gpu.nvidia.com/claim, a device "<claimUID>-<device>" per prepared device with its
- * nodes, the common edits spec.c gives every device, and the caller's extra edits (MPS);
+ * nodes (MIG capability nodes as character devices the runtime creates, so the host needs
+ * none), the common edits spec.c gives every device, and the caller's extra edits (MPS);
  * one file per claim, written atomically and removed on unprepare. No decisions: what to
  * prepare comes from the caller (src/daemon/dra.c, over dra/'s plan). */
 #include <errno.h>
@@ -129,6 +130,7 @@ int cdi_claim_spec_build(const struct cdi_claim *claim, const struct cdi_options
     struct cdi__ctx c;
     json_t *devices = json_array(), *edits = json_object();
     int r = cdi__ctx_init(&c, o, claim->driver_version, err);
+    c.cap_char_nodes = true; /* as NVIDIA's DRA driver: the runtime creates them */
     if (r == 0 && (!devices || !edits))
         r = -ENOMEM;
     if (r == 0)

@@ -22,6 +22,12 @@ struct cdi__ctx {
     char *libcuda_dir;
     char *mig_minors;            /* the driver's mig-minors text, read on first need */
     struct error mig_minors_err; /* why it could not be read (code 0: not tried or read) */
+    /* DRA claim specs write MIG capability nodes as character devices the runtime creates
+     * (type "c", major of nvidia-caps from /proc/devices), as NVIDIA's DRA driver does: the
+     * host needs no /dev/nvidia-caps. The device plugin's spec keeps host nodes. */
+    bool cap_char_nodes;
+    int caps_major;              /* -1: not read yet; -2: /proc/devices has no nvidia-caps */
+    struct error caps_major_err; /* why (when -2) */
     struct strbuf a, b;
 };
 
@@ -39,9 +45,11 @@ json_t *cdi__mount_new(const char *host_path, const char *container_path,
 
 /* The nodes of a GPU (/dev/nvidia<minor>) or, with mig, of a MIG device of that GPU (the
  * parent's node, then /dev/nvidia-caps/nvidia-cap<N> of GPU instance gi and compute
- * instance ci, N from the driver's mig-minors or else from its
- * capabilities/gpu<minor>/mig/gi<g>[/ci<c>]/access file) appended to nodes. -ENOENT naming `who`
- * when a node or minor is missing. */
+ * instance ci, N from the driver's capabilities/gpu<minor>/mig/gi<g>[/ci<c>]/access file or
+ * else from its mig-minors) appended to nodes. With c->cap_char_nodes the capability nodes
+ * are {"path", "type": "c", "major", "minor", "fileMode"} when /proc/devices names the
+ * nvidia-caps major (else the host's node, when it has one). -ENOENT naming `who` when a
+ * node or minor is missing. */
 int cdi__device_nodes(struct cdi__ctx *c, unsigned minor, bool mig, unsigned gi, unsigned ci,
                       const char *who, json_t *nodes);
 

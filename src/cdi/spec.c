@@ -117,6 +117,25 @@ int cdi_parse_disabled_hooks(const char *list, unsigned *ret, struct error *err)
 
 /* ---- paths --------------------------------------------------------------------------- */
 
+/* The flags of the running command that set where the driver and its nodes are. */
+struct root_flags {
+    const char *host_root, *ctr_root, *dev_hint;
+};
+static const struct root_flags root_flags[] = {
+    [CDI_FLAGS_DEVICE_PLUGIN] = {"--driver-root", "--driver-root-ctr-path",
+                                 "--dev-root/--driver-root-ctr-path do not point at the host's "
+                                 "/dev"},
+    [CDI_FLAGS_DRA_PLUGIN] = {"--nvidia-driver-root", "--container-driver-root",
+                              "--container-driver-root does not hold the host's driver root "
+                              "with its /dev"},
+};
+
+static const struct root_flags *flags_of(const struct cdi_options *o)
+{
+    return &root_flags[o->flag_names == CDI_FLAGS_DRA_PLUGIN ? CDI_FLAGS_DRA_PLUGIN
+                                                             : CDI_FLAGS_DEVICE_PLUGIN];
+}
+
 static bool is_root(const char *root)
 {
     return !root || !*root || strcmp(root, "/") == 0;
@@ -173,9 +192,8 @@ static int add_required_node(struct cdi__ctx *c, json_t *arr, const char *abs, c
     if (!exists_under(c, c->o->dev_root, abs))
         return error_set(c->err, -ENOENT,
                          "%s: device node %s not found (looked at %s); the NVIDIA driver is "
-                         "not loaded or --dev-root/--driver-root-ctr-path do not point at the "
-                         "host's /dev",
-                         who, abs, strbuf_str(&c->a));
+                         "not loaded or %s",
+                         who, abs, strbuf_str(&c->a), flags_of(c->o)->dev_hint);
     return cdi__add_node(c, arr, abs);
 }
 
@@ -328,9 +346,8 @@ static int add_libraries(struct cdi__ctx *c)
                       "no libraries of NVIDIA driver %s under %s (looked in its "
                       "etc/ld.so.cache and usr/lib64, usr/lib/<arch>-linux-gnu, lib64, "
                       "lib/<arch>-linux-gnu, usr/lib): mount the host's driver root at "
-                      "--driver-root-ctr-path (default /driver-root) and set --driver-root "
-                      "to where the host has it",
-                      ver, strbuf_str(&c->a));
+                      "%s (default /driver-root) and set %s to where the host has it",
+                      ver, strbuf_str(&c->a), flags_of(c->o)->ctr_root, flags_of(c->o)->host_root);
     }
     for (size_t i = 0; r == 0 && libs[i]; i++) {
         r = add_mount(c, libs[i], false);
@@ -501,32 +518,55 @@ static bool minor_from_list(const char *text, const char *key, unsigned *ret)
     return false;
 }
 
-/* "DeviceFileMinor: N" of the capability's access file under the driver's /proc (what
- * NVIDIA's DRA driver reads); false when the file or the line is missing. */
-static bool minor_from_access_file(const char *path, unsigned *ret)
+/* A MIG capability as the driver describes it. */
+struct cap_info {
+    unsigned minor;
+    bool has_mode;
+    unsigned mode; /* DeviceFileMode, as a number (292 = 0444) */
+};
+
+/* The number after "<key>:" on a line of text; false when there is none. */
+static bool access_field(const char *text, const char *key, unsigned *ret)
+{
+    size_t n = strlen(key);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *p = l + strspn(l, " \t");
+        if (strncmp(p, key, n) != 0 || p[n] != ':')
+            continue;
+        p += n + 1;
+        p += strspn(p, " \t");
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v > UINT_MAX || *p == '-')
+            return false;
+        *ret = (unsigned)v;
+        return true;
+    }
+    return false;
+}
+
+/* "DeviceFileMinor: N" (and "DeviceFileMode: M") of the capability's access file under the
+ * driver's /proc (what NVIDIA's DRA driver reads); false when the file or the minor is
+ * missing. */
+static bool cap_from_access_file(const char *path, struct cap_info *ret)
 {
     char *text = NULL;
-    const char *p = NULL;
+    struct cap_info info = {0};
     bool ok = false;
-    if (file_read_all(path, MIG_MINORS_MAX_BYTES, &text, NULL, NULL) == 0)
-        p = strstr(text, "DeviceFileMinor:");
-    if (p) {
-        char *end;
-        p += strlen("DeviceFileMinor:");
-        p += strspn(p, " \t");
-        unsigned long v = strtoul(p, &end, 10);
-        ok = end != p && v <= UINT_MAX;
-        if (ok)
-            *ret = (unsigned)v;
+    if (file_read_all(path, MIG_MINORS_MAX_BYTES, &text, NULL, NULL) == 0) {
+        ok = access_field(text, "DeviceFileMinor", &info.minor);
+        info.has_mode = access_field(text, "DeviceFileMode", &info.mode);
     }
+    if (ok)
+        *ret = info;
     free(text);
     return ok;
 }
 
-/* The capability minor of gpu<minor>/gi<gi>[/ci<ci>] (ci < 0: the GPU instance's): from
- * mig-minors, else from the access file. -ENOENT naming both places when neither has it. */
-static int mig_minor(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, const char *who,
-                     unsigned *ret)
+/* The capability of gpu<minor>/gi<gi>[/ci<ci>] (ci < 0: the GPU instance's): from the access
+ * file, else from mig-minors. -ENOENT naming both places when neither has it. */
+static int mig_cap(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, const char *who,
+                   struct cap_info *ret)
 {
     struct strbuf key = STRBUF_INIT, path = STRBUF_INIT;
     int r = read_mig_minors(c);
@@ -539,8 +579,9 @@ static int mig_minor(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, c
                                 proc_root(c), minor, gi)
                 : strbuf_printf(&path, "%s/driver/nvidia/capabilities/gpu%u/mig/gi%u/ci%ld/access",
                                 proc_root(c), minor, gi, ci);
-    if (r == 0 && !minor_from_list(c->mig_minors, strbuf_str(&key), ret) &&
-        !minor_from_access_file(strbuf_str(&path), ret)) {
+    *ret = (struct cap_info){0};
+    if (r == 0 && !cap_from_access_file(strbuf_str(&path), ret) &&
+        !minor_from_list(c->mig_minors, strbuf_str(&key), &ret->minor)) {
         if (c->mig_minors_err.code)
             r = error_set(c->err, -ENOENT,
                           "%s: MIG devices need the driver's capability minors: %s, and %s "
@@ -558,17 +599,97 @@ static int mig_minor(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, c
     return r;
 }
 
+/* The character-device major of "nvidia-caps" in the "Character devices:" part of text;
+ * -1 when it is not there. */
+static int major_from_devices(const char *text)
+{
+    const char *chr = strstr(text, "Character devices:");
+    const char *blk = chr ? strstr(chr, "Block devices:") : NULL;
+    for (const char *l = chr; l && *l && (!blk || l < blk);
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *p = l + strspn(l, " \t");
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || *p == '-' || v > INT_MAX || (*end != ' ' && *end != '\t'))
+            continue;
+        end += strspn(end, " \t");
+        if (strncmp(end, "nvidia-caps", 11) == 0 && (end[11] == '\n' || end[11] == '\0'))
+            return (int)v;
+    }
+    return -1;
+}
+
+/* The nvidia-caps major from <proc>/devices, read once per spec; -ENOENT (remembered in
+ * caps_major_err, not in c->err) when it cannot be had. */
+static int caps_major(struct cdi__ctx *c, int *ret)
+{
+    struct strbuf p = STRBUF_INIT;
+    char *text = NULL;
+    int r = 0;
+    if (c->caps_major == -1) {
+        r = strbuf_printf(&p, "%s/devices", proc_root(c));
+        if (r == 0)
+            r = file_read_all(strbuf_str(&p), MIG_MINORS_MAX_BYTES, &text, NULL,
+                              &c->caps_major_err);
+        c->caps_major = r == 0 ? major_from_devices(text) : -2;
+        if (c->caps_major < 0) {
+            c->caps_major = -2;
+            if (!c->caps_major_err.code)
+                error_set(&c->caps_major_err, -ENOENT, "%s has no \"nvidia-caps\" character device",
+                          strbuf_str(&p));
+        }
+        free(text);
+        strbuf_release(&p);
+        if (r == -ENOMEM)
+            return r;
+    }
+    if (c->caps_major < 0)
+        return -ENOENT;
+    *ret = c->caps_major;
+    return 0;
+}
+
+/* {"path", "type": "c", "major", "minor"[, "fileMode"]}: a node the runtime creates in the
+ * container (NVIDIA's CDICharDevNode). */
+static int add_char_node(json_t *arr, const char *abs, int major, const struct cap_info *cap)
+{
+    json_t *n = json_pack("{s:s, s:s, s:I, s:I}", "path", abs, "type", "c", "major",
+                          (json_int_t)major, "minor", (json_int_t)cap->minor);
+    int r = n ? 0 : -ENOMEM;
+    if (r == 0 && cap->has_mode)
+        r = json_object_set_new(n, "fileMode", json_integer(cap->mode)) == 0 ? 0 : -ENOMEM;
+    if (r == 0)
+        r = json_array_append_new(arr, n) == 0 ? 0 : -ENOMEM;
+    else
+        json_decref(n);
+    return r;
+}
+
 /* /dev/nvidia-caps/nvidia-cap<N> of gpu<minor>/gi<gi>[/ci<ci>] (ci < 0: the GPU instance's). */
 static int add_cap_node(struct cdi__ctx *c, unsigned minor, unsigned gi, long ci, const char *who,
                         json_t *nodes)
 {
     struct strbuf cap = STRBUF_INIT;
-    unsigned n = 0;
-    int r = mig_minor(c, minor, gi, ci, who, &n);
+    struct cap_info info;
+    int major = -1;
+    int r = mig_cap(c, minor, gi, ci, who, &info);
     if (r == 0)
-        r = strbuf_printf(&cap, "/dev/nvidia-caps/nvidia-cap%u", n);
-    if (r == 0)
+        r = strbuf_printf(&cap, "/dev/nvidia-caps/nvidia-cap%u", info.minor);
+    if (r == 0 && c->cap_char_nodes) {
+        r = caps_major(c, &major);
+        if (r == 0)
+            r = add_char_node(nodes, strbuf_str(&cap), major, &info);
+        else if (r == -ENOENT && exists_under(c, c->o->dev_root, strbuf_str(&cap)))
+            r = cdi__add_node(c, nodes, strbuf_str(&cap)); /* the host's own node */
+        else if (r == -ENOENT)
+            r = error_set(c->err, -ENOENT,
+                          "%s: MIG capability node %s cannot be described: %s, and the host "
+                          "has no such node (looked at %s); is the NVIDIA driver loaded with "
+                          "MIG support (nvidia-caps)?",
+                          who, strbuf_str(&cap), c->caps_major_err.msg, strbuf_str(&c->a));
+    } else if (r == 0) {
         r = add_required_node(c, nodes, strbuf_str(&cap), who);
+    }
     strbuf_release(&cap);
     return r;
 }
@@ -674,6 +795,7 @@ int cdi__ctx_init(struct cdi__ctx *c, const struct cdi_options *o, const char *d
     *c = (struct cdi__ctx){.o = o,
                            .driver_version = driver_version ? driver_version : "",
                            .err = err,
+                           .caps_major = -1,
                            .a = STRBUF_INIT,
                            .b = STRBUF_INIT};
     c->common_nodes = json_array();

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* config.c: the opaque device configs of driver gpu.nvidia.com (resource.nvidia.com/v1beta1
  * GpuConfig and MigDeviceConfig), decoded as strictly as NVIDIA's StrictDecoder does, and
- * validated like its Validate() — but sharing needs no feature gate here. Also Kubernetes
+ * validated like its Validate() — but sharing needs no feature gate here. A value C cannot
+ * hold as written (a string with "\u0000") is refused naming its field. Also Kubernetes
  * quantity parsing for the MPS memory limits. Pure. */
 #include <errno.h>
 #include <limits.h>
@@ -102,6 +103,48 @@ int dra_quantity_parse(const char *text, uint64_t *ret, struct error *err)
 }
 
 /* ---- strict decoding ---------------------------------------------------------------------- */
+
+#define CONFIG_MAX_DEPTH 16 /* GpuConfig nests 4 levels; deeper is refused by name */
+
+/* The first string below v holding "\u0000" (C would read "Long\u0000" as "Long"), or
+ * nesting past CONFIG_MAX_DEPTH: -EINVAL naming the field. path is v's ("" at the top). */
+static int check_values(const json_t *v, const char *path, unsigned depth, const char *where,
+                        struct error *err)
+{
+    char sub[256];
+    const char *key;
+    json_t *m;
+    size_t i;
+    int r = 0;
+
+    if (depth > CONFIG_MAX_DEPTH)
+        return error_set(err, -EINVAL,
+                         "%s: %s: nested more than %d levels deep; GpuConfig and "
+                         "MigDeviceConfig have no such field",
+                         where, path, CONFIG_MAX_DEPTH);
+    if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v))
+        return error_set(err, -EINVAL,
+                         "%s: %s: \"%s\\u0000...\" contains a NUL character (\\u0000), "
+                         "which no field takes; remove it",
+                         where, *path ? path : "parameters", json_string_value(v));
+    if (json_is_object(v))
+        json_object_foreach((json_t *)v, key, m)
+        {
+            snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", key);
+            r = check_values(m, sub, depth + 1, where, err);
+            if (r < 0)
+                return r;
+        }
+    if (json_is_array(v))
+        json_array_foreach(v, i, m)
+        {
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            r = check_values(m, sub, depth + 1, where, err);
+            if (r < 0)
+                return r;
+        }
+    return 0;
+}
 
 /* Unknown fields are errors, as with NVIDIA's strict decoder. */
 static int check_fields(json_t *obj, const char *const *allowed, const char *path,
@@ -280,8 +323,12 @@ static int decode_interval(json_t *ts, const char *where, enum dra_timeslice *re
 static int decode_strategy(const json_t *sharing, const char *where, enum dra_sharing_strategy *ret,
                            struct error *err)
 {
-    const char *s = json_string_value(json_object_get(sharing, "strategy"));
+    const json_t *v = json_object_get(sharing, "strategy");
+    const char *s = json_string_value(v);
 
+    if (v && !json_is_null(v) && !s)
+        return error_set(err, -EINVAL,
+                         "%s: sharing.strategy is not a string; use TimeSlicing or MPS", where);
     if (str_eq(s, "TimeSlicing"))
         *ret = DRA_SHARING_TIME_SLICING;
     else if (str_eq(s, "MPS"))
@@ -374,7 +421,9 @@ int dra_opaque_config_decode(json_t *parameters, const char *where, struct dra_o
                          "%s: parameters must be an object with apiVersion %s and kind "
                          "GpuConfig or MigDeviceConfig",
                          where, DRA_CONFIG_API_VERSION);
-    r = decode_kind(parameters, where, &c.kind, err);
+    r = check_values(parameters, "", 0, where, err);
+    if (r == 0)
+        r = decode_kind(parameters, where, &c.kind, err);
     if (r == 0)
         r = check_fields(parameters, fields, "", where, err);
     if (r == 0)

@@ -96,6 +96,65 @@ struct kube_event {
  * namespace; -EINVAL: a bad type, reason or object, or the API refused the Event). */
 int kube_event_post_about(struct kube_client *c, const struct kube_event *ev, struct error *err);
 
+/* ---- Events posted with retries ------------------------------------------------------------ */
+
+/* A poster thread of its own, so a caller (the daemon's loop, the DRA handlers) never waits
+ * on the API server: Events queue (bounded, in order) and are POSTed one at a time. An
+ * Event that fails for a reason that may pass (no answer, timeout, refused connection, 429,
+ * 5xx) is retried after retry_min_ms, doubling to retry_max_ms, up to max_tries; later Events
+ * wait behind it (order kept). A refusal that will not pass (400, 401/403, 404, 422) drops it
+ * at once; 409 AlreadyExists counts as posted (a retry of an Event whose answer was lost: the
+ * name and timestamps are fixed when it is queued). */
+struct kube_event_poster;
+
+enum kube_event_fate {
+    KUBE_EVENT_RETRYING = 0, /* this try failed; it is tried again */
+    KUBE_EVENT_DROPPED,      /* refused for good, or out of tries: given up */
+};
+
+struct kube_event_poster_options {
+    size_t max_queued;     /* Events waiting (the one in flight is beside them); 0: 64 */
+    unsigned retry_min_ms; /* 0: 250 */
+    unsigned retry_max_ms; /* 0: 30000 */
+    unsigned max_tries;    /* tries of one Event; 0: 16 (with the defaults, about 5 minutes) */
+    /* Called on the poster thread (no lock held) after each failed try; the caller logs (kube/
+     * does not). NULL: nobody is told. err describes the failure; borrowed for the call. */
+    void (*on_failure)(void *userdata, const char *reason, enum kube_event_fate fate,
+                       const struct error *err);
+    void *userdata;
+};
+
+struct kube_event_poster_stats {
+    unsigned long long posted;          /* accepted by the API (409 included) */
+    unsigned long long retries;         /* failed tries that were retried */
+    unsigned long long dropped_full;    /* oldest dropped to make room */
+    unsigned long long dropped_refused; /* refused for good */
+    unsigned long long dropped_tries;   /* out of tries */
+    size_t queued;                      /* waiting now */
+    bool in_flight;                     /* one is being posted now */
+};
+
+/* Starts the poster for client c (borrowed: it must outlive the poster); o NULL: defaults.
+ * -ENOMEM, or the error of starting the thread. *ret owned: kube_event_poster_free. */
+int kube_event_poster_new(struct kube_client *c, const struct kube_event_poster_options *o,
+                          struct kube_event_poster **ret, struct error *err);
+
+/* Queues a copy of ev (checked as kube_event_post_about does: -EINVAL, nothing queued).
+ * Never blocks on the API. When the queue is full the oldest Event is dropped to make room:
+ * returns 1 then, with its reason copied to dropped_reason (optional, size bytes) for the
+ * caller's log; else 0. -ENOMEM. */
+int kube_event_poster_add(struct kube_event_poster *p, const struct kube_event *ev,
+                          char *dropped_reason, size_t size, struct error *err);
+
+/* Waits up to timeout_ms until nothing is queued or in flight; true when so. */
+bool kube_event_poster_flush(struct kube_event_poster *p, unsigned timeout_ms);
+
+void kube_event_poster_stats(struct kube_event_poster *p, struct kube_event_poster_stats *ret);
+
+/* Stops the thread (a POST in flight is cancelled at once) and frees; Events still queued are
+ * dropped (flush first to give them a chance). NULL is fine. */
+void kube_event_poster_free(struct kube_event_poster *p);
+
 /* GET /api/v1/nodes/<node> (node NULL = the client's node): *ret_uid owned copy of
  * metadata.uid (for ownerReferences). Remembered for the client's own node, so later calls
  * and Events need no request. Errors as kube_node_get_label. */

@@ -48,6 +48,12 @@ class State:
         self.stall_s = 0.0  # every API request (not /_test) waits this long first
         self.fail_patches = False  # every node PATCH answers 500 (an API server restarting)
         self.failed_patches = 0
+        # the next fail_events Event POSTs answer fail_events_code; with fail_events_store the
+        # Event is stored first (its answer is lost, as when a connection breaks after commit)
+        self.fail_events = 0
+        self.fail_events_code = 503
+        self.fail_events_store = False
+        self.failed_events = 0
         self.token = token
         self.token_file = token_file
         self.dra_versions = list(DRA_VERSIONS)  # served, newest first; [] = no group
@@ -855,9 +861,25 @@ class Handler(BaseHTTPRequestHandler):
             if refused:
                 return self.send_json(*refused)
             with self.st.cond:
-                ev.setdefault("metadata", {})["resourceVersion"] = self.st.next_rv()
-                ev["metadata"]["namespace"] = parts[3]
-                self.st.events.append(ev)
+                name = ev.get("metadata", {}).get("name")
+                if any(e["metadata"].get("name") == name and e["metadata"]["namespace"] == parts[3]
+                       for e in self.st.events):
+                    return self.send_json(409, status(
+                        409, "AlreadyExists", 'events "%s" already exists' % name,
+                        {"name": name, "kind": "events"}))
+                failing = self.st.fail_events > 0
+                code = self.st.fail_events_code
+                if failing:
+                    self.st.fail_events -= 1
+                    self.st.failed_events += 1
+                if not failing or self.st.fail_events_store:
+                    ev.setdefault("metadata", {})["resourceVersion"] = self.st.next_rv()
+                    ev["metadata"]["namespace"] = parts[3]
+                    self.st.events.append(ev)
+            if failing:
+                return self.send_json(code, status(code, "InternalError" if code >= 500
+                                                   else "Forbidden" if code == 403 else "Failure",
+                                                   "injected failure %d of an Event POST" % code))
             return self.send_json(201, ev)
         self.send_json(404, status(404, "NotFound", "the server could not find the "
                                                     "requested resource"))
@@ -977,6 +999,11 @@ class Handler(BaseHTTPRequestHandler):
         elif cmd == "fail-patches" and method == "POST":
             with st.cond:
                 st.fail_patches = q.get("on", "1") == "1"
+        elif cmd == "fail-events" and method == "POST":  # ?count=N[&code=503][&store=1]
+            with st.cond:
+                st.fail_events = int(q.get("count", "1"))
+                st.fail_events_code = int(q.get("code", "503"))
+                st.fail_events_store = q.get("store") == "1"
         elif cmd == "forbid" and method == "POST":
             st.forbid = q.get("on", "1") == "1"
         elif cmd == "deny" and method == "POST":  # ?verb=&group=&resource=, or ?clear=1
@@ -1021,6 +1048,7 @@ class Handler(BaseHTTPRequestHandler):
             with st.cond:
                 return self.send_json(200, {"rv": str(st.rv), "watches_open": st.watches_open,
                                             "failed_patches": st.failed_patches,
+                                            "failed_events": st.failed_events,
                                             "compacted_rv": st.compacted_rv,
                                             "down": self.server.owner.is_down})
         else:

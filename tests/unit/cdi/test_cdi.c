@@ -234,6 +234,50 @@ static void test_missing_libraries(void **state)
     assert_non_null(strstr(err.msg, "--driver-root-ctr-path"));
 }
 
+/* Issue 29: dra-plugin's errors name its own flags, not the device plugin's. */
+static void test_missing_driver_names_dra_plugin_flags(void **state)
+{
+    struct fx *f = *state;
+    struct error err = {0};
+    char p[256];
+    f->o.flag_names = CDI_FLAGS_DRA_PLUGIN;
+    str_copy(f->inv.driver_version, "999.1", sizeof(f->inv.driver_version));
+    assert_int_equal(build_error(f, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "no libraries of NVIDIA driver 999.1"));
+    assert_non_null(strstr(err.msg, "at --container-driver-root (default /driver-root)"));
+    assert_non_null(strstr(err.msg, "set --nvidia-driver-root to where the host has it"));
+    assert_null(strstr(err.msg, "--driver-root-ctr-path"));
+    assert_null(strstr(err.msg, " --driver-root "));
+    str_copy(f->inv.driver_version, VER, sizeof(f->inv.driver_version));
+    snprintf(p, sizeof(p), "%s/dev/nvidia1", f->root);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(build_error(f, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "--container-driver-root does not hold"));
+    assert_null(strstr(err.msg, "--dev-root"));
+}
+
+/* The device plugin's spec keeps the host's capability nodes (as nvcdi does) even where
+ * /proc/devices could describe them. */
+static void test_mig_nodes_stay_host_nodes(void **state)
+{
+    struct fx *f = *state;
+    static const char devices[] = "Character devices:\n508 nvidia-caps\n\nBlock devices:\n";
+    char p[256];
+    snprintf(p, sizeof(p), "%s/devices", f->proc);
+    fx_write_file(p, devices, sizeof(devices) - 1);
+    json_t *s = build(f);
+    json_t *d = fx_device(s, "MIG-10000000-0000-0000-0000-000000000000");
+    assert_non_null(d);
+    json_t *n =
+        json_array_get(json_object_get(json_object_get(d, "containerEdits"), "deviceNodes"), 2);
+    assert_string_equal(json_string_value(json_object_get(n, "path")),
+                        "/dev/nvidia-caps/nvidia-cap157");
+    assert_string_equal(json_string_value(json_object_get(n, "hostPath")),
+                        "/dev/nvidia-caps/nvidia-cap157");
+    assert_null(json_object_get(n, "type"));
+    json_decref(s);
+}
+
 static void test_missing_mig_minors(void **state)
 {
     struct fx *f = *state;
@@ -446,6 +490,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_device_node, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_missing_control_node, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_missing_libraries, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_driver_names_dra_plugin_flags, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_mig_nodes_stay_host_nodes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_missing_mig_minors, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_ldcache_formats, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_ldcache_picks_the_driver_folder, fx_setup,

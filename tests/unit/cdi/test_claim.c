@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_claim.c: DRA's per-claim CDI specs over the fake driver root of fixture.c: a GPU
- * claim, a MIG claim (capability nodes), the caller's extra env and mounts, what is
+ * claim, a MIG claim (capability nodes: the host's, or character devices the runtime
+ * creates), the caller's extra env and mounts, what is
  * refused (bad uid, names, edits, a missing capability minor), and write/remove. */
 #include <errno.h>
 #include <jansson.h>
@@ -219,6 +220,110 @@ static void test_claim_spec_build_mig_access_files(void **state)
     assert_non_null(strstr(err.msg, "gpu1/mig/gi2/ci0/access"));
 }
 
+/* <proc>/devices as the kernel writes it, nvidia-caps at major 508 */
+static void write_proc_devices(struct fx *f)
+{
+    static const char text[] = "Character devices:\n  1 mem\n195 nvidia-frontend\n"
+                               "508 nvidia-caps\n509 nvidia-caps-imex-channels\n"
+                               "\nBlock devices:\n  8 sd\n510 nvidia-caps\n";
+    char p[256];
+    snprintf(p, sizeof(p), "%s/devices", f->proc);
+    fx_write_file(p, text, sizeof(text) - 1);
+}
+
+static void drop_host_cap_nodes(struct fx *f)
+{
+    char p[256];
+    for (unsigned n = 156; n <= 157; n++) {
+        snprintf(p, sizeof(p), "%s/dev/nvidia-caps/nvidia-cap%u", f->root, n);
+        assert_int_equal(unlink(p), 0);
+    }
+}
+
+/* Issue 29: a node whose host has no /dev/nvidia-caps nodes (they are made on demand) still
+ * prepares MIG claims: the capability nodes are character devices the runtime creates, as
+ * NVIDIA's DRA driver writes them (major from /proc/devices, minor and mode from the
+ * capability's access file), with no host path. */
+static void test_claim_spec_build_mig_char_nodes(void **state)
+{
+    struct fx *f = *state;
+    const struct cdi_claim_device dev = {
+        .name = UID "-gpu-1-mig-2", .minor = 1, .is_mig = true, .gi_id = 2};
+    const struct cdi_claim claim = {
+        .uid = UID, .driver_version = VER, .devices = &dev, .n_devices = 1};
+    char buf[512];
+
+    write_proc_devices(f);
+    write_access_file(f, "gpu1/mig/gi2/access", 156);
+    write_access_file(f, "gpu1/mig/gi2/ci0/access", 157);
+    drop_host_cap_nodes(f);
+    json_t *s = build_claim(f, &claim);
+    json_t *edits = json_object_get(fx_device(s, UID "-gpu-1-mig-2"), "containerEdits");
+    fx_node_paths(edits, buf, sizeof(buf));
+    assert_string_equal(buf, "/dev/nvidia1,/dev/nvidia-caps/nvidia-cap156,"
+                             "/dev/nvidia-caps/nvidia-cap157");
+    json_t *nodes = json_object_get(edits, "deviceNodes");
+    for (size_t i = 1; i <= 2; i++) {
+        json_t *n = json_array_get(nodes, i);
+        assert_string_equal(json_string_value(json_object_get(n, "type")), "c");
+        assert_int_equal(json_integer_value(json_object_get(n, "major")), 508);
+        assert_int_equal(json_integer_value(json_object_get(n, "minor")), 155 + i);
+        assert_int_equal(json_integer_value(json_object_get(n, "fileMode")), 292);
+        assert_null(json_object_get(n, "hostPath"));
+    }
+    /* the parent GPU's node is still the host's */
+    assert_non_null(json_object_get(json_array_get(nodes, 0), "hostPath"));
+    json_decref(s);
+
+    /* a minor known only from mig-minors: no mode to give (the runtime's default) */
+    char p[256];
+    snprintf(p, sizeof(p), "%s/driver/nvidia/capabilities/gpu1/mig/gi2/ci0/access", f->proc);
+    assert_int_equal(unlink(p), 0);
+    s = build_claim(f, &claim);
+    json_t *n = json_array_get(
+        json_object_get(json_object_get(fx_device(s, UID "-gpu-1-mig-2"), "containerEdits"),
+                        "deviceNodes"),
+        2);
+    assert_int_equal(json_integer_value(json_object_get(n, "minor")), 157);
+    assert_null(json_object_get(n, "fileMode"));
+    json_decref(s);
+}
+
+/* Without the nvidia-caps major the host's node is used when there is one; with neither,
+ * the error names both. */
+static void test_claim_spec_build_mig_no_caps_major(void **state)
+{
+    struct fx *f = *state;
+    const struct cdi_claim_device dev = {
+        .name = UID "-gpu-1-mig-2", .minor = 1, .is_mig = true, .gi_id = 2};
+    const struct cdi_claim claim = {
+        .uid = UID, .driver_version = VER, .devices = &dev, .n_devices = 1};
+    struct error err = {0};
+    char p[256];
+
+    /* /proc/devices without nvidia-caps among the character devices */
+    snprintf(p, sizeof(p), "%s/devices", f->proc);
+    static const char no_caps[] =
+        "Character devices:\n  1 mem\n\nBlock devices:\n508 nvidia-caps\n";
+    fx_write_file(p, no_caps, sizeof(no_caps) - 1);
+    json_t *s = build_claim(f, &claim);
+    json_t *n = json_array_get(
+        json_object_get(json_object_get(fx_device(s, UID "-gpu-1-mig-2"), "containerEdits"),
+                        "deviceNodes"),
+        1);
+    assert_string_equal(json_string_value(json_object_get(n, "hostPath")),
+                        "/dev/nvidia-caps/nvidia-cap156");
+    assert_null(json_object_get(n, "type"));
+    json_decref(s);
+
+    drop_host_cap_nodes(f);
+    assert_int_equal(build_claim_error(f, &claim, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, UID "-gpu-1-mig-2"));
+    assert_non_null(strstr(err.msg, "nvidia-cap156"));
+    assert_non_null(strstr(err.msg, "has no \"nvidia-caps\" character device"));
+    assert_non_null(strstr(err.msg, "the host has no such node (looked at "));
+}
+
 static void test_claim_spec_build_refuses_bad_input(void **state)
 {
     struct fx *f = *state;
@@ -292,6 +397,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_claim_spec_build_gpu, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_mig, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_extra_edits, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_claim_spec_build_mig_char_nodes, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_claim_spec_build_mig_no_caps_major, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_mig_access_files, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_claim_spec_build_missing_cap_minor, fx_setup,

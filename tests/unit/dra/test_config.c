@@ -204,11 +204,76 @@ static void test_dra_quantity_parse(void **state)
     assert_int_equal(dra_quantity_parse(NULL, &v, NULL), -EINVAL);
 }
 
+/* Issue 29: values C cannot take as written, wrong types and deep nesting are -EINVAL naming
+ * the field (the text is loaded as the claim parser loads it, "\u0000" allowed). */
+static void test_dra_config_decode_hostile(void **state)
+{
+    static const char *const t[][2] = {
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"TimeSlicing\", "
+         "\"timeSlicingConfig\": {\"interval\": \"Long\\u0000\"}}}",
+         "claim config[0]: sharing.timeSlicingConfig.interval: \"Long\\u0000...\" contains a NUL "
+         "character"},
+        {"{" API "\"kind\": \"GpuConfig\\u0000x\"}", "claim config[0]: kind: \"GpuConfig\\u0000"},
+        {"{\"apiVersion\": \"resource.nvidia.com/v1beta1\\u0000\", \"kind\": \"GpuConfig\"}",
+         "claim config[0]: apiVersion: "},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"MPS\\u0000\"}}",
+         "sharing.strategy: \"MPS\\u0000...\" contains a NUL"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"MPS\", \"mpsConfig\": "
+         "{\"defaultPerDevicePinnedMemoryLimit\": {\"0\": \"1Gi\\u0000\"}}}}",
+         "sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.0: \"1Gi\\u0000...\""},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": 5}}",
+         "sharing.strategy is not a string"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"MPS\", \"mpsConfig\": "
+         "{\"defaultActiveThreadPercentage\": 1.5}}}",
+         "defaultActiveThreadPercentage must be a whole number"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"MPS\", \"mpsConfig\": "
+         "{\"defaultActiveThreadPercentage\": \"50\"}}}",
+         "defaultActiveThreadPercentage must be a whole number"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"MPS\", \"mpsConfig\": "
+         "{\"defaultActiveThreadPercentage\": 9223372036854775807}}}",
+         "must not be greater than 100"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"MPS\", \"mpsConfig\": "
+         "{\"defaultPinnedDeviceMemoryLimit\": true}}}",
+         "defaultPinnedDeviceMemoryLimit must be a quantity string"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"MPS\", \"mpsConfig\": "
+         "{\"defaultPinnedDeviceMemoryLimit\": \"99999999999999999999999Ei\"}}}",
+         "defaultPinnedDeviceMemoryLimit"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"TimeSlicing\", "
+         "\"timeSlicingConfig\": []}}",
+         "sharing.timeSlicingConfig must be an object"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": \"TimeSlicing\", "
+         "\"timeSlicingConfig\": {\"interval\": 3}}}",
+         "unknown time-slice interval: (not a string)"},
+        {"{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"x\": "
+         "[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]}}",
+         "claim config[0]: sharing.x[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]: nested more "
+         "than 16 levels deep"},
+    };
+    struct dra_opaque_config c;
+    struct error err = {0};
+    (void)state;
+
+    for (size_t i = 0; i < GS_ARRAY_SIZE(t); i++) {
+        json_error_t je;
+        json_t *j = json_loads(t[i][0], JSON_ALLOW_NUL, &je);
+        if (!j)
+            fail_msg("case %zu: bad test JSON: %s", i, je.text);
+        error_clear(&err);
+        int r = dra_opaque_config_decode(j, "claim config[0]", &c, &err);
+        json_decref(j);
+        if (r != -EINVAL)
+            fail_msg("case %zu: %d, not -EINVAL", i, r);
+        if (!strstr(err.msg, t[i][1]))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, t[i][1]);
+    }
+}
+
 int run_config_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dra_config_decode_valid),
         cmocka_unit_test(test_dra_config_decode_errors),
+        cmocka_unit_test(test_dra_config_decode_hostile),
         cmocka_unit_test(test_dra_quantity_parse),
     };
     return cmocka_run_group_tests_name("dra config", tests, NULL, NULL);

@@ -11,5 +11,6 @@ int main(void)
     failed += run_client_tests();
     failed += run_curl_tests();
     failed += run_dra_tests();
+    failed += run_event_tests();
     return failed ? 1 : 0;
 }

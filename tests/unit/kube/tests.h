@@ -15,5 +15,6 @@ int run_kubeconfig_tests(void);
 int run_client_tests(void);
 int run_curl_tests(void);
 int run_dra_tests(void);
+int run_event_tests(void);
 
 #endif
