@@ -396,6 +396,7 @@ static int effects_paths(const struct daemon *d, struct daemon__dra_effects *e, 
     r = cdi_options_from_config(&e->cdi, d->cfg, NULL, NULL, d->o->proc_root, err);
     if (r < 0)
         return r;
+    e->cdi.flag_names = CDI_FLAGS_DRA_PLUGIN; /* errors cite dra-plugin's root flags */
     if (o->cdi_hook_path)
         e->cdi.hook_path = o->cdi_hook_path;
     /* the driver's files as this process sees them, the host's for the spec */

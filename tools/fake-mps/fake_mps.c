@@ -170,10 +170,20 @@ static int serve(bool notify_parent, int ready_fd)
         fprintf(stderr, "pipe directory path too long\n");
         return 1;
     }
-    strcpy(addr.sun_path, path);
+    /* Bound under a temporary name and renamed once listening: the control path appears
+     * only when a client can connect (the supervisor takes its existence as "ready"; between
+     * bind and listen a connect is refused). */
+    char tmp[sizeof(path) + 16];
+    snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+    if (strlen(tmp) >= sizeof(addr.sun_path)) {
+        fprintf(stderr, "pipe directory path too long\n");
+        return 1;
+    }
+    strcpy(addr.sun_path, tmp);
     lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (lfd < 0 || (unlink(path) < 0 && errno != ENOENT) ||
-        bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(lfd, 8) < 0) {
+    if (lfd < 0 || (unlink(tmp) < 0 && errno != ENOENT) ||
+        bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(lfd, 8) < 0 ||
+        rename(tmp, path) < 0) {
         fprintf(stderr, "An instance of this daemon is already running or %s is unusable: %s\n",
                 path, strerror(errno));
         return 1;

@@ -196,7 +196,10 @@ static void test_start_limits_and_free(void **state)
 
     assert_int_equal(mps_supervisor_new(&f->o, &f->s, &err), 0);
     s = f->s;
-    assert_int_equal(mps_supervisor_set(s, f->specs, 2, &err), 0);
+    int r = mps_supervisor_set(s, f->specs, 2, &err);
+    if (r < 0)
+        fprintf(stderr, "mps_supervisor_set: %s\n", err.msg);
+    assert_int_equal(r, 0);
     assert_true(mps_supervisor_up(s, "nvidia.com/gpu"));
     assert_true(mps_supervisor_up(s, "nvidia.com/gpu.large"));
     /* A resource the supervisor does not run is not its to mark down. */
