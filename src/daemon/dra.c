@@ -23,7 +23,7 @@
 #include "dra/dra.h"
 #include "kube/kube.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "metrics/metrics.h"
 #include "mps/mps.h"
 

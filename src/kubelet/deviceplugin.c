@@ -12,7 +12,7 @@
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define DP_METHOD(m) "/v1beta1.DevicePlugin/" m
 

@@ -12,7 +12,7 @@
 #include "dra/v1/api.pb-c.h"
 #include "kubelet/internal.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "pluginregistration/v1/api.pb-c.h"
 
 /* v1 and v1beta1 share every message except Device.share_id (v1 only, field 5), so one

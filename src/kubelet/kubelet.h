@@ -12,7 +12,7 @@
 
 #include "base/base.h"
 #include "gpu/inventory.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "model/model.h"
 
 #define DP_API_VERSION "v1beta1"

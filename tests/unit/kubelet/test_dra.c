@@ -22,7 +22,7 @@
 #include "dra/v1/api.pb-c.h"
 #include "dra/v1beta1/api.pb-c.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define WAIT_MS 10000
 

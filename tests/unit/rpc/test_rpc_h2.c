@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_rpc_h2: the pure gRPC-over-HTTP/2 pieces under the rpc layer (src/kubelet/rpc_h2.c):
+/* test_rpc_h2: the pure gRPC-over-HTTP/2 pieces under the rpc layer (src/rpc/rpc_h2.c):
  * message framing, grpc-message escapes, grpc-timeout values, HTTP status mapping and
  * grpc-status parsing, each with bad input. */
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "kubelet/internal.h"
+#include "rpc/internal.h"
 
 static void test_rpc_frame_header_big_endian(void **state)
 {

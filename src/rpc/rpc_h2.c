@@ -15,7 +15,7 @@
 
 #include <poll.h>
 
-#include "kubelet/internal.h"
+#include "rpc/internal.h"
 
 /* One read() per wake-up at most this large; the session takes it in one go. */
 #define RPC_READ_CHUNK (64u * 1024u)

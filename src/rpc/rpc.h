@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rpc: a thin gRPC layer over unix sockets for the kubelet APIs — a server with unary and
- * server-streaming handlers, and a client with deadlines. Messages are raw protobuf bytes
- * here (callers pack/unpack with protobuf-c), so this layer knows no service. rpc.c is the
- * only file that includes gRPC headers; no gRPC type appears below. Library code: it never
- * logs above debug. Contract, threading and limits: docs/internals/rpc.md. */
-#ifndef GS_KUBELET_RPC_H
-#define GS_KUBELET_RPC_H
+/* rpc: a thin gRPC layer over unix sockets (and TCP for probes) for the kubelet APIs — a
+ * server with unary (immediate or deferred) and server-streaming handlers, and a client
+ * with deadlines. Messages are raw protobuf bytes here (callers pack/unpack with
+ * protobuf-c), so this layer knows no service and includes nothing above base/. Only
+ * the files of src/rpc include nghttp2; no HTTP/2 type appears below. Library code: it never logs
+ * above debug. Contract, threading and limits: docs/internals/rpc.md. */
+#ifndef GS_RPC_RPC_H
+#define GS_RPC_RPC_H
 
 #include <stdbool.h>
 #include <stddef.h>

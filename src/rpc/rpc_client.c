@@ -3,7 +3,7 @@
  * that owns its connection(s) and polls them with no timeout: callers hand it calls and wait
  * on a condition variable with their own deadline. A connection is made on the first call
  * and again after it breaks or the server says GOAWAY. Never logs above debug. */
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "kubelet/internal.h"
+#include "rpc/internal.h"
 
 /* Our receive window per stream and per connection: a 4 MiB response in a few trips. */
 #define RPC_CLIENT_STREAM_WINDOW_BYTES (1u << 20)

@@ -4,7 +4,7 @@
  * no timeout while it is idle: an idle server costs no wake-ups. Every handler and callback
  * runs on that thread; other threads only queue stream messages and wake it. The client is
  * rpc_client.c, the wire pieces rpc_h2.c. Never logs above debug. */
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "kubelet/internal.h"
+#include "rpc/internal.h"
 
 /* After rpc_server_stop(), calls still flushing get this long before their connections are
  * closed under them. */

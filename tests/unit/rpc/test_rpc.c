@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for src/kubelet/rpc.c: our C client against our C server over a temporary unix
+/* Tests for src/rpc/rpc.c: our C client against our C server over a temporary unix
  * socket — unary calls, deadlines, statuses with messages, streams sent from other threads,
  * cancellation, stop with open streams, many connects (fd and stream counts come back).
  * The independent peer (Python grpcio) is tests/integration/test_rpc_interop.py. */
@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "base/base.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define WAIT_MS 10000
 #define MAX_STREAMS 8
