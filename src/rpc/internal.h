@@ -38,6 +38,9 @@ void rpc__percent_decode(const uint8_t *in, size_t len, char *out, size_t out_si
 /* The grpc-timeout value for a deadline timeout_ms (> 0) from now: at most 8 digits and a
  * unit, as the protocol demands ("250m", "100000S"). `out` holds at least 16 bytes. */
 void rpc__timeout_value(int timeout_ms, char *out, size_t out_size);
+/* Parses a grpc-timeout value (1..8 digits and a unit H, M, S, m, u or n) into
+ * milliseconds, rounded up. 0 or -EINVAL for a malformed value. */
+int rpc__parse_timeout(const uint8_t *v, size_t len, uint64_t *ret_ms);
 /* The gRPC code for an HTTP response that carried no grpc-status (gRPC's http-grpc-status
  * mapping: 400 Internal, 401 Unauthenticated, 403 PermissionDenied, 404 Unimplemented,
  * 429/502/503/504 Unavailable, anything else Unknown). */

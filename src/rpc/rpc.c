@@ -76,6 +76,7 @@ struct rpc_method {
     char *path;
     bool streaming;
     rpc_unary_fn unary;
+    rpc_unary_async_fn unary_async;
     rpc_stream_open_fn open;
     rpc_stream_closed_fn closed;
     void *ctx;
@@ -123,6 +124,11 @@ struct out_msg {
     size_t len;
 };
 
+/* What a deferred handler holds: a handle on its call's stream. */
+struct rpc_call {
+    struct rpc_stream *stream;
+};
+
 /* A call on the server: unary calls use it too (request, one message, status). */
 struct rpc_stream {
     pthread_mutex_t lock; /* guards the fields from `refs` on */
@@ -138,6 +144,9 @@ struct rpc_stream {
     bool deferred;      /* the data source said "nothing yet": resume it on new output */
     bool rst_after_end; /* answered before the client finished sending: reset it after */
     bool status_sent;
+    bool answer_due;      /* a unary call's answer is awaited from rpc_call_finish() */
+    uint64_t deadline_ms; /* from grpc-timeout (monotonic); 0: none, or past it */
+    struct rpc_call call;
     struct rpc_stream *cnext, *cprev; /* the connection's calls */
 
     int refs;
@@ -386,6 +395,52 @@ static void status_from_errno(struct rpc_status *st, int r)
         rpc_status_set(st, RPC_UNKNOWN, "%s", strerror(-r));
 }
 
+/* Records a unary call's answer: the response message and an OK status, or another status.
+ * Any thread; under s->lock. -EPIPE when the call has ended already. */
+static int unary_answer_locked(struct rpc_stream *s, const uint8_t *resp, size_t len, int code,
+                               const char *msg)
+{
+    char too_large[64];
+
+    if (s->state != ST_OPENING)
+        return -EPIPE;
+    if (code == RPC_OK && len > RPC_MAX_MESSAGE_BYTES) {
+        code = RPC_RESOURCE_EXHAUSTED;
+        snprintf(too_large, sizeof(too_large), "response larger than %u bytes",
+                 RPC_MAX_MESSAGE_BYTES);
+        msg = too_large;
+    } else if (code == RPC_OK && queue_push_locked(s, resp, len) < 0) {
+        code = RPC_RESOURCE_EXHAUSTED;
+        msg = "out of memory";
+    }
+    s->state = ST_OPEN;
+    return stream_finish_locked(s, code, msg);
+}
+
+/* Server thread: sends a unary call's answer once one is recorded. */
+static void call_answer_poll(struct rpc_stream *s)
+{
+    bool due, has_msg;
+    int code;
+    char msg[RPC_STATUS_MSG_MAX];
+
+    if (!s->answer_due)
+        return;
+    pthread_mutex_lock(&s->lock);
+    due = s->state == ST_FINISHING;
+    has_msg = s->n_queued > 0;
+    code = s->fin_code;
+    str_copy(msg, s->fin_msg ? s->fin_msg : "", sizeof(msg));
+    pthread_mutex_unlock(&s->lock);
+    if (!due)
+        return;
+    s->answer_due = false;
+    if (has_msg)
+        call_respond_data(s); /* the message, then the trailers */
+    else
+        call_respond_status(s, code, "%s", msg);
+}
+
 static void call_run_unary(struct rpc_stream *s, const uint8_t *req, size_t len)
 {
     struct strbuf resp = STRBUF_INIT;
@@ -395,21 +450,39 @@ static void call_run_unary(struct rpc_stream *s, const uint8_t *req, size_t len)
     resp.max_len = RPC_MAX_MESSAGE_BYTES;
     r = s->m->unary(s->m->ctx, req, len, &resp, &st);
     status_from_errno(&st, r);
-    if (st.code == RPC_OK) {
-        pthread_mutex_lock(&s->lock);
-        r = queue_push_locked(s, (const uint8_t *)resp.buf, resp.len);
-        s->state = ST_OPEN;
-        if (r == 0)
-            stream_finish_locked(s, RPC_OK, NULL);
-        pthread_mutex_unlock(&s->lock);
-        if (r == 0)
-            call_respond_data(s);
-        else
-            call_respond_status(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
-    } else {
-        call_respond_status(s, st.code, "%s", st.message);
-    }
+    pthread_mutex_lock(&s->lock);
+    unary_answer_locked(s, (const uint8_t *)resp.buf, resp.len, st.code, st.message);
+    pthread_mutex_unlock(&s->lock);
     strbuf_release(&resp);
+    s->answer_due = true;
+    call_answer_poll(s);
+}
+
+/* A deferred handler: it holds a reference until rpc_call_finish(). */
+static void call_run_unary_async(struct rpc_stream *s, const uint8_t *req, size_t len)
+{
+    s->call.stream = rpc_stream_ref(s);
+    s->answer_due = true;
+    s->m->unary_async(s->m->ctx, &s->call, req, len);
+    call_answer_poll(s); /* finished inside the handler */
+}
+
+int rpc_call_finish(struct rpc_call *call, const uint8_t *resp, size_t len,
+                    const struct rpc_status *st)
+{
+    struct rpc_stream *s = call->stream;
+    int r;
+
+    pthread_mutex_lock(&s->lock);
+    r = unary_answer_locked(s, resp, len, st ? st->code : RPC_OK, st ? st->message : NULL);
+    pthread_mutex_unlock(&s->lock);
+    rpc_stream_unref(s);
+    return r;
+}
+
+bool rpc_call_cancelled(struct rpc_call *call)
+{
+    return !rpc_stream_is_open(call->stream);
 }
 
 static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_t len)
@@ -468,6 +541,8 @@ static void call_dispatch(struct rpc_stream *s)
         call_respond_status(s, RPC_INVALID_ARGUMENT, "request message missing");
     else if (s->m->streaming)
         call_run_stream_open(s, (const uint8_t *)s->req.buf + RPC__FRAME_HDR, len);
+    else if (s->m->unary_async)
+        call_run_unary_async(s, (const uint8_t *)s->req.buf + RPC__FRAME_HDR, len);
     else
         call_run_unary(s, (const uint8_t *)s->req.buf + RPC__FRAME_HDR, len);
     strbuf_release(&s->req);
@@ -521,6 +596,12 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
         s->path = strndup((const char *)value, valuelen);
         if (!s->path)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    } else if (namelen == 12 && memcmp(name, "grpc-timeout", 12) == 0) {
+        uint64_t ms;
+
+        /* a malformed value is ignored, as grpc-go's server does */
+        if (rpc__parse_timeout(value, valuelen, &ms) == 0)
+            s->deadline_ms = time_now_ms() + (ms ? ms : 1);
     }
     return 0;
 }
@@ -741,6 +822,7 @@ static void server_resume(struct rpc__conn *c)
     for (struct rpc_stream *s = c->calls; s; s = s->cnext) {
         bool has_output;
 
+        call_answer_poll(s);
         if (!s->deferred)
             continue;
         pthread_mutex_lock(&s->lock);
@@ -751,6 +833,55 @@ static void server_resume(struct rpc__conn *c)
             nghttp2_session_resume_data(c->h2, s->id);
         }
     }
+}
+
+/* A call's grpc-timeout passed before its status went out: DEADLINE_EXCEEDED, as grpc-go
+ * answers, whether the request is still arriving, a deferred handler still owes its answer
+ * (its late rpc_call_finish() is then a no-op) or a stream is open. */
+static void call_expire(struct rpc_stream *s)
+{
+    static const char msg[] = "context deadline exceeded";
+
+    s->deadline_ms = 0;
+    if (!s->dispatched) {
+        s->dispatched = true;
+        s->rst_after_end = true; /* the client is still sending */
+        strbuf_release(&s->req);
+        call_respond_status(s, RPC_DEADLINE_EXCEEDED, msg);
+    } else if (s->answer_due) {
+        s->answer_due = false;
+        call_respond_status(s, RPC_DEADLINE_EXCEEDED, msg);
+    } else {
+        pthread_mutex_lock(&s->lock);
+        stream_finish_locked(s, RPC_DEADLINE_EXCEEDED, msg);
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+/* Expires what is due and returns the poll timeout until the next deadline (-1: none, so an
+ * idle server sleeps until a socket or its eventfd wakes it). */
+static int server_timers(struct rpc_server *srv)
+{
+    uint64_t now = time_now_ms(), next = srv->stop_deadline_ms;
+    bool expired = false;
+
+    for (struct rpc__conn *c = srv->conns; c; c = c->next) {
+        for (struct rpc_stream *s = c->calls; s; s = s->cnext) {
+            if (s->deadline_ms == 0 || s->status_sent)
+                continue;
+            if (now >= s->deadline_ms) {
+                call_expire(s);
+                expired = true;
+            } else if (next == 0 || s->deadline_ms < next) {
+                next = s->deadline_ms;
+            }
+        }
+    }
+    if (expired)
+        return 0; /* their answers go out first */
+    if (next == 0)
+        return -1;
+    return next <= now ? 0 : (int)(next - now < INT_MAX ? next - now : INT_MAX);
 }
 
 /* The first turn after rpc_server_stop(): no new connections, GOAWAY on the open ones. */
@@ -799,13 +930,10 @@ static void *server_thread(void *arg)
     struct rpc__poller p = {0};
 
     while (server_tend(srv)) {
-        int timeout = -1;
+        int timeout = server_timers(srv);
 
-        if (srv->stop_deadline_ms) {
-            uint64_t now = time_now_ms();
-
-            timeout = now >= srv->stop_deadline_ms ? 0 : (int)(srv->stop_deadline_ms - now);
-        }
+        if (timeout == 0)
+            continue; /* something expired or is due: another turn */
         /* accepting comes after the connections' turn, as it adds to them */
         if (rpc__poll(&p, srv->wake_fd, srv->listen_fd, srv->conns, timeout))
             server_accept(srv);
@@ -887,6 +1015,16 @@ int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_f
                          struct error *err)
 {
     struct rpc_method m = {.path = (char *)method, .unary = fn, .ctx = ctx};
+
+    if (!fn)
+        return error_set(err, -EINVAL, "method '%s' has no handler", method);
+    return server_add(srv, &m, err);
+}
+
+int rpc_server_add_unary_async(struct rpc_server *srv, const char *method, rpc_unary_async_fn fn,
+                               void *ctx, struct error *err)
+{
+    struct rpc_method m = {.path = (char *)method, .unary_async = fn, .ctx = ctx};
 
     if (!fn)
         return error_set(err, -EINVAL, "method '%s' has no handler", method);

@@ -66,6 +66,16 @@ struct rpc_stream;
 typedef int (*rpc_unary_fn)(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
                             struct rpc_status *st);
 
+/* Deferred (asynchronous) unary handler: it takes ownership of `call` and answers it later,
+ * exactly once, with rpc_call_finish() from any thread (or from inside the handler). `req`
+ * is borrowed for the duration of the handler only: copy or decode what the answer needs.
+ * Runs on the server's thread: it must hand the work on rather than do it (it must not
+ * block), and must not call rpc_server_stop/free. Until finished, the call counts as running
+ * (rpc_server_stop() gives it the stop grace). */
+struct rpc_call;
+typedef void (*rpc_unary_async_fn)(void *ctx, struct rpc_call *call, const uint8_t *req,
+                                   size_t req_len);
+
 /* Server-streaming open handler, called on the server's thread when a client starts the
  * stream. To accept, return 0 with st OK: the handler then holds one reference to `stream`
  * and must give it back with rpc_stream_unref() exactly once (any thread, any time; also
@@ -92,6 +102,9 @@ int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_f
                          struct error *err);
 int rpc_server_add_stream(struct rpc_server *srv, const char *method, rpc_stream_open_fn open,
                           rpc_stream_closed_fn closed, void *ctx, struct error *err);
+/* The same for a deferred unary handler (see rpc_unary_async_fn). */
+int rpc_server_add_unary_async(struct rpc_server *srv, const char *method, rpc_unary_async_fn fn,
+                               void *ctx, struct error *err);
 /* Removes a stale socket at the path (a non-socket file there is an error, -EEXIST), binds,
  * sets mode 0600 (never through a link) and starts serving: when it returns 0 a client can connect.
  * Any
@@ -124,6 +137,20 @@ bool rpc_stream_is_open(struct rpc_stream *stream);
 struct rpc_stream *rpc_stream_ref(struct rpc_stream *stream);
 /* Drops one reference; the memory goes with the last one. Accepts NULL. */
 void rpc_stream_unref(struct rpc_stream *stream);
+
+/* Answers a deferred unary call and gives the handler's ownership of `call` back: `call` is
+ * invalid afterwards, whatever the return. `st` NULL or OK sends `resp` (len bytes, copied;
+ * more than RPC_MAX_MESSAGE_BYTES becomes RESOURCE_EXHAUSTED); any other status is sent with
+ * its message and `resp` is ignored. Thread-safe: wakes the server's thread, which sends the
+ * answer. Returns 0, or -EPIPE when the call had already ended (the client cancelled or went
+ * away, its grpc-timeout passed and the server answered DEADLINE_EXCEEDED, or the server
+ * stopped): a late finish is harmless and sends nothing. */
+int rpc_call_finish(struct rpc_call *call, const uint8_t *resp, size_t len,
+                    const struct rpc_status *st);
+/* True once the call has ended without this handler's answer (cancelled, gone, past its
+ * deadline, server stopped): work for it may be skipped, but rpc_call_finish() is still
+ * owed. Thread-safe. */
+bool rpc_call_cancelled(struct rpc_call *call);
 
 /* ---- client -------------------------------------------------------------------------------- */
 

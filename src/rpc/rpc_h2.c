@@ -103,6 +103,41 @@ void rpc__timeout_value(int timeout_ms, char *out, size_t out_size)
         snprintf(out, out_size, "%ldS", (v + 999) / 1000);
 }
 
+int rpc__parse_timeout(const uint8_t *v, size_t len, uint64_t *ret_ms)
+{
+    uint64_t n = 0;
+
+    if (len < 2 || len > 9)
+        return -EINVAL;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -EINVAL;
+        n = n * 10 + (uint64_t)(v[i] - '0');
+    }
+    switch (v[len - 1]) {
+    case 'H':
+        *ret_ms = n * 3600000u;
+        return 0;
+    case 'M':
+        *ret_ms = n * 60000u;
+        return 0;
+    case 'S':
+        *ret_ms = n * 1000u;
+        return 0;
+    case 'm':
+        *ret_ms = n;
+        return 0;
+    case 'u': /* rounded up: a deadline never comes early */
+        *ret_ms = (n + 999u) / 1000u;
+        return 0;
+    case 'n':
+        *ret_ms = (n + 999999u) / 1000000u;
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
 int rpc__code_from_http(int http_status)
 {
     switch (http_status) {

@@ -140,6 +140,34 @@ static void test_rpc_parse_status_cases(void **state)
     assert_int_equal(rpc__parse_status((const uint8_t *)"100", 3), -1);
 }
 
+/* grpc-timeout as a server reads it: every unit, rounded up, malformed values refused. */
+static void test_rpc_parse_timeout_units(void **state)
+{
+    static const struct {
+        const char *v;
+        int ret;
+        uint64_t ms;
+    } cases[] = {
+        {"1H", 0, 3600000},  {"2M", 0, 120000},
+        {"5S", 0, 5000},     {"250m", 0, 250},
+        {"1500u", 0, 2},     {"1n", 0, 1},
+        {"0m", 0, 0},        {"99999999S", 0, 99999999000},
+        {"", -EINVAL, 0},    {"m", -EINVAL, 0},
+        {"10", -EINVAL, 0},  {"1x", -EINVAL, 0},
+        {"-1m", -EINVAL, 0}, {"123456789m", -EINVAL, 0},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t ms = 0;
+        int r = rpc__parse_timeout((const uint8_t *)cases[i].v, strlen(cases[i].v), &ms);
+
+        assert_int_equal(r, cases[i].ret);
+        if (r == 0)
+            assert_int_equal(ms, cases[i].ms);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_rpc_percent_round_trip),
         cmocka_unit_test(test_rpc_percent_bad_input),
         cmocka_unit_test(test_rpc_timeout_value_units),
+        cmocka_unit_test(test_rpc_parse_timeout_units),
         cmocka_unit_test(test_rpc_code_from_http_table),
         cmocka_unit_test(test_rpc_parse_status_cases),
     };
