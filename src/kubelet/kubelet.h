@@ -285,6 +285,51 @@ bool kdra_server_sockets_ok(const struct kdra_server *s);
 /* The registration state so far. Thread-safe. */
 void kdra_server_registration(struct kdra_server *s, struct kdra_registration *ret);
 
+/* ---- gRPC health service (health.c) --------------------------------------------------------
+ * grpc.health.v1.Health/Check (messages generated from proto/grpc/health/v1/health.proto),
+ * as a Kubernetes `grpc:` probe and grpc-health-probe call it. NVIDIA's DRA chart probes its
+ * --healthcheck-port with service "liveness" (startup and liveness); its plugin serves ""
+ * and "liveness" and answers NOT_FOUND "unknown service" for any other name. */
+
+#define KHEALTH_METHOD_CHECK "/grpc.health.v1.Health/Check"
+/* The service name NVIDIA's DRA chart's startup and liveness probes send. */
+#define KHEALTH_SERVICE_LIVENESS "liveness"
+
+/* Whether `service` ("" or one of the served names) is serving now. Runs on the health
+ * server's thread for every Check: quick, thread-safe, no rpc_server calls. */
+typedef bool (*khealth_serving_fn)(void *ctx, const char *service);
+
+struct khealth_opts {
+    /* "host:port" ("0.0.0.0:51516", "[::]:51516"; port 0 picks one), or a unix socket path
+     * (starting with '/'). */
+    const char *address;
+    /* NULL-terminated names served besides "" (always served); NULL: "" only. Copied. */
+    const char *const *services;
+    khealth_serving_fn serving; /* required */
+    void *ctx;                  /* passed to serving */
+};
+
+struct khealth_server;
+
+/* A stopped health server. -EINVAL without an address or callback. Owned:
+ * khealth_server_free(). */
+int khealth_server_new(const struct khealth_opts *opts, struct khealth_server **ret,
+                       struct error *err);
+/* Listens and serves: when it returns 0 a probe can connect. */
+int khealth_server_start(struct khealth_server *h, struct error *err);
+/* The TCP port listened on (after start; useful with port 0), -1 for a unix socket. */
+int khealth_server_port(const struct khealth_server *h);
+/* Stops serving; idempotent. */
+void khealth_server_stop(struct khealth_server *h);
+/* Stops and frees; accepts NULL. */
+void khealth_server_free(struct khealth_server *h);
+/* One Check, pure, for the server and tests: `services` a strv holding "" and the served
+ * names. A known name appends HealthCheckResponse{SERVING or NOT_SERVING, as `serving`
+ * says} to resp; an unknown one sets st NOT_FOUND "unknown service"; a malformed request
+ * INVALID_ARGUMENT. Returns 0, or -ENOMEM. */
+int khealth_check(char *const *services, khealth_serving_fn serving, void *ctx, const uint8_t *req,
+                  size_t req_len, struct strbuf *resp, struct rpc_status *st);
+
 /* ---- DRA, the kubelet's side (dra_client.c): kubelet-sim and tests ----------------------- */
 
 struct kdra_plugin_info {

@@ -1242,6 +1242,21 @@ void rpc_server_stop(struct rpc_server *srv)
     pthread_mutex_unlock(&srv->lock);
 }
 
+int rpc_server_tcp_port(const struct rpc_server *srv)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (!srv->tcp || !srv->started || srv->listen_fd < 0 ||
+        getsockname(srv->listen_fd, (struct sockaddr *)&ss, &len) < 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
 size_t rpc_server_n_streams(struct rpc_server *srv)
 {
     size_t n;

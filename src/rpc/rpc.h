@@ -95,6 +95,9 @@ int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct erro
 /* The same on a TCP address ("0.0.0.0:51516", "[::]:51516"), plaintext: only for what the
  * kubelet probes over the pod network (the gRPC health service of NVIDIA's chart). */
 int rpc_server_new_tcp(const char *host_port, struct rpc_server **ret, struct error *err);
+/* The TCP port a started TCP server listens on (the one the kernel picked for port 0); -1
+ * for a unix socket or before start. */
+int rpc_server_tcp_port(const struct rpc_server *srv);
 /* Registers a handler by full method path ("/v1beta1.DevicePlugin/Allocate"); `ctx` is
  * passed back to it. Only before rpc_server_start(). -EEXIST for a duplicate path, -EBUSY
  * once started. Calls to unregistered paths get UNIMPLEMENTED. */

@@ -73,6 +73,22 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     return 0;
 }
 
+static int on_data(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+                   void *user)
+{
+    struct peer *p = user;
+    size_t room = sizeof(p->call->data) - p->call->data_len;
+
+    (void)h2, (void)flags;
+    if (id != p->id)
+        return 0;
+    if (len > room)
+        len = room;
+    memcpy(p->call->data + p->call->data_len, data, len);
+    p->call->data_len += len;
+    return 0;
+}
+
 static int on_close(nghttp2_session *h2, int32_t id, uint32_t code, void *user)
 {
     struct peer *p = user;
@@ -149,6 +165,7 @@ int h2peer_run(const char *path, int port, struct h2peer_call *call)
     call->status = -1;
     call->message[0] = '\0';
     call->closed = false;
+    call->data_len = 0;
     p.fd = peer_connect(path, port);
     if (p.fd < 0)
         return p.fd;
@@ -157,6 +174,7 @@ int h2peer_run(const char *path, int port, struct h2peer_call *call)
     nghttp2_session_callbacks_set_recv_callback(cbs, on_recv);
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_close);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
     nghttp2_session_client_new(&h2, cbs, &p);
     nghttp2_submit_settings(h2, NGHTTP2_FLAG_NONE, NULL, 0);
     p.id = nghttp2_submit_request(h2, NULL, nv, GS_ARRAY_SIZE(nv) - (call->timeout ? 0 : 1), &prd,

@@ -23,6 +23,8 @@ struct h2peer_call {
     char message[256];  /* grpc-message (not decoded) */
     uint64_t status_ms; /* ms from the request until the status arrived */
     bool closed;        /* the stream closed (status, reset, or the connection went) */
+    uint8_t data[512];  /* the response body's first bytes (gRPC framing included) */
+    size_t data_len;
 };
 
 /* Runs one call on a new connection to the unix socket `path`, or to TCP 127.0.0.1:`port`
