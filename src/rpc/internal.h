@@ -71,8 +71,9 @@ struct rpc__conn {
     bool dropping;
     size_t preface_left, frame_left, hdr_len;
     uint8_t hdr[9];
-    void *owner; /* the server or client it belongs to */
-    void *calls; /* the owner's list of calls on this connection */
+    size_t n_calls_seen; /* calls ever opened on it (server: trims the heap at close) */
+    void *owner;         /* the server or client it belongs to */
+    void *calls;         /* the owner's list of calls on this connection */
     struct rpc__conn *next;
 };
 

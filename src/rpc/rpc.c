@@ -38,6 +38,16 @@
 /* Connections one server keeps at once; more are closed as they come (the kubelet needs one
  * or two; a peer that opens and never speaks must not take every fd). */
 #define RPC_MAX_CONNS 256
+/* Calls one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; more are
+ * refused with REFUSED_STREAM, which gRPC clients retry or queue). grpc-go's server has no
+ * limit by default; 100 is HTTP/2's recommended floor and what most servers set. The
+ * kubelet opens one ListAndWatch per resource and a handful of DRA calls. */
+#define RPC_MAX_STREAMS_PER_CONN 100
+/* Decoded header list of one request (SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113's count:
+ * name + value + 32 per field). grpc-go allows 16 MiB; a kubelet sends under 1 KiB. */
+#define RPC_MAX_HEADER_LIST_BYTES (64u * 1024u)
+/* A connection that carried this many calls gives its heap back when it closes. */
+#define RPC_TRIM_AFTER_CALLS 64
 /* Stream resets a unix-socket client may make at once, and per second after that. */
 #define RPC_RESET_BURST 100000u
 #define RPC_RESET_PER_S 10000u
@@ -145,6 +155,7 @@ struct rpc_stream {
     bool rst_after_end; /* answered before the client finished sending: reset it after */
     bool status_sent;
     bool answer_due;      /* a unary call's answer is awaited from rpc_call_finish() */
+    size_t header_bytes;  /* the request's header list so far (RFC 9113 count) */
     uint64_t deadline_ms; /* from grpc-timeout (monotonic); 0: none, or past it */
     struct rpc_call call;
     struct rpc_stream *cnext, *cprev; /* the connection's calls */
@@ -154,6 +165,7 @@ struct rpc_stream {
     bool accepted;
     struct out_msg queue[RPC_STREAM_MAX_QUEUED];
     size_t q_head, n_queued, q_off; /* q_off: bytes of the head message already handed out */
+    size_t q_bytes;                 /* framed bytes queued (the head's sent part included) */
     int fin_code;
     char *fin_msg;
     struct rpc_stream *next, *prev; /* srv->open_streams, under srv->lock */
@@ -168,6 +180,7 @@ static void queue_drop_locked(struct rpc_stream *s)
         s->n_queued--;
     }
     s->q_off = 0;
+    s->q_bytes = 0;
 }
 
 /* Appends one framed copy of msg. Under s->lock. */
@@ -175,7 +188,8 @@ static int queue_push_locked(struct rpc_stream *s, const uint8_t *msg, size_t le
 {
     uint8_t *buf;
 
-    if (s->n_queued >= RPC_STREAM_MAX_QUEUED)
+    if (s->n_queued >= RPC_STREAM_MAX_QUEUED ||
+        (s->n_queued > 0 && s->q_bytes + RPC__FRAME_HDR + len > RPC_STREAM_MAX_QUEUED_BYTES))
         return -ENOBUFS;
     buf = malloc(RPC__FRAME_HDR + len);
     if (!buf)
@@ -186,6 +200,7 @@ static int queue_push_locked(struct rpc_stream *s, const uint8_t *msg, size_t le
     s->queue[(s->q_head + s->n_queued) % RPC_STREAM_MAX_QUEUED] =
         (struct out_msg){buf, RPC__FRAME_HDR + len};
     s->n_queued++;
+    s->q_bytes += RPC__FRAME_HDR + len;
     return 0;
 }
 
@@ -240,6 +255,36 @@ int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len)
         stream_kick_locked(stream);
 out:
     pthread_mutex_unlock(&stream->lock);
+    return r;
+}
+
+int rpc_stream_send_latest(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+{
+    struct rpc_stream *s = stream;
+    size_t keep;
+    int r;
+
+    if (len > RPC_MAX_MESSAGE_BYTES)
+        return -EMSGSIZE;
+    pthread_mutex_lock(&s->lock);
+    if (s->state != ST_OPENING && s->state != ST_OPEN) {
+        r = -EPIPE;
+        goto out;
+    }
+    keep = s->q_off > 0 ? 1 : 0; /* a message part-sent must finish: the framing depends on it */
+    while (s->n_queued > keep) {
+        struct out_msg *m = &s->queue[(s->q_head + s->n_queued - 1) % RPC_STREAM_MAX_QUEUED];
+
+        s->q_bytes -= m->len;
+        free(m->buf);
+        m->buf = NULL;
+        s->n_queued--;
+    }
+    r = queue_push_locked(s, msg, len);
+    if (r == 0)
+        stream_kick_locked(s);
+out:
+    pthread_mutex_unlock(&s->lock);
     return r;
 }
 
@@ -357,6 +402,7 @@ static ssize_t stream_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t
         s->q_off += k;
         if (s->q_off < m->len)
             break;
+        s->q_bytes -= m->len;
         free(m->buf);
         m->buf = NULL;
         s->q_head = (s->q_head + 1) % RPC_STREAM_MAX_QUEUED;
@@ -579,6 +625,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, voi
     if (s->cnext)
         s->cnext->cprev = s;
     c->calls = s;
+    c->n_calls_seen++;
     nghttp2_session_set_stream_user_data(h2, s->id, s);
     return 0;
 }
@@ -592,6 +639,9 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     (void)flags, (void)user;
     if (!s || frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
+    s->header_bytes += namelen + valuelen + 32;
+    if (s->header_bytes > RPC_MAX_HEADER_LIST_BYTES)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset, nothing kept */
     if (namelen == 5 && memcmp(name, ":path", 5) == 0 && !s->path) {
         s->path = strndup((const char *)value, valuelen);
         if (!s->path)
@@ -616,21 +666,26 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
     (void)flags, (void)user;
     if (!s || s->dispatched)
         return 0; /* past the one request message: nothing more is read */
-    if (strbuf_append(&s->req, (const char *)data, len) < 0) {
-        rpc__frame_next((const uint8_t *)s->req.buf, s->req.len, &want);
+    r = strbuf_append(&s->req, (const char *)data, len);
+    if (r == 0) {
+        r = rpc__frame_next((const uint8_t *)s->req.buf, s->req.len, &want);
+        if (r != 0 && want <= RPC_MAX_MESSAGE_BYTES) {
+            call_dispatch(s); /* a whole message, or a compressed one (refused there) */
+            return 0;
+        }
+    }
+    /* refused on the prefix, before a byte of the body is kept (grpc-go does the same) */
+    if (r == -E2BIG || r == -ENOMEM || want > RPC_MAX_MESSAGE_BYTES) {
         s->dispatched = true;
         /* the client is still sending: reset it once the answer is out */
         s->rst_after_end = true;
         call_respond_status(s, RPC_RESOURCE_EXHAUSTED,
                             "grpc: received message larger than max (%zu vs. %u)", want,
                             RPC_MAX_MESSAGE_BYTES);
+        if (s->req.len >= RPC_TRIM_AFTER_BYTES)
+            malloc_trim(0);
         strbuf_release(&s->req);
-        malloc_trim(0);
-        return 0;
     }
-    r = rpc__frame_next((const uint8_t *)s->req.buf, s->req.len, &want);
-    if (r != 0)
-        call_dispatch(s);
     return 0;
 }
 
@@ -641,9 +696,16 @@ static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *
     (void)user;
     if (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS)
         return 0;
+    s = stream_of(h2, frame->hd.stream_id);
+    if (s && !s->dispatched && frame->hd.type == NGHTTP2_HEADERS && !find_method(s->srv, s->path)) {
+        /* answered at its headers, as grpc-go does: no need to wait for a message */
+        s->dispatched = true;
+        s->rst_after_end = !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+        call_respond_status(s, RPC_UNIMPLEMENTED, "unknown method %s", s->path ? s->path : "");
+        return 0;
+    }
     if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
-    s = stream_of(h2, frame->hd.stream_id);
     if (s && !s->dispatched)
         call_dispatch(s);
     return 0;
@@ -763,6 +825,8 @@ static void server_accept(struct rpc_server *srv)
 {
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, RPC_SERVER_WINDOW_BYTES},
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, RPC_MAX_STREAMS_PER_CONN},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, RPC_MAX_HEADER_LIST_BYTES},
     };
     size_t n = 0;
 
@@ -805,7 +869,7 @@ static void server_accept(struct rpc_server *srv)
 /* Closes a connection; its calls end (cancelled by the peer unless we are stopping). */
 static void server_conn_close(struct rpc_server *srv, struct rpc__conn *c)
 {
-    bool stopping = server_is_stopping(srv);
+    bool stopping = server_is_stopping(srv), trim;
 
     while (c->calls) {
         struct rpc_stream *s = c->calls;
@@ -813,7 +877,12 @@ static void server_conn_close(struct rpc_server *srv, struct rpc__conn *c)
         nghttp2_session_set_stream_user_data(c->h2, s->id, NULL);
         stream_gone(s, !s->status_sent && !stopping);
     }
+    trim = c->n_calls_seen >= RPC_TRIM_AFTER_CALLS;
     rpc__conn_remove(&srv->conns, c);
+    /* a peer that opened many calls leaves the heap's free lists full: give them back
+     * (issue 29: 482 MB stayed after 100,000 stalled calls went) */
+    if (trim)
+        malloc_trim(0);
 }
 
 /* Resumes the streams that have new output since their data source said "nothing yet". */

@@ -40,6 +40,8 @@ enum rpc_code {
 #define RPC_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
 /* Messages a server stream may hold queued before rpc_stream_send() says -ENOBUFS. */
 #define RPC_STREAM_MAX_QUEUED 256
+/* Bytes (framing included) a stream may hold queued; the same -ENOBUFS past it. */
+#define RPC_STREAM_MAX_QUEUED_BYTES (16u * 1024u * 1024u)
 
 /* A gRPC status: code plus grpc-message (UTF-8, truncated to fit). */
 struct rpc_status {
@@ -129,8 +131,14 @@ size_t rpc_server_n_streams(struct rpc_server *srv);
 /* Queues one message on an open stream. Thread-safe: any thread may send at any time;
  * messages go out in the order queued. Returns 0, -EPIPE when the stream has ended or is
  * finishing, -ENOBUFS when RPC_STREAM_MAX_QUEUED messages are already waiting (slow
- * client), -EMSGSIZE above RPC_MAX_MESSAGE_BYTES, -ENOMEM. `msg` is copied. */
+ * client; also when RPC_STREAM_MAX_QUEUED_BYTES are), -EMSGSIZE above RPC_MAX_MESSAGE_BYTES,
+ * -ENOMEM. `msg` is copied. */
 int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len);
+/* Queues msg as the stream's only unsent message: messages queued earlier and not yet
+ * begun on the wire are dropped (one already part-sent finishes first). For streams where
+ * only the newest message matters (ListAndWatch sends the full list each time): a client
+ * that stops reading holds one message, not a queue. Returns as rpc_stream_send(). */
+int rpc_stream_send_latest(struct rpc_stream *stream, const uint8_t *msg, size_t len);
 /* Ends the stream with `st` (NULL means OK) after the queued messages are sent. The closed
  * callback follows. Returns -EPIPE when already ended or finishing. Thread-safe. */
 int rpc_stream_finish(struct rpc_stream *stream, const struct rpc_status *st);

@@ -155,7 +155,9 @@ int h2peer_run(const char *path, int port, struct h2peer_call *call)
                        NV(":authority", "localhost"),
                        NV("content-type", "application/grpc"),
                        NV("te", "trailers"),
-                       NV("grpc-timeout", call->timeout ? call->timeout : "")};
+                       NV("grpc-timeout", call->timeout ? call->timeout : ""),
+                       NV("x-extra", call->extra ? call->extra : "")};
+    size_t nvlen = GS_ARRAY_SIZE(nv) - 2;
     nghttp2_data_provider prd = {.read_callback = body_read};
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_session *h2 = NULL;
@@ -177,8 +179,11 @@ int h2peer_run(const char *path, int port, struct h2peer_call *call)
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
     nghttp2_session_client_new(&h2, cbs, &p);
     nghttp2_submit_settings(h2, NGHTTP2_FLAG_NONE, NULL, 0);
-    p.id = nghttp2_submit_request(h2, NULL, nv, GS_ARRAY_SIZE(nv) - (call->timeout ? 0 : 1), &prd,
-                                  NULL);
+    if (call->timeout)
+        nv[nvlen++] = nv[GS_ARRAY_SIZE(nv) - 2];
+    if (call->extra)
+        nv[nvlen++] = nv[GS_ARRAY_SIZE(nv) - 1];
+    p.id = nghttp2_submit_request(h2, NULL, nv, nvlen, &prd, NULL);
     while (!call->closed && time_now_ms() < end) {
         struct pollfd pf = {.fd = p.fd, .events = POLLIN};
 
@@ -191,6 +196,10 @@ int h2peer_run(const char *path, int port, struct h2peer_call *call)
         if (!nghttp2_session_want_read(h2) && !nghttp2_session_want_write(h2))
             break;
     }
+    call->max_streams =
+        nghttp2_session_get_remote_settings(h2, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+    call->max_header_list =
+        nghttp2_session_get_remote_settings(h2, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
     nghttp2_session_del(h2);
     nghttp2_session_callbacks_del(cbs);
     close(p.fd);

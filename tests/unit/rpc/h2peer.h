@@ -16,8 +16,9 @@ struct h2peer_call {
     const char *timeout; /* grpc-timeout value, NULL for none */
     const uint8_t *body; /* bytes of the request body (gRPC framing included) */
     size_t body_len;
-    bool end;    /* END_STREAM after the body; false: the request stays open */
-    int wait_ms; /* give up after this long */
+    bool end;          /* END_STREAM after the body; false: the request stays open */
+    const char *extra; /* value of an "x-extra" header, NULL for none */
+    int wait_ms;       /* give up after this long */
     /* out */
     int status;         /* grpc-status, -1 when none came */
     char message[256];  /* grpc-message (not decoded) */
@@ -25,6 +26,8 @@ struct h2peer_call {
     bool closed;        /* the stream closed (status, reset, or the connection went) */
     uint8_t data[512];  /* the response body's first bytes (gRPC framing included) */
     size_t data_len;
+    uint32_t max_streams;     /* the server's SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint32_t max_header_list; /* the server's SETTINGS_MAX_HEADER_LIST_SIZE */
 };
 
 /* Runs one call on a new connection to the unix socket `path`, or to TCP 127.0.0.1:`port`
