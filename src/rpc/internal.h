@@ -72,14 +72,19 @@ struct rpc__conn {
     size_t preface_left, frame_left, hdr_len;
     uint8_t hdr[9];
     size_t n_calls_seen; /* calls ever opened on it (server: trims the heap at close) */
-    void *owner;         /* the server or client it belongs to */
-    void *calls;         /* the owner's list of calls on this connection */
+    uint64_t accepted_ms, last_active_ms; /* monotonic: accepted, last bytes read */
+    void *owner;                          /* the server or client it belongs to */
+    void *calls;                          /* the owner's list of calls on this connection */
     struct rpc__conn *next;
 };
 
 /* Sends what the session has to send, as far as the socket takes it. 0, or < 0 when the
  * connection is broken (marks it dead). */
 int rpc__conn_flush(struct rpc__conn *c);
+/* Feeds received bytes to the session, through the frame reader that drops resets of
+ * streams never opened when c->drop_idle_resets (server side). Bytes may come split
+ * anywhere. 0, or -EPROTO when the session refuses them. */
+int rpc__conn_feed(struct rpc__conn *c, const uint8_t *buf, size_t n);
 /* Reads what the socket has and feeds it to the session (its callbacks run here). 0, or
  * < 0 on EOF, a socket error or a protocol error (marks it dead). */
 int rpc__conn_read(struct rpc__conn *c);

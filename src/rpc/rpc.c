@@ -48,6 +48,12 @@
 #define RPC_MAX_HEADER_LIST_BYTES (64u * 1024u)
 /* A connection that carried this many calls gives its heap back when it closes. */
 #define RPC_TRIM_AFTER_CALLS 64
+/* TCP (the probe port) only: a connection that has not sent HTTP/2's preface this long
+ * after it was accepted, or has no call and has sent nothing this long, is closed; at the
+ * connection cap the idlest connection without a call makes room for a new one. Unix
+ * sockets (one peer, the kubelet, which keeps its connections for hours) have none. */
+#define RPC_TCP_PREFACE_MS 5000
+#define RPC_TCP_IDLE_MS 60000
 /* Stream resets a unix-socket client may make at once, and per second after that. */
 #define RPC_RESET_BURST 100000u
 #define RPC_RESET_PER_S 10000u
@@ -106,6 +112,7 @@ struct rpc_server {
 
     int listen_fd;
     int wake_fd;
+    int preface_ms, idle_ms; /* 0: none */
     pthread_t thread;
     bool thread_started;
     bool started;
@@ -821,6 +828,25 @@ static int server_callbacks(struct rpc_server *srv)
 
 /* ---- connections and the server thread ----------------------------------------------------- */
 
+static void server_conn_close(struct rpc_server *srv, struct rpc__conn *c);
+
+/* Closes the connection without a call that has been silent longest, to make room at the
+ * cap (a peer holding every slot must not lock the kubelet's probes out). False when every
+ * connection has a call. */
+static bool server_evict_idlest(struct rpc_server *srv)
+{
+    struct rpc__conn *idlest = NULL;
+
+    for (struct rpc__conn *c = srv->conns; c; c = c->next)
+        if (!c->calls && (!idlest || c->last_active_ms < idlest->last_active_ms))
+            idlest = c;
+    if (!idlest)
+        return false;
+    log_debug("rpc: %s at %d connections, closing the idlest", srv->socket_path, RPC_MAX_CONNS);
+    server_conn_close(srv, idlest);
+    return true;
+}
+
 static void server_accept(struct rpc_server *srv)
 {
     nghttp2_settings_entry settings[] = {
@@ -838,12 +864,14 @@ static void server_accept(struct rpc_server *srv)
 
         if (fd < 0)
             return; /* EAGAIN: all taken; anything else: try again on the next wake */
-        if (n >= RPC_MAX_CONNS) {
+        if (n >= RPC_MAX_CONNS && !(srv->tcp && server_evict_idlest(srv))) {
             log_debug("rpc: %s has %d connections already, closing a new one", srv->socket_path,
                       RPC_MAX_CONNS);
             close(fd);
             continue;
         }
+        if (n >= RPC_MAX_CONNS)
+            n--; /* one was evicted */
         if (srv->tcp)
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
         c = calloc(1, sizeof(*c));
@@ -858,6 +886,7 @@ static void server_accept(struct rpc_server *srv)
         }
         c->fd = fd;
         c->owner = srv;
+        c->accepted_ms = c->last_active_ms = time_now_ms();
         c->drop_idle_resets = true;
         c->preface_left = NGHTTP2_CLIENT_MAGIC_LEN;
         c->next = srv->conns;
@@ -927,6 +956,32 @@ static void call_expire(struct rpc_stream *s)
     }
 }
 
+/* When a connection is due to be dropped (0: never): no preface in time, or idle. */
+static uint64_t conn_due_ms(const struct rpc_server *srv, const struct rpc__conn *c)
+{
+    if (c->dead || c->goaway)
+        return 0;
+    if (srv->preface_ms > 0 && c->preface_left > 0)
+        return c->accepted_ms + (uint64_t)srv->preface_ms;
+    if (srv->idle_ms > 0 && !c->calls)
+        return c->last_active_ms + (uint64_t)srv->idle_ms;
+    return 0;
+}
+
+/* Drops a connection that is due: GOAWAY for one that spoke HTTP/2, then closed. */
+static void conn_expire(struct rpc_server *srv, struct rpc__conn *c)
+{
+    log_debug("rpc: %s: closing a connection that %s", srv->socket_path,
+              c->preface_left > 0 ? "sent no HTTP/2 preface in time" : "stayed idle");
+    if (c->preface_left == 0) {
+        nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(c->h2), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+        rpc__conn_flush(c);
+    }
+    c->dead = true; /* server_tend closes it */
+}
+
 /* Expires what is due and returns the poll timeout until the next deadline (-1: none, so an
  * idle server sleeps until a socket or its eventfd wakes it). */
 static int server_timers(struct rpc_server *srv)
@@ -935,6 +990,14 @@ static int server_timers(struct rpc_server *srv)
     bool expired = false;
 
     for (struct rpc__conn *c = srv->conns; c; c = c->next) {
+        uint64_t due = conn_due_ms(srv, c);
+
+        if (due && now >= due) {
+            conn_expire(srv, c);
+            expired = true;
+        } else if (due && (next == 0 || due < next)) {
+            next = due;
+        }
         for (struct rpc_stream *s = c->calls; s; s = s->cnext) {
             if (s->deadline_ms == 0 || s->status_sent)
                 continue;
@@ -1028,6 +1091,8 @@ static int server_new(const char *socket_path, bool tcp, struct rpc_server **ret
     pthread_mutex_init(&srv->lock, NULL);
     srv->listen_fd = -1;
     srv->tcp = tcp;
+    srv->preface_ms = tcp ? RPC_TCP_PREFACE_MS : 0;
+    srv->idle_ms = tcp ? RPC_TCP_IDLE_MS : 0;
     srv->wake_fd = rpc__wake_fd();
     if (srv->wake_fd < 0) {
         r = error_set_errno(err, -srv->wake_fd, "cannot create an eventfd");
@@ -1309,6 +1374,18 @@ void rpc_server_stop(struct rpc_server *srv)
     pthread_mutex_lock(&srv->lock);
     srv->stopped = true;
     pthread_mutex_unlock(&srv->lock);
+}
+
+int rpc_server_set_conn_timeouts(struct rpc_server *srv, int preface_ms, int idle_ms,
+                                 struct error *err)
+{
+    if (srv->started)
+        return error_set(err, -EBUSY, "server on '%s' already started", srv->socket_path);
+    if (preface_ms < 0 || idle_ms < 0)
+        return error_set(err, -EINVAL, "connection timeouts must be >= 0 ms");
+    srv->preface_ms = preface_ms;
+    srv->idle_ms = idle_ms;
+    return 0;
 }
 
 int rpc_server_tcp_port(const struct rpc_server *srv)

@@ -97,6 +97,13 @@ int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct erro
 /* The same on a TCP address ("0.0.0.0:51516", "[::]:51516"), plaintext: only for what the
  * kubelet probes over the pod network (the gRPC health service of NVIDIA's chart). */
 int rpc_server_new_tcp(const char *host_port, struct rpc_server **ret, struct error *err);
+/* Drops connections that sent no HTTP/2 preface within preface_ms of being accepted, or
+ * that have no call and sent nothing for idle_ms (GOAWAY, then closed); 0 turns either off.
+ * Defaults: TCP 5 s and 60 s (a probe port must not be held by silent peers), unix sockets
+ * none. Only before rpc_server_start() (-EBUSY after). At the connection cap a TCP server
+ * also closes its idlest connection without a call to take a new one. */
+int rpc_server_set_conn_timeouts(struct rpc_server *srv, int preface_ms, int idle_ms,
+                                 struct error *err);
 /* The TCP port a started TCP server listens on (the one the kernel picked for port 0); -1
  * for a unix socket or before start. */
 int rpc_server_tcp_port(const struct rpc_server *srv);

@@ -306,6 +306,11 @@ static int feed_filtered(struct rpc__conn *c, const uint8_t *buf, size_t n)
     return r;
 }
 
+int rpc__conn_feed(struct rpc__conn *c, const uint8_t *buf, size_t n)
+{
+    return c->drop_idle_resets ? feed_filtered(c, buf, n) : feed(c, buf, n);
+}
+
 int rpc__conn_read(struct rpc__conn *c)
 {
     uint8_t buf[RPC_READ_CHUNK];
@@ -319,7 +324,8 @@ int rpc__conn_read(struct rpc__conn *c)
             return 0;
         if (n <= 0)
             break; /* EOF or a socket error */
-        if ((c->drop_idle_resets ? feed_filtered(c, buf, (size_t)n) : feed(c, buf, (size_t)n)) < 0)
+        c->last_active_ms = time_now_ms();
+        if (rpc__conn_feed(c, buf, (size_t)n) < 0)
             break;
         if ((size_t)n < sizeof(buf))
             return 0;
