@@ -246,29 +246,24 @@ static void stream_kick_locked(struct rpc_stream *s)
         rpc__wake(s->srv->wake_fd);
 }
 
-int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+/* Drops the queued messages not yet begun on the wire (a part-sent one must finish: the
+ * framing depends on it). Under s->lock. */
+static void queue_drop_unsent_locked(struct rpc_stream *s)
 {
-    int r;
+    size_t keep = s->q_off > 0 ? 1 : 0;
 
-    if (len > RPC_MAX_MESSAGE_BYTES)
-        return -EMSGSIZE;
-    pthread_mutex_lock(&stream->lock);
-    if (stream->state != ST_OPENING && stream->state != ST_OPEN) {
-        r = -EPIPE;
-        goto out;
+    while (s->n_queued > keep) {
+        struct out_msg *m = &s->queue[(s->q_head + s->n_queued - 1) % RPC_STREAM_MAX_QUEUED];
+
+        s->q_bytes -= m->len;
+        free(m->buf);
+        m->buf = NULL;
+        s->n_queued--;
     }
-    r = queue_push_locked(stream, msg, len);
-    if (r == 0)
-        stream_kick_locked(stream);
-out:
-    pthread_mutex_unlock(&stream->lock);
-    return r;
 }
 
-int rpc_stream_send_latest(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+static int stream_send(struct rpc_stream *s, const uint8_t *msg, size_t len, bool latest)
 {
-    struct rpc_stream *s = stream;
-    size_t keep;
     int r;
 
     if (len > RPC_MAX_MESSAGE_BYTES)
@@ -278,21 +273,24 @@ int rpc_stream_send_latest(struct rpc_stream *stream, const uint8_t *msg, size_t
         r = -EPIPE;
         goto out;
     }
-    keep = s->q_off > 0 ? 1 : 0; /* a message part-sent must finish: the framing depends on it */
-    while (s->n_queued > keep) {
-        struct out_msg *m = &s->queue[(s->q_head + s->n_queued - 1) % RPC_STREAM_MAX_QUEUED];
-
-        s->q_bytes -= m->len;
-        free(m->buf);
-        m->buf = NULL;
-        s->n_queued--;
-    }
+    if (latest)
+        queue_drop_unsent_locked(s);
     r = queue_push_locked(s, msg, len);
     if (r == 0)
         stream_kick_locked(s);
 out:
     pthread_mutex_unlock(&s->lock);
     return r;
+}
+
+int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+{
+    return stream_send(stream, msg, len, false);
+}
+
+int rpc_stream_send_latest(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+{
+    return stream_send(stream, msg, len, true);
 }
 
 static int stream_finish_locked(struct rpc_stream *s, int code, const char *msg)

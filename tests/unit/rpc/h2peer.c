@@ -108,7 +108,8 @@ static ssize_t body_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t l
     (void)h2, (void)id, (void)src;
     if (n > len)
         n = len;
-    memcpy(buf, p->call->body + p->sent, n);
+    if (n)
+        memcpy(buf, p->call->body + p->sent, n);
     p->sent += n;
     if (p->sent == p->call->body_len) {
         if (p->call->end)
