@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rpc: the gRPC server over unix sockets (and one TCP port for probes), on nghttp2. One
  * thread per server polls the listening socket, its connections and a wake-up eventfd, with
- * no timeout while it is idle: an idle server costs no wake-ups. Every handler and callback
- * runs on that thread; other threads only queue stream messages and wake it. The client is
- * rpc_client.c, the wire pieces rpc_h2.c. Never logs above debug. */
+ * a timeout only while a deadline is due (a call's grpc-timeout, a TCP connection's limits,
+ * the stop grace): an idle server costs no wake-ups. Every handler and callback runs on that
+ * thread; other threads only queue stream messages, finish deferred calls and wake it. The
+ * client is rpc_client.c, the wire pieces rpc_h2.c. Never logs above debug. */
 #include "rpc/rpc.h"
 
 #include <errno.h>
