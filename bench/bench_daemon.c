@@ -20,7 +20,7 @@
 
 #include "base/base.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define N_SAMPLES 5000
 #define N_ALLOCATES 100000

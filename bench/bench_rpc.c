@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench_rpc: round-trip latency of kubelet/rpc over a unix socket — an empty unary call on a
+/* bench_rpc: round-trip latency of src/rpc over a unix socket — an empty unary call on a
  * kept connection (the baseline for issue 5's "Allocate <= 1.3x empty call"), a 1 KiB echo,
  * a one-shot call that connects each time, and stream message delivery. Prints one JSON
  * line per figure with the conditions. Usage: bench_rpc [iterations] */
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 static int h_echo(void *ctx, const uint8_t *req, size_t len, struct strbuf *resp,
                   struct rpc_status *st)

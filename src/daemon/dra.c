@@ -17,7 +17,7 @@
 #include "dra/dra.h"
 #include "kube/kube.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "metrics/metrics.h"
 
 /* Each Kubernetes API request of the DRA unit (slices, claims, Events). */

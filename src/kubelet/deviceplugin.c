@@ -12,7 +12,7 @@
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define DP_METHOD(m) "/v1beta1.DevicePlugin/" m
 
@@ -248,12 +248,14 @@ static void plugin_list_drop_locked(struct dp_plugin *p)
     p->list = NULL;
 }
 
-/* Under p->lock: sends msg to watcher i; a slow or gone watcher is ended so that the
- * kubelet reconnects and gets a full list again. */
+/* Under p->lock: sends msg to watcher i. Each message is the full device list, so a newer
+ * one replaces any the kubelet has not read yet: a watcher that stops reading holds one
+ * list, not one per health change (issue 29). A watcher that cannot take it is ended so
+ * that the kubelet reconnects and gets a full list again. */
 static bool plugin_send_locked(struct dp_plugin *p, size_t i, const uint8_t *msg, size_t len)
 {
     struct rpc_status st;
-    int r = rpc_stream_send(p->watchers[i], msg, len);
+    int r = rpc_stream_send_latest(p->watchers[i], msg, len);
 
     if (r == 0)
         return true;

@@ -12,7 +12,7 @@
 #include "dra/v1/api.pb-c.h"
 #include "kubelet/internal.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "pluginregistration/v1/api.pb-c.h"
 
 /* v1 and v1beta1 share every message except Device.share_id (v1 only, field 5), so one
@@ -363,9 +363,36 @@ out:
 
 /* ---- server ------------------------------------------------------------------------------- */
 
+/* Calls waiting for a worker beyond this are refused UNAVAILABLE (the kubelet retries). */
+#define KDRA_MAX_WAITING 256
+
 struct kdra_handler {
     struct kdra_server *srv;
     enum kdra_api api;
+};
+
+/* One NodePrepareResources/NodeUnprepareResources call, decoded on the rpc thread and run
+ * by a worker. */
+struct kdra_job {
+    struct kdra_job *next;
+    struct kdra_handler *h;
+    bool prepare;
+    struct rpc_call *call;
+    dra_claims_msg *m;
+    struct kdra_claim *claims; /* point into m */
+    size_t n;
+};
+
+/* The workers: up to `max` threads, started as calls come and joined at stop. A job runs
+ * once no running job and no job queued before it names one of its claim UIDs: calls on one
+ * claim run one after the other in arrival order, calls on other claims side by side. */
+struct kdra_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* a job came, one finished, or quit */
+    struct kdra_job *queue, *running;
+    size_t n_waiting, n_threads, n_idle, max;
+    pthread_t threads[KDRA_WORKERS_MAX];
+    bool quit;
 };
 
 struct kdra_server {
@@ -380,58 +407,222 @@ struct kdra_server {
     struct rpc_server *dra;
     struct rpc_server *reg;
     bool started;
+    struct kdra_pool pool;
 
     pthread_mutex_t lock; /* reg_state */
     struct kdra_registration reg_state;
 };
 
-/* Shared by both DRAPlugin methods: decode, call the op, encode. */
-static int handle_call(struct kdra_handler *h, bool prepare, const uint8_t *req, size_t req_len,
-                       struct strbuf *resp, struct rpc_status *st)
+static void job_free(struct kdra_job *j)
 {
-    struct kdra_server *s = h->srv;
-    dra_claims_msg *m = NULL;
-    struct kdra_claim *claims = NULL;
+    if (!j)
+        return;
+    free(j->claims);
+    if (j->m)
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(j->m,
+                                                                                            NULL);
+    free(j);
+}
+
+/* Calls the op and answers the call. A worker thread. */
+static void job_run(struct kdra_job *j)
+{
+    struct kdra_server *s = j->h->srv;
+    struct rpc_status st = {RPC_OK, ""};
+    struct strbuf resp = STRBUF_INIT;
     struct kdra_result *results = NULL;
-    size_t n = 0;
     int r;
 
-    r = claims_decode(req, req_len, &m, &claims, st);
-    if (r < 0)
-        return st->code != RPC_OK ? 0 : r;
-    n = m->n_claims;
-    results = calloc(n ? n : 1, sizeof(*results));
-    if (!results) {
+    if (rpc_call_cancelled(j->call)) { /* the kubelet gave up (deadline, restart): it retries */
+        rpc_call_finish(j->call, NULL, 0, NULL);
+        return;
+    }
+    results = calloc(j->n ? j->n : 1, sizeof(*results));
+    log_debug("dra %s api=%s claims=%zu first=%s/%s", j->prepare ? "prepare" : "unprepare",
+              kdra_api_name(j->h->api), j->n, j->n ? j->claims[0].namespace : "-",
+              j->n ? j->claims[0].name : "-");
+    if (!results)
         r = -ENOMEM;
+    else if (j->prepare)
+        r = s->ops->prepare(s->ctx, j->h->api, j->claims, j->n, results, &st);
+    else
+        r = s->ops->unprepare(s->ctx, j->h->api, j->claims, j->n, results, &st);
+    /* a whole-call failure sends st (or UNKNOWN with strerror's text for a bare errno) */
+    if (r >= 0 && st.code == RPC_OK)
+        r = j->prepare ? encode_prepare(j->h->api, j->claims, results, j->n, &resp)
+                       : encode_unprepare(j->claims, results, j->n, &resp);
+    if (r < 0 && st.code == RPC_OK)
+        rpc_status_set(&st, RPC_UNKNOWN, "%s", strerror(-r));
+    rpc_call_finish(j->call, (const uint8_t *)resp.buf, resp.len, &st);
+    strbuf_release(&resp);
+    kdra__results_free(results, j->n);
+}
+
+static bool jobs_share_claim(const struct kdra_job *a, const struct kdra_job *b)
+{
+    for (size_t i = 0; i < a->n; i++)
+        for (size_t k = 0; k < b->n; k++)
+            if (strcmp(a->claims[i].uid, b->claims[k].uid) == 0)
+                return true;
+    return false;
+}
+
+/* The first queued job free to run, taken off the queue; NULL when none. Under the lock. */
+static struct kdra_job *pool_take_locked(struct kdra_pool *p)
+{
+    for (struct kdra_job **jp = &p->queue; *jp; jp = &(*jp)->next) {
+        struct kdra_job *j = *jp;
+        bool blocked = false;
+
+        for (const struct kdra_job *r = p->running; r && !blocked; r = r->next)
+            blocked = jobs_share_claim(j, r);
+        for (const struct kdra_job *e = p->queue; e != j && !blocked; e = e->next)
+            blocked = jobs_share_claim(j, e);
+        if (blocked)
+            continue;
+        *jp = j->next;
+        j->next = p->running;
+        p->running = j;
+        p->n_waiting--;
+        return j;
+    }
+    return NULL;
+}
+
+static void pool_unlink_running_locked(struct kdra_pool *p, struct kdra_job *j)
+{
+    for (struct kdra_job **jp = &p->running; *jp; jp = &(*jp)->next) {
+        if (*jp == j) {
+            *jp = j->next;
+            return;
+        }
+    }
+}
+
+static void *pool_thread(void *arg)
+{
+    struct kdra_pool *p = arg;
+
+    pthread_mutex_lock(&p->lock);
+    while (!p->quit || p->queue) {
+        struct kdra_job *j = pool_take_locked(p);
+
+        if (!j) {
+            if (p->quit)
+                break; /* what is left waits on a running job of its claim: its worker runs it */
+            p->n_idle++;
+            pthread_cond_wait(&p->cond, &p->lock);
+            p->n_idle--;
+            continue;
+        }
+        pthread_mutex_unlock(&p->lock);
+        job_run(j);
+        pthread_mutex_lock(&p->lock);
+        pool_unlink_running_locked(p, j);
+        job_free(j);
+        pthread_cond_broadcast(&p->cond); /* jobs of the same claims may run now */
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Queues a decoded call and makes sure a worker will take it (starting one when none is
+ * idle and fewer than max run). UNAVAILABLE when stopping or too many calls wait. */
+static int pool_submit(struct kdra_pool *p, struct kdra_job *j, struct rpc_status *st)
+{
+    struct kdra_job **tail;
+    int r = 0;
+
+    pthread_mutex_lock(&p->lock);
+    if (p->quit) {
+        rpc_status_set(st, RPC_UNAVAILABLE, "the DRA plugin is stopping");
+        r = -ESHUTDOWN;
         goto out;
     }
-    log_debug("dra %s api=%s claims=%zu first=%s/%s", prepare ? "prepare" : "unprepare",
-              kdra_api_name(h->api), n, n ? claims[0].namespace : "-", n ? claims[0].name : "-");
-    if (prepare)
-        r = s->ops->prepare(s->ctx, h->api, claims, n, results, st);
-    else
-        r = s->ops->unprepare(s->ctx, h->api, claims, n, results, st);
-    if (r < 0 || st->code != RPC_OK)
-        goto out; /* whole-call failure: rpc.c sends st (or UNKNOWN for a bare errno) */
-    r = prepare ? encode_prepare(h->api, claims, results, n, resp)
-                : encode_unprepare(claims, results, n, resp);
+    if (p->n_waiting >= KDRA_MAX_WAITING) {
+        rpc_status_set(st, RPC_UNAVAILABLE, "%d DRA calls are waiting already; retry later",
+                       KDRA_MAX_WAITING);
+        r = -EBUSY;
+        goto out;
+    }
+    for (tail = &p->queue; *tail; tail = &(*tail)->next)
+        ;
+    *tail = j;
+    p->n_waiting++;
+    if (p->n_idle == 0 && p->n_threads < p->max) {
+        r = pthread_create(&p->threads[p->n_threads], NULL, pool_thread, p);
+        if (r == 0) {
+            pthread_setname_np(p->threads[p->n_threads], "gs-dra-worker");
+            p->n_threads++;
+        } else if (p->n_threads == 0) { /* nobody would ever run it */
+            *tail = NULL;
+            p->n_waiting--;
+            rpc_status_set(st, RPC_UNAVAILABLE, "cannot start a DRA worker: %s", strerror(r));
+            r = -r;
+            goto out;
+        }
+        r = 0;
+    }
+    pthread_cond_broadcast(&p->cond);
 out:
-    kdra__results_free(results, n);
-    free(claims);
-    k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(m, NULL);
+    pthread_mutex_unlock(&p->lock);
     return r;
 }
 
-static int h_prepare(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
-                     struct rpc_status *st)
+/* Refuses new calls (UNAVAILABLE), lets the calls already queued run (each is a kubelet's
+ * request in flight), then joins the workers. Idempotent. */
+static void pool_stop(struct kdra_pool *p)
 {
-    return handle_call(ctx, true, req, req_len, resp, st);
+    size_t n;
+
+    pthread_mutex_lock(&p->lock);
+    p->quit = true;
+    n = p->n_threads;
+    p->n_threads = 0;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(p->threads[i], NULL);
 }
 
-static int h_unprepare(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
-                       struct rpc_status *st)
+/* Shared by both DRAPlugin methods, on the rpc thread: decode and check (hostile input stops
+ * here, answered at once), then hand the call to a worker. */
+static void handle_call(struct kdra_handler *h, bool prepare, struct rpc_call *call,
+                        const uint8_t *req, size_t req_len)
 {
-    return handle_call(ctx, false, req, req_len, resp, st);
+    struct rpc_status st = {RPC_OK, ""};
+    struct kdra_job *j = calloc(1, sizeof(*j));
+    int r;
+
+    if (!j) {
+        rpc_status_set(&st, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        goto fail;
+    }
+    j->h = h;
+    j->prepare = prepare;
+    j->call = call;
+    r = claims_decode(req, req_len, &j->m, &j->claims, &st);
+    if (r < 0 && st.code == RPC_OK)
+        rpc_status_set(&st, RPC_RESOURCE_EXHAUSTED, "out of memory");
+    if (r < 0)
+        goto fail;
+    j->n = j->m->n_claims;
+    if (pool_submit(&h->srv->pool, j, &st) < 0)
+        goto fail;
+    return;
+fail:
+    job_free(j);
+    rpc_call_finish(call, NULL, 0, &st);
+}
+
+static void h_prepare(void *ctx, struct rpc_call *call, const uint8_t *req, size_t req_len)
+{
+    handle_call(ctx, true, call, req, req_len);
+}
+
+static void h_unprepare(void *ctx, struct rpc_call *call, const uint8_t *req, size_t req_len)
+{
+    handle_call(ctx, false, call, req, req_len);
 }
 
 static int h_get_info(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
@@ -517,11 +708,11 @@ static int add_methods(struct kdra_server *s, struct error *err)
     for (int api = KDRA_API_V1; api <= KDRA_API_V1BETA1 && r >= 0; api++) {
         s->handlers[api].srv = s;
         s->handlers[api].api = (enum kdra_api)api;
-        r = rpc_server_add_unary(s->dra, kdra_method((enum kdra_api)api, true), h_prepare,
-                                 &s->handlers[api], err);
+        r = rpc_server_add_unary_async(s->dra, kdra_method((enum kdra_api)api, true), h_prepare,
+                                       &s->handlers[api], err);
         if (r >= 0)
-            r = rpc_server_add_unary(s->dra, kdra_method((enum kdra_api)api, false), h_unprepare,
-                                     &s->handlers[api], err);
+            r = rpc_server_add_unary_async(s->dra, kdra_method((enum kdra_api)api, false),
+                                           h_unprepare, &s->handlers[api], err);
     }
     if (r >= 0)
         r = rpc_server_add_unary(s->reg, M_GET_INFO, h_get_info, s, err);
@@ -546,6 +737,11 @@ int kdra_server_new(const struct kdra_server_opts *opts, struct kdra_server **re
     if (!s)
         return error_set(err, -ENOMEM, "out of memory");
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->pool.lock, NULL);
+    pthread_cond_init(&s->pool.cond, NULL);
+    s->pool.max = opts->workers == 0                 ? KDRA_WORKERS
+                  : opts->workers > KDRA_WORKERS_MAX ? KDRA_WORKERS_MAX
+                                                     : opts->workers;
     s->ops = opts->ops;
     s->ctx = opts->ctx;
     s->driver_name = str_dup(driver);
@@ -594,6 +790,8 @@ void kdra_server_stop(struct kdra_server *s)
         return;
     if (s->reg)
         rpc_server_stop(s->reg);
+    /* the calls already taken are answered (new ones get UNAVAILABLE), then the socket goes */
+    pool_stop(&s->pool);
     if (s->dra)
         rpc_server_stop(s->dra);
 }
@@ -605,6 +803,8 @@ void kdra_server_free(struct kdra_server *s)
     kdra_server_stop(s);
     rpc_server_free(s->reg);
     rpc_server_free(s->dra);
+    pthread_cond_destroy(&s->pool.cond);
+    pthread_mutex_destroy(&s->pool.lock);
     pthread_mutex_destroy(&s->lock);
     free(s->driver_name);
     free(s->plugin_dir);

@@ -10,7 +10,7 @@
 #include "dra/v1/api.pb-c.h"
 #include "kubelet/internal.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "pluginregistration/v1/api.pb-c.h"
 
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest dra_claims_msg;

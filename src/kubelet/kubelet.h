@@ -12,7 +12,7 @@
 
 #include "base/base.h"
 #include "gpu/inventory.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "model/model.h"
 
 #define DP_API_VERSION "v1beta1"
@@ -208,11 +208,23 @@ int kdra_result_set_error(struct kdra_result *r, const char *fmt, ...) GS_PRINTF
 /* Frees the contents; r is empty afterwards. Accepts NULL. */
 void kdra_result_release(struct kdra_result *r);
 
-/* What the server calls. prepare and unprepare run on the DRA socket's gRPC thread, one call
- * at a time: they may block briefly (an API GET of the claim, writing a CDI spec) but every
- * other kubelet call waits meanwhile (its deadline is 45 s). registration runs on the
- * registration socket's thread, so it may overlap them. All must be thread-safe against the
+/* What the server calls. prepare and unprepare run on a pool of worker threads
+ * (kdra_server_opts.workers, KDRA_WORKERS by default), never on the rpc thread, so one slow
+ * claim (an API read hanging to its timeout) holds up no other pod's call. The contract:
+ *  - prepare and unprepare MAY RUN CONCURRENTLY on several threads, for calls whose claim
+ *    UIDs are disjoint;
+ *  - two calls sharing a claim UID never run at once: they run one after the other, in the
+ *    order the kubelet sent them (a prepare and the unprepare after it, too);
+ *  - one call's claims come in one op invocation, as before.
+ * So an op must be thread-safe against itself for different claims (shared state such as a
+ * checkpoint file or the device set needs the caller's own lock) and may rely on exclusive
+ * access per claim UID. Each may block (an API GET, a CDI write, a child process): other
+ * claims' calls keep running, and the kubelet's deadline (45 s) is the bound. A call the
+ * kubelet gave up on before a worker took it is not run. registration runs on the
+ * registration socket's thread, and may overlap them. All must be thread-safe against the
  * caller's other threads. */
+#define KDRA_WORKERS 4
+#define KDRA_WORKERS_MAX 8
 struct kdra_ops {
     /* Fills results[i] (zeroed, n_claims entries) for claims[i]. Returns 0 for an answer
      * (per-claim errors in results), or fails the whole call: set st to a status (the
@@ -236,6 +248,9 @@ struct kdra_server_opts {
     const char *registrar_dir;  /* kubelet's plugins_registry: <it>/<driver>-reg.sock */
     const struct kdra_ops *ops; /* borrowed; must outlive the server */
     void *ctx;                  /* passed to the ops */
+    /* Worker threads for prepare/unprepare (started as calls come, joined at stop): 0 means
+     * KDRA_WORKERS; at most KDRA_WORKERS_MAX; 1 runs the calls one at a time in order. */
+    unsigned workers;
 };
 
 /* What the kubelet said about the registration, for the caller and tests. */
@@ -256,8 +271,9 @@ int kdra_server_new(const struct kdra_server_opts *opts, struct kdra_server **re
  * files, serves DRAPlugin (v1 and v1beta1) and then Registration: when it returns 0 the
  * kubelet can find and dial the plugin. Once only. */
 int kdra_server_start(struct kdra_server *s, struct error *err);
-/* Removes the registration socket first (the kubelet deregisters), then stops serving
- * DRAPlugin. Idempotent; not from an op. */
+/* Removes the registration socket first (the kubelet deregisters), lets the calls already
+ * taken finish (new ones get UNAVAILABLE), joins the workers, then stops serving DRAPlugin.
+ * Idempotent; not from an op. */
 void kdra_server_stop(struct kdra_server *s);
 /* Stops and frees; accepts NULL. */
 void kdra_server_free(struct kdra_server *s);
@@ -268,6 +284,51 @@ const char *kdra_server_registration_path(const struct kdra_server *s);
 bool kdra_server_sockets_ok(const struct kdra_server *s);
 /* The registration state so far. Thread-safe. */
 void kdra_server_registration(struct kdra_server *s, struct kdra_registration *ret);
+
+/* ---- gRPC health service (health.c) --------------------------------------------------------
+ * grpc.health.v1.Health/Check (messages generated from proto/grpc/health/v1/health.proto),
+ * as a Kubernetes `grpc:` probe and grpc-health-probe call it. NVIDIA's DRA chart probes its
+ * --healthcheck-port with service "liveness" (startup and liveness); its plugin serves ""
+ * and "liveness" and answers NOT_FOUND "unknown service" for any other name. */
+
+#define KHEALTH_METHOD_CHECK "/grpc.health.v1.Health/Check"
+/* The service name NVIDIA's DRA chart's startup and liveness probes send. */
+#define KHEALTH_SERVICE_LIVENESS "liveness"
+
+/* Whether `service` ("" or one of the served names) is serving now. Runs on the health
+ * server's thread for every Check: quick, thread-safe, no rpc_server calls. */
+typedef bool (*khealth_serving_fn)(void *ctx, const char *service);
+
+struct khealth_opts {
+    /* "host:port" ("0.0.0.0:51516", "[::]:51516"; port 0 picks one), or a unix socket path
+     * (starting with '/'). */
+    const char *address;
+    /* NULL-terminated names served besides "" (always served); NULL: "" only. Copied. */
+    const char *const *services;
+    khealth_serving_fn serving; /* required */
+    void *ctx;                  /* passed to serving */
+};
+
+struct khealth_server;
+
+/* A stopped health server. -EINVAL without an address or callback. Owned:
+ * khealth_server_free(). */
+int khealth_server_new(const struct khealth_opts *opts, struct khealth_server **ret,
+                       struct error *err);
+/* Listens and serves: when it returns 0 a probe can connect. */
+int khealth_server_start(struct khealth_server *h, struct error *err);
+/* The TCP port listened on (after start; useful with port 0), -1 for a unix socket. */
+int khealth_server_port(const struct khealth_server *h);
+/* Stops serving; idempotent. */
+void khealth_server_stop(struct khealth_server *h);
+/* Stops and frees; accepts NULL. */
+void khealth_server_free(struct khealth_server *h);
+/* One Check, pure, for the server and tests: `services` a strv holding "" and the served
+ * names. A known name appends HealthCheckResponse{SERVING or NOT_SERVING, as `serving`
+ * says} to resp; an unknown one sets st NOT_FOUND "unknown service"; a malformed request
+ * INVALID_ARGUMENT. Returns 0, or -ENOMEM. */
+int khealth_check(char *const *services, khealth_serving_fn serving, void *ctx, const uint8_t *req,
+                  size_t req_len, struct strbuf *resp, struct rpc_status *st);
 
 /* ---- DRA, the kubelet's side (dra_client.c): kubelet-sim and tests ----------------------- */
 

@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "podresources/v1/api.pb-c.h"
 
 #define DP_POD_LIST_METHOD "/v1.PodResourcesLister/List"

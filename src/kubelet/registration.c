@@ -8,7 +8,7 @@
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 int dp_register(const char *kubelet_socket, const char *endpoint, const char *resource_name,
                 int timeout_ms, struct error *err)

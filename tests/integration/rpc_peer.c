@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rpc_peer: the C side of the gRPC interop test (test_rpc_interop.py). `serve SOCKET`
- * serves the DevicePlugin service shape on kubelet/rpc with protobuf-c messages until
+ * serves the DevicePlugin service shape on rpc/ with protobuf-c messages until
  * SIGTERM; `register KUBELET_SOCK` calls Registration/Register as a plugin would; `watch
  * SOCKET` reads ListAndWatch and prints each message in hex. Test code: canned answers. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "base/base.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define DP "/v1beta1.DevicePlugin/"
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Interop test for src/kubelet/rpc.c against an independent gRPC implementation.
+"""Interop test for src/rpc/rpc.c against an independent gRPC implementation.
 
 Python grpcio (Debian's python3-grpcio) plays the kubelet: it calls the C peer's
 DevicePlugin service (rpc_peer serve) and serves Registration for the C peer's Register

@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "sim.h"
 
 #define SIM_M_REGISTER "/v1beta1.Registration/Register"

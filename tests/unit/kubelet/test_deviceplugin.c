@@ -17,7 +17,7 @@
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "fixtures.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define M(x) "/v1beta1.DevicePlugin/" x
 

@@ -4,6 +4,7 @@
  * unprepare in v1 and v1beta1, whole-call failures, hostile requests, the v1beta1 wire
  * (decoded with the v1beta1 code), stale sockets. Python grpcio: tests/integration. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +23,7 @@
 #include "dra/v1/api.pb-c.h"
 #include "dra/v1beta1/api.pb-c.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define WAIT_MS 10000
 
@@ -562,6 +563,201 @@ static void test_kdra_result_helpers(void **state)
                         "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources");
 }
 
+/* ---- concurrency: ops that block on request ---- */
+
+/* Claims "slow*" block in prepare until released; counts per claim UID ("A", "B"). */
+struct conc {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool release;
+    unsigned started[2], active[2], max_active[2], done[2];
+    char dir[64], plugins[96], registry[96];
+    struct kdra_server *srv;
+};
+
+static int conc_prepare(void *ctx, enum kdra_api api, const struct kdra_claim *claims, size_t n,
+                        struct kdra_result *results, struct rpc_status *st)
+{
+    struct conc *c = ctx;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = claims[i].uid[0] == 'B';
+
+        pthread_mutex_lock(&c->lock);
+        c->started[k]++;
+        if (++c->active[k] > c->max_active[k])
+            c->max_active[k] = c->active[k];
+        pthread_cond_broadcast(&c->cond);
+        while (strncmp(claims[i].name, "slow", 4) == 0 && !c->release)
+            pthread_cond_wait(&c->cond, &c->lock);
+        c->active[k]--;
+        c->done[k]++;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+        if (kdra_result_add_device(&results[i], "node1", "gpu-0", NULL, NULL) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static const struct kdra_ops conc_ops = {conc_prepare, conc_prepare, NULL};
+
+static int conc_setup(void **state)
+{
+    struct conc *c = calloc(1, sizeof(*c));
+    struct kdra_server_opts o = {.ops = &conc_ops};
+    struct error err = {0};
+
+    assert_non_null(c);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    snprintf(c->dir, sizeof(c->dir), "/tmp/gs-drac-XXXXXX");
+    assert_non_null(mkdtemp(c->dir));
+    snprintf(c->plugins, sizeof(c->plugins), "%s/plugins", c->dir);
+    snprintf(c->registry, sizeof(c->registry), "%s/reg", c->dir);
+    o.plugins_dir = c->plugins;
+    o.registrar_dir = c->registry;
+    o.ctx = c;
+    assert_int_equal(kdra_server_new(&o, &c->srv, &err), 0);
+    assert_int_equal(kdra_server_start(c->srv, &err), 0);
+    *state = c;
+    return 0;
+}
+
+static void conc_release(struct conc *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->release = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static int conc_teardown(void **state)
+{
+    struct conc *c = *state;
+
+    conc_release(c);
+    kdra_server_free(c->srv);
+    path_rm_tree(c->dir);
+    pthread_cond_destroy(&c->cond);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return 0;
+}
+
+/* Waits until *v >= want (under c->lock); false after WAIT_MS. */
+static bool conc_wait(struct conc *c, const unsigned *v, unsigned want)
+{
+    uint64_t end = time_now_ms() + WAIT_MS;
+    struct timespec ts;
+    bool ok;
+
+    pthread_mutex_lock(&c->lock);
+    while (*v < want && time_now_ms() < end) {
+        time_deadline(&ts, CLOCK_REALTIME, 20);
+        pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+    }
+    ok = *v >= want;
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+static unsigned conc_get(struct conc *c, const unsigned *v)
+{
+    unsigned x;
+
+    pthread_mutex_lock(&c->lock);
+    x = *v;
+    pthread_mutex_unlock(&c->lock);
+    return x;
+}
+
+struct conc_call {
+    struct conc *c;
+    struct kdra_claim claim;
+    int timeout_ms;
+    int r;
+    struct rpc_status st;
+};
+
+static void *conc_call_run(void *arg)
+{
+    struct conc_call *k = arg;
+    struct kdra_result res = {0};
+    struct error err = {0};
+
+    k->r = kdra_client_call(kdra_server_socket_path(k->c->srv), KDRA_API_V1, true, &k->claim, 1,
+                            k->timeout_ms, &res, &k->st, &err);
+    kdra_result_release(&res);
+    return NULL;
+}
+
+/* issue 29 §2: a prepare of claim A that hangs (an API read to its timeout) held up every
+ * other pod's call. Now claim B is answered while A still blocks. */
+static void test_kdra_prepare_other_claim_not_held_up(void **state)
+{
+    struct conc *c = *state;
+    struct conc_call a = {c, {"ns", "A", "slow-a"}, WAIT_MS, -1, {0}};
+    struct conc_call b = {c, {"ns", "B", "fast-b"}, 2000, -1, {0}};
+    pthread_t ta;
+    uint64_t t0;
+
+    assert_int_equal(pthread_create(&ta, NULL, conc_call_run, &a), 0);
+    assert_true(conc_wait(c, &c->started[0], 1));
+    t0 = time_now_ms();
+    conc_call_run(&b);
+    assert_int_equal(b.r, 0);
+    assert_true(time_now_ms() - t0 < 2000);
+    assert_int_equal(conc_get(c, &c->done[0]), 0); /* A is still in its op */
+    conc_release(c);
+    pthread_join(ta, NULL);
+    assert_int_equal(a.r, 0);
+}
+
+/* Calls on the same claim never overlap: while A's first prepare blocks, a second one for A
+ * does not start (its kubelet gives up at 300 ms), a third waits and runs once the first is
+ * done, and no two of them are ever in the op at once. */
+static void test_kdra_prepare_same_claim_serialized(void **state)
+{
+    struct conc *c = *state;
+    struct conc_call first = {c, {"ns", "A", "slow-a"}, WAIT_MS, -1, {0}};
+    struct conc_call second = {c, {"ns", "A", "slow-a"}, 300, -1, {0}};
+    struct conc_call third = {c, {"ns", "A", "fast-a"}, WAIT_MS, -1, {0}};
+    pthread_t t1, t3;
+
+    assert_int_equal(pthread_create(&t1, NULL, conc_call_run, &first), 0);
+    assert_true(conc_wait(c, &c->started[0], 1));
+    conc_call_run(&second);
+    assert_int_equal(second.r, -ETIMEDOUT);
+    assert_int_equal(pthread_create(&t3, NULL, conc_call_run, &third), 0);
+    assert_int_equal(conc_get(c, &c->started[0]), 1);
+    conc_release(c);
+    pthread_join(t1, NULL);
+    pthread_join(t3, NULL);
+    assert_int_equal(first.r, 0);
+    assert_int_equal(third.r, 0);
+    assert_int_equal(conc_get(c, &c->max_active[0]), 1); /* never two at once */
+    /* first and third; the second too when the server had not yet seen its reset */
+    assert_true(conc_get(c, &c->started[0]) >= 2);
+}
+
+/* Stopping with a call in an op: it is answered before the socket goes, and a call after the
+ * stop is refused rather than queued. */
+static void test_kdra_stop_waits_for_running_call(void **state)
+{
+    struct conc *c = *state;
+    struct conc_call a = {c, {"ns", "A", "slow-a"}, WAIT_MS, -1, {0}};
+    pthread_t ta;
+
+    assert_int_equal(pthread_create(&ta, NULL, conc_call_run, &a), 0);
+    assert_true(conc_wait(c, &c->started[0], 1));
+    conc_release(c);
+    kdra_server_stop(c->srv);
+    pthread_join(ta, NULL);
+    assert_int_equal(a.r, 0);
+    assert_int_equal(conc_get(c, &c->done[0]), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +775,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test(test_kdra_server_new_bad_input),
         cmocka_unit_test(test_kdra_result_helpers),
+        cmocka_unit_test_setup_teardown(test_kdra_prepare_other_claim_not_held_up, conc_setup,
+                                        conc_teardown),
+        cmocka_unit_test_setup_teardown(test_kdra_prepare_same_claim_serialized, conc_setup,
+                                        conc_teardown),
+        cmocka_unit_test_setup_teardown(test_kdra_stop_waits_for_running_call, conc_setup,
+                                        conc_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

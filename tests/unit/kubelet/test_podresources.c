@@ -16,7 +16,7 @@
 
 #include "base/base.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "podresources/v1/api.pb-c.h"
 
 #define LIST "/v1.PodResourcesLister/List"

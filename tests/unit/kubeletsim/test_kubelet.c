@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for tools/kubelet-sim kubelet.c and run.c: the simulator in-process against a fake
- * device plugin written on src/kubelet/rpc.h — registration checks and dial back, capacity,
+ * device plugin written on src/rpc/rpc.h — registration checks and dial back, capacity,
  * admission outcomes (Running with the preferred devices, Pending, Failed with kubelet's
  * text), health changes, stream loss, a kubelet restart with re-registration (the fake
  * watches kubelet.sock with inotify like a real plugin) and pod-resources List. */
@@ -24,7 +24,7 @@
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "podresources/v1/api.pb-c.h"
 
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 #include "sim.h"
 
 #define RES "example.com/gpu"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for src/kubelet/rpc.c: our C client against our C server over a temporary unix
+/* Tests for src/rpc/rpc.c: our C client against our C server over a temporary unix
  * socket — unary calls, deadlines, statuses with messages, streams sent from other threads,
  * cancellation, stop with open streams, many connects (fd and stream counts come back).
  * The independent peer (Python grpcio) is tests/integration/test_rpc_interop.py. */
@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "base/base.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #define WAIT_MS 10000
 #define MAX_STREAMS 8
@@ -699,7 +699,7 @@ static void test_rpc_stream_send_slow_client_bounded(void **state)
     struct rpc_client_stream *cs = NULL;
     struct rpc_status st = {-1, ""};
     struct error err = {0};
-    uint8_t *msg = calloc(1, 64 * 1024);
+    uint8_t *msg = calloc(1, 32 * 1024);
     char buf[16];
     int r = 0;
     int i;
@@ -710,9 +710,10 @@ static void test_rpc_stream_send_slow_client_bounded(void **state)
     assert_int_equal(next_str(cs, buf, sizeof(buf), &st, &err), 1);
     assert_true(wait_count(f, &f->n_opened, 1));
     /* The client reads nothing more: flow control stops the sends and the queue fills up to
-     * its bound instead of growing (at most 256 x 64 KiB here). */
+     * its message bound instead of growing (256 x 32 KiB here, under the 16 MiB byte bound
+     * that test_rpc_limits checks). */
     for (i = 0; i < 4096 && r == 0; i++)
-        r = rpc_stream_send(f->streams[0], msg, 64 * 1024);
+        r = rpc_stream_send(f->streams[0], msg, 32 * 1024);
     assert_int_equal(r, -ENOBUFS);
     assert_true(i > RPC_STREAM_MAX_QUEUED);
     free(msg);

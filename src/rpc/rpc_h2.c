@@ -15,7 +15,7 @@
 
 #include <poll.h>
 
-#include "kubelet/internal.h"
+#include "rpc/internal.h"
 
 /* One read() per wake-up at most this large; the session takes it in one go. */
 #define RPC_READ_CHUNK (64u * 1024u)
@@ -101,6 +101,41 @@ void rpc__timeout_value(int timeout_ms, char *out, size_t out_size)
         snprintf(out, out_size, "%ldm", v);
     else
         snprintf(out, out_size, "%ldS", (v + 999) / 1000);
+}
+
+int rpc__parse_timeout(const uint8_t *v, size_t len, uint64_t *ret_ms)
+{
+    uint64_t n = 0;
+
+    if (len < 2 || len > 9)
+        return -EINVAL;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -EINVAL;
+        n = n * 10 + (uint64_t)(v[i] - '0');
+    }
+    switch (v[len - 1]) {
+    case 'H':
+        *ret_ms = n * 3600000u;
+        return 0;
+    case 'M':
+        *ret_ms = n * 60000u;
+        return 0;
+    case 'S':
+        *ret_ms = n * 1000u;
+        return 0;
+    case 'm':
+        *ret_ms = n;
+        return 0;
+    case 'u': /* rounded up: a deadline never comes early */
+        *ret_ms = (n + 999u) / 1000u;
+        return 0;
+    case 'n':
+        *ret_ms = (n + 999999u) / 1000000u;
+        return 0;
+    default:
+        return -EINVAL;
+    }
 }
 
 int rpc__code_from_http(int http_status)
@@ -271,6 +306,11 @@ static int feed_filtered(struct rpc__conn *c, const uint8_t *buf, size_t n)
     return r;
 }
 
+int rpc__conn_feed(struct rpc__conn *c, const uint8_t *buf, size_t n)
+{
+    return c->drop_idle_resets ? feed_filtered(c, buf, n) : feed(c, buf, n);
+}
+
 int rpc__conn_read(struct rpc__conn *c)
 {
     uint8_t buf[RPC_READ_CHUNK];
@@ -284,7 +324,8 @@ int rpc__conn_read(struct rpc__conn *c)
             return 0;
         if (n <= 0)
             break; /* EOF or a socket error */
-        if ((c->drop_idle_resets ? feed_filtered(c, buf, (size_t)n) : feed(c, buf, (size_t)n)) < 0)
+        c->last_active_ms = time_now_ms();
+        if (rpc__conn_feed(c, buf, (size_t)n) < 0)
             break;
         if ((size_t)n < sizeof(buf))
             return 0;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rpc: the gRPC server over unix sockets (and one TCP port for probes), on nghttp2. One
  * thread per server polls the listening socket, its connections and a wake-up eventfd, with
- * no timeout while it is idle: an idle server costs no wake-ups. Every handler and callback
- * runs on that thread; other threads only queue stream messages and wake it. The client is
- * rpc_client.c, the wire pieces rpc_h2.c. Never logs above debug. */
-#include "kubelet/rpc.h"
+ * a timeout only while a deadline is due (a call's grpc-timeout, a TCP connection's limits,
+ * the stop grace): an idle server costs no wake-ups. Every handler and callback runs on that
+ * thread; other threads only queue stream messages, finish deferred calls and wake it. The
+ * client is rpc_client.c, the wire pieces rpc_h2.c. Never logs above debug. */
+#include "rpc/rpc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "kubelet/internal.h"
+#include "rpc/internal.h"
 
 /* After rpc_server_stop(), calls still flushing get this long before their connections are
  * closed under them. */
@@ -38,6 +39,22 @@
 /* Connections one server keeps at once; more are closed as they come (the kubelet needs one
  * or two; a peer that opens and never speaks must not take every fd). */
 #define RPC_MAX_CONNS 256
+/* Calls one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; more are
+ * refused with REFUSED_STREAM, which gRPC clients retry or queue). grpc-go's server has no
+ * limit by default; 100 is HTTP/2's recommended floor and what most servers set. The
+ * kubelet opens one ListAndWatch per resource and a handful of DRA calls. */
+#define RPC_MAX_STREAMS_PER_CONN 100
+/* Decoded header list of one request (SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113's count:
+ * name + value + 32 per field). grpc-go allows 16 MiB; a kubelet sends under 1 KiB. */
+#define RPC_MAX_HEADER_LIST_BYTES (64u * 1024u)
+/* A connection that carried this many calls gives its heap back when it closes. */
+#define RPC_TRIM_AFTER_CALLS 64
+/* TCP (the probe port) only: a connection that has not sent HTTP/2's preface this long
+ * after it was accepted, or has no call and has sent nothing this long, is closed; at the
+ * connection cap the idlest connection without a call makes room for a new one. Unix
+ * sockets (one peer, the kubelet, which keeps its connections for hours) have none. */
+#define RPC_TCP_PREFACE_MS 5000
+#define RPC_TCP_IDLE_MS 60000
 /* Stream resets a unix-socket client may make at once, and per second after that. */
 #define RPC_RESET_BURST 100000u
 #define RPC_RESET_PER_S 10000u
@@ -76,6 +93,7 @@ struct rpc_method {
     char *path;
     bool streaming;
     rpc_unary_fn unary;
+    rpc_unary_async_fn unary_async;
     rpc_stream_open_fn open;
     rpc_stream_closed_fn closed;
     void *ctx;
@@ -95,6 +113,7 @@ struct rpc_server {
 
     int listen_fd;
     int wake_fd;
+    int preface_ms, idle_ms; /* 0: none */
     pthread_t thread;
     bool thread_started;
     bool started;
@@ -123,6 +142,11 @@ struct out_msg {
     size_t len;
 };
 
+/* What a deferred handler holds: a handle on its call's stream. */
+struct rpc_call {
+    struct rpc_stream *stream;
+};
+
 /* A call on the server: unary calls use it too (request, one message, status). */
 struct rpc_stream {
     pthread_mutex_t lock; /* guards the fields from `refs` on */
@@ -138,6 +162,10 @@ struct rpc_stream {
     bool deferred;      /* the data source said "nothing yet": resume it on new output */
     bool rst_after_end; /* answered before the client finished sending: reset it after */
     bool status_sent;
+    bool answer_due;      /* a unary call's answer is awaited from rpc_call_finish() */
+    size_t header_bytes;  /* the request's header list so far (RFC 9113 count) */
+    uint64_t deadline_ms; /* from grpc-timeout (monotonic); 0: none, or past it */
+    struct rpc_call call;
     struct rpc_stream *cnext, *cprev; /* the connection's calls */
 
     int refs;
@@ -145,6 +173,7 @@ struct rpc_stream {
     bool accepted;
     struct out_msg queue[RPC_STREAM_MAX_QUEUED];
     size_t q_head, n_queued, q_off; /* q_off: bytes of the head message already handed out */
+    size_t q_bytes;                 /* framed bytes queued (the head's sent part included) */
     int fin_code;
     char *fin_msg;
     struct rpc_stream *next, *prev; /* srv->open_streams, under srv->lock */
@@ -159,6 +188,7 @@ static void queue_drop_locked(struct rpc_stream *s)
         s->n_queued--;
     }
     s->q_off = 0;
+    s->q_bytes = 0;
 }
 
 /* Appends one framed copy of msg. Under s->lock. */
@@ -166,7 +196,8 @@ static int queue_push_locked(struct rpc_stream *s, const uint8_t *msg, size_t le
 {
     uint8_t *buf;
 
-    if (s->n_queued >= RPC_STREAM_MAX_QUEUED)
+    if (s->n_queued >= RPC_STREAM_MAX_QUEUED ||
+        (s->n_queued > 0 && s->q_bytes + RPC__FRAME_HDR + len > RPC_STREAM_MAX_QUEUED_BYTES))
         return -ENOBUFS;
     buf = malloc(RPC__FRAME_HDR + len);
     if (!buf)
@@ -177,6 +208,7 @@ static int queue_push_locked(struct rpc_stream *s, const uint8_t *msg, size_t le
     s->queue[(s->q_head + s->n_queued) % RPC_STREAM_MAX_QUEUED] =
         (struct out_msg){buf, RPC__FRAME_HDR + len};
     s->n_queued++;
+    s->q_bytes += RPC__FRAME_HDR + len;
     return 0;
 }
 
@@ -215,23 +247,51 @@ static void stream_kick_locked(struct rpc_stream *s)
         rpc__wake(s->srv->wake_fd);
 }
 
-int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+/* Drops the queued messages not yet begun on the wire (a part-sent one must finish: the
+ * framing depends on it). Under s->lock. */
+static void queue_drop_unsent_locked(struct rpc_stream *s)
+{
+    size_t keep = s->q_off > 0 ? 1 : 0;
+
+    while (s->n_queued > keep) {
+        struct out_msg *m = &s->queue[(s->q_head + s->n_queued - 1) % RPC_STREAM_MAX_QUEUED];
+
+        s->q_bytes -= m->len;
+        free(m->buf);
+        m->buf = NULL;
+        s->n_queued--;
+    }
+}
+
+static int stream_send(struct rpc_stream *s, const uint8_t *msg, size_t len, bool latest)
 {
     int r;
 
     if (len > RPC_MAX_MESSAGE_BYTES)
         return -EMSGSIZE;
-    pthread_mutex_lock(&stream->lock);
-    if (stream->state != ST_OPENING && stream->state != ST_OPEN) {
+    pthread_mutex_lock(&s->lock);
+    if (s->state != ST_OPENING && s->state != ST_OPEN) {
         r = -EPIPE;
         goto out;
     }
-    r = queue_push_locked(stream, msg, len);
+    if (latest)
+        queue_drop_unsent_locked(s);
+    r = queue_push_locked(s, msg, len);
     if (r == 0)
-        stream_kick_locked(stream);
+        stream_kick_locked(s);
 out:
-    pthread_mutex_unlock(&stream->lock);
+    pthread_mutex_unlock(&s->lock);
     return r;
+}
+
+int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+{
+    return stream_send(stream, msg, len, false);
+}
+
+int rpc_stream_send_latest(struct rpc_stream *stream, const uint8_t *msg, size_t len)
+{
+    return stream_send(stream, msg, len, true);
 }
 
 static int stream_finish_locked(struct rpc_stream *s, int code, const char *msg)
@@ -348,6 +408,7 @@ static ssize_t stream_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t
         s->q_off += k;
         if (s->q_off < m->len)
             break;
+        s->q_bytes -= m->len;
         free(m->buf);
         m->buf = NULL;
         s->q_head = (s->q_head + 1) % RPC_STREAM_MAX_QUEUED;
@@ -386,6 +447,52 @@ static void status_from_errno(struct rpc_status *st, int r)
         rpc_status_set(st, RPC_UNKNOWN, "%s", strerror(-r));
 }
 
+/* Records a unary call's answer: the response message and an OK status, or another status.
+ * Any thread; under s->lock. -EPIPE when the call has ended already. */
+static int unary_answer_locked(struct rpc_stream *s, const uint8_t *resp, size_t len, int code,
+                               const char *msg)
+{
+    char too_large[64];
+
+    if (s->state != ST_OPENING)
+        return -EPIPE;
+    if (code == RPC_OK && len > RPC_MAX_MESSAGE_BYTES) {
+        code = RPC_RESOURCE_EXHAUSTED;
+        snprintf(too_large, sizeof(too_large), "response larger than %u bytes",
+                 RPC_MAX_MESSAGE_BYTES);
+        msg = too_large;
+    } else if (code == RPC_OK && queue_push_locked(s, resp, len) < 0) {
+        code = RPC_RESOURCE_EXHAUSTED;
+        msg = "out of memory";
+    }
+    s->state = ST_OPEN;
+    return stream_finish_locked(s, code, msg);
+}
+
+/* Server thread: sends a unary call's answer once one is recorded. */
+static void call_answer_poll(struct rpc_stream *s)
+{
+    bool due, has_msg;
+    int code;
+    char msg[RPC_STATUS_MSG_MAX];
+
+    if (!s->answer_due)
+        return;
+    pthread_mutex_lock(&s->lock);
+    due = s->state == ST_FINISHING;
+    has_msg = s->n_queued > 0;
+    code = s->fin_code;
+    str_copy(msg, s->fin_msg ? s->fin_msg : "", sizeof(msg));
+    pthread_mutex_unlock(&s->lock);
+    if (!due)
+        return;
+    s->answer_due = false;
+    if (has_msg)
+        call_respond_data(s); /* the message, then the trailers */
+    else
+        call_respond_status(s, code, "%s", msg);
+}
+
 static void call_run_unary(struct rpc_stream *s, const uint8_t *req, size_t len)
 {
     struct strbuf resp = STRBUF_INIT;
@@ -395,21 +502,39 @@ static void call_run_unary(struct rpc_stream *s, const uint8_t *req, size_t len)
     resp.max_len = RPC_MAX_MESSAGE_BYTES;
     r = s->m->unary(s->m->ctx, req, len, &resp, &st);
     status_from_errno(&st, r);
-    if (st.code == RPC_OK) {
-        pthread_mutex_lock(&s->lock);
-        r = queue_push_locked(s, (const uint8_t *)resp.buf, resp.len);
-        s->state = ST_OPEN;
-        if (r == 0)
-            stream_finish_locked(s, RPC_OK, NULL);
-        pthread_mutex_unlock(&s->lock);
-        if (r == 0)
-            call_respond_data(s);
-        else
-            call_respond_status(s, RPC_RESOURCE_EXHAUSTED, "out of memory");
-    } else {
-        call_respond_status(s, st.code, "%s", st.message);
-    }
+    pthread_mutex_lock(&s->lock);
+    unary_answer_locked(s, (const uint8_t *)resp.buf, resp.len, st.code, st.message);
+    pthread_mutex_unlock(&s->lock);
     strbuf_release(&resp);
+    s->answer_due = true;
+    call_answer_poll(s);
+}
+
+/* A deferred handler: it holds a reference until rpc_call_finish(). */
+static void call_run_unary_async(struct rpc_stream *s, const uint8_t *req, size_t len)
+{
+    s->call.stream = rpc_stream_ref(s);
+    s->answer_due = true;
+    s->m->unary_async(s->m->ctx, &s->call, req, len);
+    call_answer_poll(s); /* finished inside the handler */
+}
+
+int rpc_call_finish(struct rpc_call *call, const uint8_t *resp, size_t len,
+                    const struct rpc_status *st)
+{
+    struct rpc_stream *s = call->stream;
+    int r;
+
+    pthread_mutex_lock(&s->lock);
+    r = unary_answer_locked(s, resp, len, st ? st->code : RPC_OK, st ? st->message : NULL);
+    pthread_mutex_unlock(&s->lock);
+    rpc_stream_unref(s);
+    return r;
+}
+
+bool rpc_call_cancelled(struct rpc_call *call)
+{
+    return !rpc_stream_is_open(call->stream);
 }
 
 static void call_run_stream_open(struct rpc_stream *s, const uint8_t *req, size_t len)
@@ -468,6 +593,8 @@ static void call_dispatch(struct rpc_stream *s)
         call_respond_status(s, RPC_INVALID_ARGUMENT, "request message missing");
     else if (s->m->streaming)
         call_run_stream_open(s, (const uint8_t *)s->req.buf + RPC__FRAME_HDR, len);
+    else if (s->m->unary_async)
+        call_run_unary_async(s, (const uint8_t *)s->req.buf + RPC__FRAME_HDR, len);
     else
         call_run_unary(s, (const uint8_t *)s->req.buf + RPC__FRAME_HDR, len);
     strbuf_release(&s->req);
@@ -504,6 +631,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, voi
     if (s->cnext)
         s->cnext->cprev = s;
     c->calls = s;
+    c->n_calls_seen++;
     nghttp2_session_set_stream_user_data(h2, s->id, s);
     return 0;
 }
@@ -517,10 +645,19 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     (void)flags, (void)user;
     if (!s || frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
+    s->header_bytes += namelen + valuelen + 32;
+    if (s->header_bytes > RPC_MAX_HEADER_LIST_BYTES)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset, nothing kept */
     if (namelen == 5 && memcmp(name, ":path", 5) == 0 && !s->path) {
         s->path = strndup((const char *)value, valuelen);
         if (!s->path)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    } else if (namelen == 12 && memcmp(name, "grpc-timeout", 12) == 0) {
+        uint64_t ms;
+
+        /* a malformed value is ignored, as grpc-go's server does */
+        if (rpc__parse_timeout(value, valuelen, &ms) == 0)
+            s->deadline_ms = time_now_ms() + (ms ? ms : 1);
     }
     return 0;
 }
@@ -535,21 +672,26 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
     (void)flags, (void)user;
     if (!s || s->dispatched)
         return 0; /* past the one request message: nothing more is read */
-    if (strbuf_append(&s->req, (const char *)data, len) < 0) {
-        rpc__frame_next((const uint8_t *)s->req.buf, s->req.len, &want);
+    r = strbuf_append(&s->req, (const char *)data, len);
+    if (r == 0) {
+        r = rpc__frame_next((const uint8_t *)s->req.buf, s->req.len, &want);
+        if (r != 0 && want <= RPC_MAX_MESSAGE_BYTES) {
+            call_dispatch(s); /* a whole message, or a compressed one (refused there) */
+            return 0;
+        }
+    }
+    /* refused on the prefix, before a byte of the body is kept (grpc-go does the same) */
+    if (r == -E2BIG || r == -ENOMEM || want > RPC_MAX_MESSAGE_BYTES) {
         s->dispatched = true;
         /* the client is still sending: reset it once the answer is out */
         s->rst_after_end = true;
         call_respond_status(s, RPC_RESOURCE_EXHAUSTED,
                             "grpc: received message larger than max (%zu vs. %u)", want,
                             RPC_MAX_MESSAGE_BYTES);
+        if (s->req.len >= RPC_TRIM_AFTER_BYTES)
+            malloc_trim(0);
         strbuf_release(&s->req);
-        malloc_trim(0);
-        return 0;
     }
-    r = rpc__frame_next((const uint8_t *)s->req.buf, s->req.len, &want);
-    if (r != 0)
-        call_dispatch(s);
     return 0;
 }
 
@@ -560,9 +702,16 @@ static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *
     (void)user;
     if (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS)
         return 0;
+    s = stream_of(h2, frame->hd.stream_id);
+    if (s && !s->dispatched && frame->hd.type == NGHTTP2_HEADERS && !find_method(s->srv, s->path)) {
+        /* answered at its headers, as grpc-go does: no need to wait for a message */
+        s->dispatched = true;
+        s->rst_after_end = !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+        call_respond_status(s, RPC_UNIMPLEMENTED, "unknown method %s", s->path ? s->path : "");
+        return 0;
+    }
     if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
-    s = stream_of(h2, frame->hd.stream_id);
     if (s && !s->dispatched)
         call_dispatch(s);
     return 0;
@@ -678,10 +827,31 @@ static int server_callbacks(struct rpc_server *srv)
 
 /* ---- connections and the server thread ----------------------------------------------------- */
 
+static void server_conn_close(struct rpc_server *srv, struct rpc__conn *c);
+
+/* Closes the connection without a call that has been silent longest, to make room at the
+ * cap (a peer holding every slot must not lock the kubelet's probes out). False when every
+ * connection has a call. */
+static bool server_evict_idlest(struct rpc_server *srv)
+{
+    struct rpc__conn *idlest = NULL;
+
+    for (struct rpc__conn *c = srv->conns; c; c = c->next)
+        if (!c->calls && (!idlest || c->last_active_ms < idlest->last_active_ms))
+            idlest = c;
+    if (!idlest)
+        return false;
+    log_debug("rpc: %s at %d connections, closing the idlest", srv->socket_path, RPC_MAX_CONNS);
+    server_conn_close(srv, idlest);
+    return true;
+}
+
 static void server_accept(struct rpc_server *srv)
 {
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, RPC_SERVER_WINDOW_BYTES},
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, RPC_MAX_STREAMS_PER_CONN},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, RPC_MAX_HEADER_LIST_BYTES},
     };
     size_t n = 0;
 
@@ -693,12 +863,14 @@ static void server_accept(struct rpc_server *srv)
 
         if (fd < 0)
             return; /* EAGAIN: all taken; anything else: try again on the next wake */
-        if (n >= RPC_MAX_CONNS) {
+        if (n >= RPC_MAX_CONNS && !(srv->tcp && server_evict_idlest(srv))) {
             log_debug("rpc: %s has %d connections already, closing a new one", srv->socket_path,
                       RPC_MAX_CONNS);
             close(fd);
             continue;
         }
+        if (n >= RPC_MAX_CONNS)
+            n--; /* one was evicted */
         if (srv->tcp)
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
         c = calloc(1, sizeof(*c));
@@ -713,6 +885,7 @@ static void server_accept(struct rpc_server *srv)
         }
         c->fd = fd;
         c->owner = srv;
+        c->accepted_ms = c->last_active_ms = time_now_ms();
         c->drop_idle_resets = true;
         c->preface_left = NGHTTP2_CLIENT_MAGIC_LEN;
         c->next = srv->conns;
@@ -724,7 +897,7 @@ static void server_accept(struct rpc_server *srv)
 /* Closes a connection; its calls end (cancelled by the peer unless we are stopping). */
 static void server_conn_close(struct rpc_server *srv, struct rpc__conn *c)
 {
-    bool stopping = server_is_stopping(srv);
+    bool stopping = server_is_stopping(srv), trim;
 
     while (c->calls) {
         struct rpc_stream *s = c->calls;
@@ -732,7 +905,12 @@ static void server_conn_close(struct rpc_server *srv, struct rpc__conn *c)
         nghttp2_session_set_stream_user_data(c->h2, s->id, NULL);
         stream_gone(s, !s->status_sent && !stopping);
     }
+    trim = c->n_calls_seen >= RPC_TRIM_AFTER_CALLS;
     rpc__conn_remove(&srv->conns, c);
+    /* a peer that opened many calls leaves the heap's free lists full: give them back
+     * (issue 29: 482 MB stayed after 100,000 stalled calls went) */
+    if (trim)
+        malloc_trim(0);
 }
 
 /* Resumes the streams that have new output since their data source said "nothing yet". */
@@ -741,6 +919,7 @@ static void server_resume(struct rpc__conn *c)
     for (struct rpc_stream *s = c->calls; s; s = s->cnext) {
         bool has_output;
 
+        call_answer_poll(s);
         if (!s->deferred)
             continue;
         pthread_mutex_lock(&s->lock);
@@ -751,6 +930,89 @@ static void server_resume(struct rpc__conn *c)
             nghttp2_session_resume_data(c->h2, s->id);
         }
     }
+}
+
+/* A call's grpc-timeout passed before its status went out: DEADLINE_EXCEEDED, as grpc-go
+ * answers, whether the request is still arriving, a deferred handler still owes its answer
+ * (its late rpc_call_finish() is then a no-op) or a stream is open. */
+static void call_expire(struct rpc_stream *s)
+{
+    static const char msg[] = "context deadline exceeded";
+
+    s->deadline_ms = 0;
+    if (!s->dispatched) {
+        s->dispatched = true;
+        s->rst_after_end = true; /* the client is still sending */
+        strbuf_release(&s->req);
+        call_respond_status(s, RPC_DEADLINE_EXCEEDED, msg);
+    } else if (s->answer_due) {
+        s->answer_due = false;
+        call_respond_status(s, RPC_DEADLINE_EXCEEDED, msg);
+    } else {
+        pthread_mutex_lock(&s->lock);
+        stream_finish_locked(s, RPC_DEADLINE_EXCEEDED, msg);
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+/* When a connection is due to be dropped (0: never): no preface in time, or idle. */
+static uint64_t conn_due_ms(const struct rpc_server *srv, const struct rpc__conn *c)
+{
+    if (c->dead || c->goaway)
+        return 0;
+    if (srv->preface_ms > 0 && c->preface_left > 0)
+        return c->accepted_ms + (uint64_t)srv->preface_ms;
+    if (srv->idle_ms > 0 && !c->calls)
+        return c->last_active_ms + (uint64_t)srv->idle_ms;
+    return 0;
+}
+
+/* Drops a connection that is due: GOAWAY for one that spoke HTTP/2, then closed. */
+static void conn_expire(struct rpc_server *srv, struct rpc__conn *c)
+{
+    log_debug("rpc: %s: closing a connection that %s", srv->socket_path,
+              c->preface_left > 0 ? "sent no HTTP/2 preface in time" : "stayed idle");
+    if (c->preface_left == 0) {
+        nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(c->h2), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+        rpc__conn_flush(c);
+    }
+    c->dead = true; /* server_tend closes it */
+}
+
+/* Expires what is due and returns the poll timeout until the next deadline (-1: none, so an
+ * idle server sleeps until a socket or its eventfd wakes it). */
+static int server_timers(struct rpc_server *srv)
+{
+    uint64_t now = time_now_ms(), next = srv->stop_deadline_ms;
+    bool expired = false;
+
+    for (struct rpc__conn *c = srv->conns; c; c = c->next) {
+        uint64_t due = conn_due_ms(srv, c);
+
+        if (due && now >= due) {
+            conn_expire(srv, c);
+            expired = true;
+        } else if (due && (next == 0 || due < next)) {
+            next = due;
+        }
+        for (struct rpc_stream *s = c->calls; s; s = s->cnext) {
+            if (s->deadline_ms == 0 || s->status_sent)
+                continue;
+            if (now >= s->deadline_ms) {
+                call_expire(s);
+                expired = true;
+            } else if (next == 0 || s->deadline_ms < next) {
+                next = s->deadline_ms;
+            }
+        }
+    }
+    if (expired)
+        return 0; /* their answers go out first */
+    if (next == 0)
+        return -1;
+    return next <= now ? 0 : (int)(next - now < INT_MAX ? next - now : INT_MAX);
 }
 
 /* The first turn after rpc_server_stop(): no new connections, GOAWAY on the open ones. */
@@ -799,13 +1061,10 @@ static void *server_thread(void *arg)
     struct rpc__poller p = {0};
 
     while (server_tend(srv)) {
-        int timeout = -1;
+        int timeout = server_timers(srv);
 
-        if (srv->stop_deadline_ms) {
-            uint64_t now = time_now_ms();
-
-            timeout = now >= srv->stop_deadline_ms ? 0 : (int)(srv->stop_deadline_ms - now);
-        }
+        if (timeout == 0)
+            continue; /* something expired or is due: another turn */
         /* accepting comes after the connections' turn, as it adds to them */
         if (rpc__poll(&p, srv->wake_fd, srv->listen_fd, srv->conns, timeout))
             server_accept(srv);
@@ -831,6 +1090,8 @@ static int server_new(const char *socket_path, bool tcp, struct rpc_server **ret
     pthread_mutex_init(&srv->lock, NULL);
     srv->listen_fd = -1;
     srv->tcp = tcp;
+    srv->preface_ms = tcp ? RPC_TCP_PREFACE_MS : 0;
+    srv->idle_ms = tcp ? RPC_TCP_IDLE_MS : 0;
     srv->wake_fd = rpc__wake_fd();
     if (srv->wake_fd < 0) {
         r = error_set_errno(err, -srv->wake_fd, "cannot create an eventfd");
@@ -887,6 +1148,16 @@ int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_f
                          struct error *err)
 {
     struct rpc_method m = {.path = (char *)method, .unary = fn, .ctx = ctx};
+
+    if (!fn)
+        return error_set(err, -EINVAL, "method '%s' has no handler", method);
+    return server_add(srv, &m, err);
+}
+
+int rpc_server_add_unary_async(struct rpc_server *srv, const char *method, rpc_unary_async_fn fn,
+                               void *ctx, struct error *err)
+{
+    struct rpc_method m = {.path = (char *)method, .unary_async = fn, .ctx = ctx};
 
     if (!fn)
         return error_set(err, -EINVAL, "method '%s' has no handler", method);
@@ -1102,6 +1373,33 @@ void rpc_server_stop(struct rpc_server *srv)
     pthread_mutex_lock(&srv->lock);
     srv->stopped = true;
     pthread_mutex_unlock(&srv->lock);
+}
+
+int rpc_server_set_conn_timeouts(struct rpc_server *srv, int preface_ms, int idle_ms,
+                                 struct error *err)
+{
+    if (srv->started)
+        return error_set(err, -EBUSY, "server on '%s' already started", srv->socket_path);
+    if (preface_ms < 0 || idle_ms < 0)
+        return error_set(err, -EINVAL, "connection timeouts must be >= 0 ms");
+    srv->preface_ms = preface_ms;
+    srv->idle_ms = idle_ms;
+    return 0;
+}
+
+int rpc_server_tcp_port(const struct rpc_server *srv)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (!srv->tcp || !srv->started || srv->listen_fd < 0 ||
+        getsockname(srv->listen_fd, (struct sockaddr *)&ss, &len) < 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
 }
 
 size_t rpc_server_n_streams(struct rpc_server *srv)

@@ -3,10 +3,9 @@
  * that owns its connection(s) and polls them with no timeout: callers hand it calls and wait
  * on a condition variable with their own deadline. A connection is made on the first call
  * and again after it breaks or the server says GOAWAY. Never logs above debug. */
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <nghttp2/nghttp2.h>
 #include <poll.h>
 #include <pthread.h>
@@ -17,7 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "kubelet/internal.h"
+#include "rpc/internal.h"
 
 /* Our receive window per stream and per connection: a 4 MiB response in a few trips. */
 #define RPC_CLIENT_STREAM_WINDOW_BYTES (1u << 20)
@@ -371,7 +370,10 @@ static int client_connect(struct rpc_client *c, struct rpc__conn **ret, char *wh
     };
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct rpc__conn *conn = calloc(1, sizeof(*conn));
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* non-blocking from the start: a server whose accept backlog is full (alive, not
+     * accepting) makes connect() fail with EAGAIN at once instead of holding this thread,
+     * and with it every call's deadline and rpc_client_free(), for ever (issue 29) */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
     if (!conn || fd < 0) {
         snprintf(why, why_size, "cannot create a socket: %s", strerror(conn ? errno : ENOMEM));
@@ -379,12 +381,12 @@ static int client_connect(struct rpc_client *c, struct rpc__conn **ret, char *wh
     }
     memcpy(sa.sun_path, c->socket_path, strlen(c->socket_path) + 1);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        snprintf(why, why_size, "connection error: dial unix %s: connect: %s", c->socket_path,
-                 strerror(errno));
+        snprintf(why, why_size, "connection error: dial unix %s: connect: %s%s", c->socket_path,
+                 strerror(errno),
+                 errno == EAGAIN ? " (the server is not accepting connections)" : "");
         goto fail;
     }
-    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ||
-        nghttp2_session_client_new2(&conn->h2, c->cbs, conn, c->h2_opt) != 0 ||
+    if (nghttp2_session_client_new2(&conn->h2, c->cbs, conn, c->h2_opt) != 0 ||
         nghttp2_submit_settings(conn->h2, NGHTTP2_FLAG_NONE, settings, GS_ARRAY_SIZE(settings)) !=
             0 ||
         nghttp2_session_set_local_window_size(conn->h2, NGHTTP2_FLAG_NONE, 0,

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rpc: a thin gRPC layer over unix sockets for the kubelet APIs — a server with unary and
- * server-streaming handlers, and a client with deadlines. Messages are raw protobuf bytes
- * here (callers pack/unpack with protobuf-c), so this layer knows no service. rpc.c is the
- * only file that includes gRPC headers; no gRPC type appears below. Library code: it never
- * logs above debug. Contract, threading and limits: docs/internals/rpc.md. */
-#ifndef GS_KUBELET_RPC_H
-#define GS_KUBELET_RPC_H
+/* rpc: a thin gRPC layer over unix sockets (and TCP for probes) for the kubelet APIs — a
+ * server with unary (immediate or deferred) and server-streaming handlers, and a client
+ * with deadlines. Messages are raw protobuf bytes here (callers pack/unpack with
+ * protobuf-c), so this layer knows no service and includes nothing above base/. Only
+ * the files of src/rpc include nghttp2; no HTTP/2 type appears below. Library code: it never logs
+ * above debug. Contract, threading and limits: docs/internals/rpc.md. */
+#ifndef GS_RPC_RPC_H
+#define GS_RPC_RPC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,6 +40,8 @@ enum rpc_code {
 #define RPC_MAX_MESSAGE_BYTES (4u * 1024u * 1024u)
 /* Messages a server stream may hold queued before rpc_stream_send() says -ENOBUFS. */
 #define RPC_STREAM_MAX_QUEUED 256
+/* Bytes (framing included) a stream may hold queued; the same -ENOBUFS past it. */
+#define RPC_STREAM_MAX_QUEUED_BYTES (16u * 1024u * 1024u)
 
 /* A gRPC status: code plus grpc-message (UTF-8, truncated to fit). */
 struct rpc_status {
@@ -65,6 +68,16 @@ struct rpc_stream;
 typedef int (*rpc_unary_fn)(void *ctx, const uint8_t *req, size_t req_len, struct strbuf *resp,
                             struct rpc_status *st);
 
+/* Deferred (asynchronous) unary handler: it takes ownership of `call` and answers it later,
+ * exactly once, with rpc_call_finish() from any thread (or from inside the handler). `req`
+ * is borrowed for the duration of the handler only: copy or decode what the answer needs.
+ * Runs on the server's thread: it must hand the work on rather than do it (it must not
+ * block), and must not call rpc_server_stop/free. Until finished, the call counts as running
+ * (rpc_server_stop() gives it the stop grace). */
+struct rpc_call;
+typedef void (*rpc_unary_async_fn)(void *ctx, struct rpc_call *call, const uint8_t *req,
+                                   size_t req_len);
+
 /* Server-streaming open handler, called on the server's thread when a client starts the
  * stream. To accept, return 0 with st OK: the handler then holds one reference to `stream`
  * and must give it back with rpc_stream_unref() exactly once (any thread, any time; also
@@ -84,6 +97,16 @@ int rpc_server_new(const char *socket_path, struct rpc_server **ret, struct erro
 /* The same on a TCP address ("0.0.0.0:51516", "[::]:51516"), plaintext: only for what the
  * kubelet probes over the pod network (the gRPC health service of NVIDIA's chart). */
 int rpc_server_new_tcp(const char *host_port, struct rpc_server **ret, struct error *err);
+/* Drops connections that sent no HTTP/2 preface within preface_ms of being accepted, or
+ * that have no call and sent nothing for idle_ms (GOAWAY, then closed); 0 turns either off.
+ * Defaults: TCP 5 s and 60 s (a probe port must not be held by silent peers), unix sockets
+ * none. Only before rpc_server_start() (-EBUSY after). At the connection cap a TCP server
+ * also closes its idlest connection without a call to take a new one. */
+int rpc_server_set_conn_timeouts(struct rpc_server *srv, int preface_ms, int idle_ms,
+                                 struct error *err);
+/* The TCP port a started TCP server listens on (the one the kernel picked for port 0); -1
+ * for a unix socket or before start. */
+int rpc_server_tcp_port(const struct rpc_server *srv);
 /* Registers a handler by full method path ("/v1beta1.DevicePlugin/Allocate"); `ctx` is
  * passed back to it. Only before rpc_server_start(). -EEXIST for a duplicate path, -EBUSY
  * once started. Calls to unregistered paths get UNIMPLEMENTED. */
@@ -91,6 +114,9 @@ int rpc_server_add_unary(struct rpc_server *srv, const char *method, rpc_unary_f
                          struct error *err);
 int rpc_server_add_stream(struct rpc_server *srv, const char *method, rpc_stream_open_fn open,
                           rpc_stream_closed_fn closed, void *ctx, struct error *err);
+/* The same for a deferred unary handler (see rpc_unary_async_fn). */
+int rpc_server_add_unary_async(struct rpc_server *srv, const char *method, rpc_unary_async_fn fn,
+                               void *ctx, struct error *err);
 /* Removes a stale socket at the path (a non-socket file there is an error, -EEXIST), binds,
  * sets mode 0600 (never through a link) and starts serving: when it returns 0 a client can connect.
  * Any
@@ -112,8 +138,14 @@ size_t rpc_server_n_streams(struct rpc_server *srv);
 /* Queues one message on an open stream. Thread-safe: any thread may send at any time;
  * messages go out in the order queued. Returns 0, -EPIPE when the stream has ended or is
  * finishing, -ENOBUFS when RPC_STREAM_MAX_QUEUED messages are already waiting (slow
- * client), -EMSGSIZE above RPC_MAX_MESSAGE_BYTES, -ENOMEM. `msg` is copied. */
+ * client; also when RPC_STREAM_MAX_QUEUED_BYTES are), -EMSGSIZE above RPC_MAX_MESSAGE_BYTES,
+ * -ENOMEM. `msg` is copied. */
 int rpc_stream_send(struct rpc_stream *stream, const uint8_t *msg, size_t len);
+/* Queues msg as the stream's only unsent message: messages queued earlier and not yet
+ * begun on the wire are dropped (one already part-sent finishes first). For streams where
+ * only the newest message matters (ListAndWatch sends the full list each time): a client
+ * that stops reading holds one message, not a queue. Returns as rpc_stream_send(). */
+int rpc_stream_send_latest(struct rpc_stream *stream, const uint8_t *msg, size_t len);
 /* Ends the stream with `st` (NULL means OK) after the queued messages are sent. The closed
  * callback follows. Returns -EPIPE when already ended or finishing. Thread-safe. */
 int rpc_stream_finish(struct rpc_stream *stream, const struct rpc_status *st);
@@ -123,6 +155,20 @@ bool rpc_stream_is_open(struct rpc_stream *stream);
 struct rpc_stream *rpc_stream_ref(struct rpc_stream *stream);
 /* Drops one reference; the memory goes with the last one. Accepts NULL. */
 void rpc_stream_unref(struct rpc_stream *stream);
+
+/* Answers a deferred unary call and gives the handler's ownership of `call` back: `call` is
+ * invalid afterwards, whatever the return. `st` NULL or OK sends `resp` (len bytes, copied;
+ * more than RPC_MAX_MESSAGE_BYTES becomes RESOURCE_EXHAUSTED); any other status is sent with
+ * its message and `resp` is ignored. Thread-safe: wakes the server's thread, which sends the
+ * answer. Returns 0, or -EPIPE when the call had already ended (the client cancelled or went
+ * away, its grpc-timeout passed and the server answered DEADLINE_EXCEEDED, or the server
+ * stopped): a late finish is harmless and sends nothing. */
+int rpc_call_finish(struct rpc_call *call, const uint8_t *resp, size_t len,
+                    const struct rpc_status *st);
+/* True once the call has ended without this handler's answer (cancelled, gone, past its
+ * deadline, server stopped): work for it may be skipped, but rpc_call_finish() is still
+ * owed. Thread-safe. */
+bool rpc_call_cancelled(struct rpc_call *call);
 
 /* ---- client -------------------------------------------------------------------------------- */
 
