@@ -8,7 +8,7 @@
 
 #include "daemon/internal.h"
 #include "kubelet/kubelet.h"
-#include "kubelet/rpc.h"
+#include "rpc/rpc.h"
 
 /* HealthCheckResponse{status: SERVING (1)} once registered, NOT_SERVING (2) before. The
  * request's service name is not looked at. */
