@@ -34,7 +34,7 @@ struct pod_ref {
 struct daemon__dra {
     struct kube_client *kube;
     struct kdra_server *srv;
-    struct rpc_server *health;           /* --healthcheck-port: grpc.health.v1 */
+    struct khealth_server *health;       /* --healthcheck-port: grpc.health.v1 */
     struct dra_state *state;             /* the checkpoint and the devices, its own lock */
     struct daemon__dra_effects *effects; /* what a prepare does to the node */
     struct dra_prepare_ops ops;
@@ -447,7 +447,7 @@ static void dra_stop(struct daemon *d)
 
     if (!x)
         return;
-    rpc_server_free(x->health);
+    khealth_server_free(x->health);
     kdra_server_free(x->srv); /* no call in flight after this */
     daemon__dra_slices_stop(x->slices);
     daemon__dra_effects_free(x->effects);

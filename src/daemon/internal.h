@@ -341,6 +341,7 @@ struct dra_devices;
 struct dra_prepare_ops;
 struct kdra_server;
 struct rpc_server;
+struct khealth_server;
 struct daemon__dra_effects;
 struct daemon__dra_slices;
 
@@ -368,8 +369,8 @@ void daemon__dra_slices_set(struct daemon__dra_slices *sl, struct dra_devices *d
 void daemon__dra_slices_stop(struct daemon__dra_slices *sl); /* joins; NULL ok */
 
 /* dra_health.c: grpc.health.v1 on 0.0.0.0:port for srv's registration (port < 0: none,
- * *ret NULL). *ret owned: rpc_server_free. */
-int daemon__dra_health_start(long long port, struct kdra_server *srv, struct rpc_server **ret,
+ * *ret NULL). *ret owned: khealth_server_free. */
+int daemon__dra_health_start(long long port, struct kdra_server *srv, struct khealth_server **ret,
                              struct error *err);
 
 #endif

@@ -173,12 +173,8 @@ static int serve(bool notify_parent, int ready_fd)
     /* Bound under a temporary name and renamed once listening: the control path appears
      * only when a client can connect (the supervisor takes its existence as "ready"; between
      * bind and listen a connect is refused). */
-    char tmp[sizeof(path) + 16];
-    snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-    if (strlen(tmp) >= sizeof(addr.sun_path)) {
-        fprintf(stderr, "pipe directory path too long\n");
-        return 1;
-    }
+    char tmp[sizeof(path)];
+    snprintf(tmp, sizeof(tmp), "%s/.ctl", s.pipe_dir); /* shorter than "control": fits too */
     strcpy(addr.sun_path, tmp);
     lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (lfd < 0 || (unlink(tmp) < 0 && errno != ENOENT) ||
