@@ -69,10 +69,10 @@ static const struct daemon_feature signals = {
 
 /* ---- wiring ------------------------------------------------------------------------------- */
 
-/* Every unit, in the order they start, prepare a state, hear of it and are polled (signals
- * first, health before config work); they stop in reverse. A feature is one file and one
- * line here. */
-static const struct daemon_feature *const units[] = {
+/* Every unit of `gpuslice device-plugin`, in the order they start, prepare a state, hear of
+ * it and are polled (signals first, health before config work); they stop in reverse. A
+ * feature is one file and one line here. */
+static const struct daemon_feature *const device_plugin_units[] = {
     &signals,
     &daemon__feature_health,
     &daemon__inputs, /* the config watch exists before anything registers: no edit is missed */
@@ -82,6 +82,16 @@ static const struct daemon_feature *const units[] = {
     &daemon__feature_labels,
     &daemon__feature_metrics,
     &daemon__feature_mig,
+};
+
+/* `gpuslice dra-plugin`: GPUs go through DRA only. The device-plugin API is not a unit here,
+ * so nothing ever serves a socket in the device plugins' folder (the one-API rule,
+ * docs/dra.md); its CDI spec, MPS daemons, labels and MIG agent are the device plugin's. */
+static const struct daemon_feature *const dra_plugin_units[] = {
+    &signals,
+    &daemon__feature_health,
+    &daemon__inputs,
+    &daemon__feature_metrics,
     &daemon__feature_dra,
 };
 
@@ -126,8 +136,9 @@ static void daemon_teardown(struct daemon *d)
 int daemon_run(const struct daemon_options *o, struct error *err)
 {
     struct daemon d = {.o = o,
-                       .units = units,
-                       .n_units = GS_ARRAY_SIZE(units),
+                       .units = o->dra.enabled ? dra_plugin_units : device_plugin_units,
+                       .n_units = o->dra.enabled ? GS_ARRAY_SIZE(dra_plugin_units)
+                                                 : GS_ARRAY_SIZE(device_plugin_units),
                        .sfd = -1,
                        .ifd = -1,
                        .tfd = -1,
