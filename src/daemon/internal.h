@@ -242,7 +242,8 @@ struct daemon {
 
 /* The first config, inventory and model into d->cfg / d->snap. */
 int daemon__load_initial(struct daemon *d, struct error *err);
-/* Every unit's prepare for that first state (CDI spec, MPS daemons). */
+/* Every unit's prepare for that first state (CDI spec, MPS daemons), then every unit's marks
+ * on it (an MPS daemon refused), before any unit starts. */
 int daemon__prepare_initial(struct daemon *d, struct error *err);
 /* Applies a change: `what` says what to read again (0: only rebuild the model, e.g. health
  * marks or retiring devices changed). Validates, keeps the last good config on errors, builds
