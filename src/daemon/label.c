@@ -335,6 +335,8 @@ void daemon__kube_start(struct daemon *d)
     pthread_cond_init(&k->cond, &ca);
     pthread_condattr_destroy(&ca);
     k->poster_started = pthread_create(&k->poster, NULL, event_poster, k) == 0;
+    if (k->poster_started)
+        pthread_setname_np(k->poster, "gs-kube-events");
     if (!k->poster_started)
         log_warn("cannot start the Event thread: Events will not be posted");
     k->node = str_dup(d->o->node_name);

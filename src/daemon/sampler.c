@@ -495,6 +495,8 @@ void daemon__sampler_start(struct daemon *d)
     d->sampler = s;
     daemon__sampler_update(d);
     s->started = pthread_create(&s->thread, NULL, sampler_main, s) == 0;
+    if (s->started)
+        pthread_setname_np(s->thread, "gs-sampler");
     if (!s->started)
         log_warn("metrics sampler: cannot start its thread; no GPU telemetry in /metrics");
 }
