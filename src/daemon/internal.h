@@ -251,8 +251,6 @@ int daemon__prepare_initial(struct daemon *d, struct error *err);
 void daemon__apply(struct daemon *d, unsigned what, const char *why);
 /* Device health changed in the served state (dp_snapshot_set_health): every unit hears. */
 void daemon__health_changed(struct daemon *d, const char *why);
-/* A config that could not be applied: log "..., keeping last good config", Event, counter. */
-void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err);
 void daemon__state_release(struct daemon *d);
 
 /* ---- holders.c --------------------------------------------------------------------------- */

@@ -439,7 +439,8 @@ static bool inventory_same_devices(const struct inv_inventory *a, const struct i
     return true;
 }
 
-void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err)
+/* A config that could not be applied: log "..., keeping last good config", Event, counter. */
+static void reload_failed(struct daemon *d, const char *reason, const struct error *err)
 {
     d->config_reload_failures++;
     log_error("config reload failed: %s, keeping last good config (failures=%llu)", err->msg,
@@ -461,7 +462,7 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     if (what & DAEMON_RELOAD_CONFIG) {
         r = load_config(d, d->label_value, &cfg, &err);
         if (r < 0) {
-            daemon__reload_failed(d, r == -ENOENT ? "ConfigNotFound" : "ConfigInvalid", &err);
+            reload_failed(d, r == -ENOENT ? "ConfigNotFound" : "ConfigInvalid", &err);
             goto out;
         }
     }
@@ -484,7 +485,7 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     r = build_model(d, inv, cfg ? cfg : d->cfg, cfg || inv_changed, &m, &err);
     if (r < 0) {
         if (cfg)
-            daemon__reload_failed(d, "ConfigInvalid", &err);
+            reload_failed(d, "ConfigInvalid", &err);
         else
             log_error("%s: %s, keeping the current devices", why, err.msg);
         goto out;
