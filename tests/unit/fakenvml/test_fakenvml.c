@@ -1223,13 +1223,14 @@ static void test_idle_wait_sleeps_once_to_its_timeout(void **state)
     set_in_own_dir("idle-events", dir, sizeof(dir), events, sizeof(events), &set);
     sleeps = thread_sleeps();
     t0 = time_now_ms();
-    assert_int_equal(nvmlEventSetWait_v2(set, &ev, 2500), NVML_ERROR_TIMEOUT);
+    assert_int_equal(nvmlEventSetWait_v2(set, &ev, 3500), NVML_ERROR_TIMEOUT);
     waited_ms = time_now_ms() - t0;
     sleeps = thread_sleeps() - sleeps;
-    print_message("idle wait of 2500 ms: %llu ms, %ld sleep(s)\n", (unsigned long long)waited_ms,
+    print_message("idle wait of 3500 ms: %llu ms, %ld sleep(s)\n", (unsigned long long)waited_ms,
                   sleeps);
-    assert_true(waited_ms >= 2500);
-    assert_true(sleeps <= 1);
+    assert_true(waited_ms >= 3500);
+    /* one sleep; a second allowed for a page fault on a loaded machine; the old wait slept 4 */
+    assert_true(sleeps <= 2);
     OK(nvmlEventSetFree(set));
     OK(nvmlShutdown());
 }
