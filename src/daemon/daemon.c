@@ -24,14 +24,16 @@
 static int signals_setup(struct daemon *d, struct error *err)
 {
     sigset_t mask;
+    int r;
 
     sigemptyset(&mask);
     sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGQUIT);
-    if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
-        return error_set_errno(err, errno, "blocking signals");
+    r = pthread_sigmask(SIG_BLOCK, &mask, NULL); /* returns the error; errno is untouched */
+    if (r != 0)
+        return error_set_errno(err, r, "blocking signals");
     d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (d->sfd < 0)
         return error_set_errno(err, errno, "creating the signalfd");
@@ -69,10 +71,10 @@ static const struct daemon_feature signals = {
 
 /* ---- wiring ------------------------------------------------------------------------------- */
 
-/* Every unit, in the order they start, prepare a state, hear of it and are polled (signals
- * first, health before config work); they stop in reverse. A feature is one file and one
- * line here. */
-static const struct daemon_feature *const units[] = {
+/* Every unit of `gpuslice device-plugin`, in the order they start, prepare a state, hear of
+ * it and are polled (signals first, health before config work); they stop in reverse. A
+ * feature is one file and one line here. */
+static const struct daemon_feature *const device_plugin_units[] = {
     &signals,
     &daemon__feature_health,
     &daemon__inputs, /* the config watch exists before anything registers: no edit is missed */
@@ -82,6 +84,16 @@ static const struct daemon_feature *const units[] = {
     &daemon__feature_labels,
     &daemon__feature_metrics,
     &daemon__feature_mig,
+};
+
+/* `gpuslice dra-plugin`: GPUs go through DRA only. The device-plugin API is not a unit here,
+ * so nothing ever serves a socket in the device plugins' folder (the one-API rule,
+ * docs/dra.md); its CDI spec, MPS daemons, labels and MIG agent are the device plugin's. */
+static const struct daemon_feature *const dra_plugin_units[] = {
+    &signals,
+    &daemon__feature_health,
+    &daemon__inputs,
+    &daemon__feature_metrics,
     &daemon__feature_dra,
 };
 
@@ -126,8 +138,9 @@ static void daemon_teardown(struct daemon *d)
 int daemon_run(const struct daemon_options *o, struct error *err)
 {
     struct daemon d = {.o = o,
-                       .units = units,
-                       .n_units = GS_ARRAY_SIZE(units),
+                       .units = o->dra.enabled ? dra_plugin_units : device_plugin_units,
+                       .n_units = o->dra.enabled ? GS_ARRAY_SIZE(dra_plugin_units)
+                                                 : GS_ARRAY_SIZE(device_plugin_units),
                        .sfd = -1,
                        .ifd = -1,
                        .tfd = -1,
@@ -147,8 +160,9 @@ int daemon_run(const struct daemon_options *o, struct error *err)
      * behind: writes to a closed pipe fail with EPIPE instead. */
     signal(SIGPIPE, SIG_IGN);
     /* Memory a large request took goes back to the system: big blocks are mmap'd (freed
-     * at once), the heap is trimmed past 128 KiB free, and gRPC's threads share two arenas
-     * instead of one each (RSS stayed at 16-42 MiB after one 50,000-ID request). */
+     * at once), the heap is trimmed past 128 KiB free, and the rpc and feature threads share
+     * two arenas instead of one each (RSS stayed at 16-42 MiB after one 50,000-ID request,
+     * measured with gRPC's C core, before the rpc layer moved to nghttp2). */
     mallopt(M_MMAP_THRESHOLD, 64 * 1024);
     mallopt(M_TRIM_THRESHOLD, 128 * 1024);
     mallopt(M_ARENA_MAX, 2);

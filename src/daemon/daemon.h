@@ -79,6 +79,7 @@ struct daemon_options {
     const char *node_name;            /* NODE_NAME: the node whose label selects the config */
     const char *kube_api_server;      /* --kube-api-server / GPUSLICE_KUBE_API_SERVER (tests) */
     int64_t inventory_interval_ms;    /* --inventory-interval / INVENTORY_INTERVAL, 0 = never */
+    bool inventory_interval_set;      /* given by flag or env (daemon_inventory_interval_ms) */
     int64_t retire_check_ms;          /* --retire-check-interval / RETIRE_CHECK_INTERVAL */
     const char *pod_resources_socket; /* --pod-resources-socket / POD_RESOURCES_SOCKET */
     const char *plugin_dir;           /* --device-plugin-dir, default DAEMON_DEFAULT_PLUGIN_DIR */
@@ -118,6 +119,10 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
 void daemon_options_release(struct daemon_options *o);
 /* The --help text (static). */
 const char *daemon_usage(void);
+/* How often the GPUs are read again (0: never, only at start, on SIGHUP and when a lost GPU
+ * is back): --inventory-interval / INVENTORY_INTERVAL when given; otherwise 30 s for the
+ * device plugin and never for dra-plugin, which, like NVIDIA's DRA driver, does not poll. */
+int64_t daemon_inventory_interval_ms(const struct daemon_options *o);
 /* `gpuslice dra-plugin` / gpu-kubelet-plugin: NVIDIA's flags (one or two dashes, "=value" or
  * the next argument) and env vars, flags winning; the device-plugin env vars that mean the
  * same (NVML, driver root, log level) apply too. -EINVAL with a usage message; release with

@@ -334,6 +334,7 @@ struct daemon__health *daemon__health_start(const struct daemon_options *o,
         error_set(&err, -EAGAIN, "cannot start the health thread");
         goto fail;
     }
+    pthread_setname_np(h->thread, "gs-health"); /* for top, perf and bench_idle */
     h->started = true;
     log_debug("health: watching XID events on %zu GPUs", inv->n_gpus);
     return h;

@@ -106,6 +106,8 @@ int daemon__holders_start(struct daemon *d, struct error *err)
         return error_set(err, -ENOMEM, "pod holders: out of memory or eventfd: %s",
                          strerror(errno));
     h->started = pthread_create(&h->thread, NULL, holders_main, h) == 0;
+    if (h->started)
+        pthread_setname_np(h->thread, "gs-holders");
     if (!h->started)
         return error_set(err, -EAGAIN, "pod holders: cannot start a thread");
     return 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* inputs.c: what makes a new node state, registered with the loop like a feature: the config
  * path (a file, or a ConfigMap directory with kubelet's atomic `..data` swap) watched with
- * inotify and a short debounce, the inventory re-read every --inventory-interval, the retire
+ * inotify and a short debounce, the inventory re-read every --inventory-interval (not in
+ * dra-plugin unless INVENTORY_INTERVAL asks: daemon_inventory_interval_ms), the retire
  * check every --retire-check-interval, the holders' answers and the node label. Each calls
  * the core (reload.c), which hands the state it builds to every unit. */
 #include <errno.h>
@@ -31,8 +32,8 @@ static int inputs_start(struct daemon *d, struct error *err)
     d->retire_fd = daemon__timer_new();
     if (d->config_ifd < 0 || d->debounce_fd < 0 || d->inventory_fd < 0 || d->retire_fd < 0)
         return error_set_errno(err, errno, "creating the config watch and timerfds");
-    if (d->o->inventory_interval_ms > 0)
-        daemon__timer_set(d->inventory_fd, d->o->inventory_interval_ms, true);
+    if (daemon_inventory_interval_ms(d->o) > 0)
+        daemon__timer_set(d->inventory_fd, daemon_inventory_interval_ms(d->o), true);
     if (d->n_retiring) /* devices kept for pods at start: checked like retiring ones */
         daemon__timer_set(d->retire_fd, d->o->retire_check_ms, true);
     if (!path)

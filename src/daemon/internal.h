@@ -242,7 +242,8 @@ struct daemon {
 
 /* The first config, inventory and model into d->cfg / d->snap. */
 int daemon__load_initial(struct daemon *d, struct error *err);
-/* Every unit's prepare for that first state (CDI spec, MPS daemons). */
+/* Every unit's prepare for that first state (CDI spec, MPS daemons), then every unit's marks
+ * on it (an MPS daemon refused), before any unit starts. */
 int daemon__prepare_initial(struct daemon *d, struct error *err);
 /* Applies a change: `what` says what to read again (0: only rebuild the model, e.g. health
  * marks or retiring devices changed). Validates, keeps the last good config on errors, builds
@@ -250,8 +251,6 @@ int daemon__prepare_initial(struct daemon *d, struct error *err);
 void daemon__apply(struct daemon *d, unsigned what, const char *why);
 /* Device health changed in the served state (dp_snapshot_set_health): every unit hears. */
 void daemon__health_changed(struct daemon *d, const char *why);
-/* A config that could not be applied: log "..., keeping last good config", Event, counter. */
-void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err);
 void daemon__state_release(struct daemon *d);
 
 /* ---- holders.c --------------------------------------------------------------------------- */
@@ -303,8 +302,7 @@ void daemon__kube_pause_operands(struct daemon *d, bool pause);
 struct kube_client;
 struct kube_client *daemon__kube_client(struct daemon *d);
 
-/* ---- sampler.c: part of the metrics feature
- * ----------------------------------------------------------------------- */
+/* ---- sampler.c: part of the metrics feature -------------------------------------------- */
 
 /* GPU telemetry and per-pod attribution on a thread of its own, for /metrics. */
 void daemon__sampler_start(struct daemon *d);
@@ -312,6 +310,24 @@ void daemon__sampler_start(struct daemon *d);
 void daemon__sampler_update(struct daemon *d);
 int daemon__sampler_render(struct daemon *d, struct strbuf *sb);
 void daemon__sampler_stop(struct daemon *d);
+
+/* ---- dcgm.c: dcgm-exporter's labels, for the sampler's and the health feature's series --- */
+
+struct gpu_sample_gi;
+/* One label: `k="v"` (v escaped; NULL is ""), after a comma unless first. */
+void daemon__dcgm_label(struct strbuf *sb, const char *k, const char *v, bool first);
+/* The Hostname label's value: the node name, else the host's name. */
+void daemon__dcgm_hostname(const struct daemon_options *o, char *buf, size_t n);
+/* The labels dcgm-exporter puts after a GPU's own: Hostname and DCGM_FI_DRIVER_VERSION. */
+void daemon__dcgm_host_labels(struct strbuf *sb, const char *hostname,
+                              const struct inv_inventory *inv);
+/* dcgm-exporter's labels of a GPU, or of one of its GPU instances (gi not NULL), then host
+ * (daemon__dcgm_host_labels' text), then the pod holding it when pod is not NULL
+ * ("ns/name") with its container. */
+void daemon__dcgm_labels(struct strbuf *sb, const char *host, const struct inv_gpu *g,
+                         const struct gpu_sample_gi *gi, const char *pod, const char *container);
+
+/* ---- health_thread.c: part of the health feature (recovery.c) --------------------------- */
 
 /* Starts the health thread for the GPUs of snap (it opens its own NVML). NULL when health
  * checks are disabled by policy, there are no GPUs, or it could not start (logged:

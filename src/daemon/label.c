@@ -3,21 +3,17 @@
  * --node-label), read and watched through kube/ when a client can be made and NODE_NAME is
  * set, and Kubernetes Events for reload failures, posted by a thread of their own so the
  * main loop never waits on the API server. The API being unreachable never stops
- * serving: the current config stays and the watcher retries by itself. Built without
- * src/kube/ (GS_HAVE_KUBE unset), the daemon runs without the label. */
+ * serving: the current config stays and the watcher retries by itself. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/internal.h"
-
-#ifdef GS_HAVE_KUBE
-#include <pthread.h>
-
 #include <jansson.h>
 
+#include "daemon/internal.h"
 #include "kube/kube.h"
 
 /* Each API request of the label, Event and node-watch threads. */
@@ -335,6 +331,8 @@ void daemon__kube_start(struct daemon *d)
     pthread_cond_init(&k->cond, &ca);
     pthread_condattr_destroy(&ca);
     k->poster_started = pthread_create(&k->poster, NULL, event_poster, k) == 0;
+    if (k->poster_started)
+        pthread_setname_np(k->poster, "gs-kube-events");
     if (!k->poster_started)
         log_warn("cannot start the Event thread: Events will not be posted");
     k->node = str_dup(d->o->node_name);
@@ -507,68 +505,3 @@ struct kube_client *daemon__kube_client(struct daemon *d)
 {
     return d->kube ? d->kube->client : NULL;
 }
-
-#else /* !GS_HAVE_KUBE */
-
-void daemon__kube_start(struct daemon *d)
-{
-    if (d->o->node_name)
-        log_info("built without the Kubernetes client: not reading the node label %s",
-                 d->o->node_label);
-}
-
-void daemon__kube_stop(struct daemon *d)
-{
-    (void)d;
-}
-
-int daemon__kube_fd(const struct daemon__kube *k)
-{
-    (void)k;
-    return -1;
-}
-
-bool daemon__kube_take_label(struct daemon *d)
-{
-    (void)d;
-    return false;
-}
-
-void daemon__kube_event_pod(struct daemon *d, const char *ns, const char *pod, const char *uid,
-                            const char *reason, const char *message)
-{
-    (void)d;
-    (void)ns;
-    (void)pod;
-    (void)uid;
-    (void)reason;
-    (void)message;
-}
-
-void daemon__kube_event(struct daemon *d, const char *reason, const char *message)
-{
-    (void)d;
-    (void)reason;
-    (void)message;
-}
-
-void daemon__kube_set_label(struct daemon *d, const char *key, const char *value)
-{
-    (void)d;
-    (void)key;
-    (void)value;
-}
-
-struct kube_client *daemon__kube_client(struct daemon *d)
-{
-    (void)d;
-    return NULL;
-}
-
-void daemon__kube_pause_operands(struct daemon *d, bool pause)
-{
-    (void)d;
-    (void)pause;
-}
-
-#endif

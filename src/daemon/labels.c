@@ -151,6 +151,7 @@ static void labels_start_writer(struct daemon *d)
         log_error("labels: cannot start the writer thread, continuing without labels");
         goto fail;
     }
+    pthread_setname_np(l->thread, "gs-labels");
     l->started = true;
     d->labels = l;
     return;

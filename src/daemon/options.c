@@ -262,6 +262,7 @@ static int set_own(struct daemon_options *o, enum own_flag id, const char *flag,
         o->kube_api_server = *v ? v : NULL;
         break;
     case OWN_INVENTORY_INTERVAL:
+        o->inventory_interval_set = true;
         return parse_interval(flag, v, &o->inventory_interval_ms, err);
     case OWN_RETIRE_CHECK:
         if (parse_interval(flag, v, &o->retire_check_ms, err) < 0)
@@ -494,6 +495,15 @@ int daemon_options_parse(struct daemon_options *o, int argc, char **argv,
         }
     }
     return options_finish(o, getenv_fn, err);
+}
+
+int64_t daemon_inventory_interval_ms(const struct daemon_options *o)
+{
+    /* dra-plugin: a re-read every 30 s cost it as much CPU as everything else it does idle
+     * (an NVML open and a full read, issue 28), and what it would catch comes otherwise: a
+     * GPU lost or back through the health thread, a MIG layout changed by the operator's MIG
+     * manager with the plugin paused and started again, anything else on SIGHUP */
+    return o->dra.enabled && !o->inventory_interval_set ? 0 : o->inventory_interval_ms;
 }
 
 void daemon_options_release(struct daemon_options *o)

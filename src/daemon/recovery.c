@@ -256,6 +256,36 @@ static size_t xid_marked_devices(const struct daemon *d, const struct model *m)
     return n;
 }
 
+/* dcgm-exporter's DCGM_FI_DEV_XID_ERRORS: the last XID the health thread saw on each GPU
+ * (critical or not, 0 for none), with its err_code and err_msg and dcgm's GPU labels. */
+static int render_last_xid(const struct daemon *d, const struct inv_inventory *inv,
+                           struct strbuf *sb)
+{
+    struct strbuf host = STRBUF_INIT;
+    char hostname[128];
+    int r = 0;
+
+    if (!d->health || !inv || !inv->n_gpus)
+        return 0;
+    daemon__dcgm_hostname(d->o, hostname, sizeof(hostname));
+    daemon__dcgm_host_labels(&host, hostname, inv);
+    r = metrics_family(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge",
+                       "Value of the last XID error encountered.");
+    for (size_t g = 0; r == 0 && g < inv->n_gpus; g++) {
+        unsigned long long n, xid = daemon__health_last_xid(d->health, inv->gpus[g].uuid, &n);
+        char code[24];
+        snprintf(code, sizeof(code), "%llu", xid);
+        r = strbuf_puts(sb, "DCGM_FI_DEV_XID_ERRORS{");
+        daemon__dcgm_labels(sb, strbuf_str(&host), &inv->gpus[g], NULL, NULL, NULL);
+        daemon__dcgm_label(sb, "err_code", code, false);
+        daemon__dcgm_label(sb, "err_msg", metrics_xid_text(xid), false);
+        if (r == 0)
+            r = strbuf_printf(sb, "} %llu\n", xid);
+    }
+    strbuf_release(&host);
+    return r;
+}
+
 /* Health changes, XIDs and marks. The counters a user alerts on exist at 0 before their
  * first event (increase() over a series born at 1 is 0): the fixed reasons always, and one
  * XID counter per GPU from the moment the GPU is served. */
@@ -303,7 +333,7 @@ static int render_health(const struct daemon *d, const struct model *m,
         r = strbuf_printf(sb, "gpuslice_xid_errors_total{gpu=\"%u\",UUID=\"%s\"} %llu\n",
                           inv->gpus[g].index, inv->gpus[g].uuid, n);
     }
-    return r;
+    return r == 0 ? render_last_xid(d, inv, sb) : r;
 }
 
 /* ---- the feature ------------------------------------------------------------------------ */

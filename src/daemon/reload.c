@@ -358,11 +358,69 @@ void daemon__health_changed(struct daemon *d, const char *why)
     daemon__units_on_state(d, &c);
 }
 
+static size_t unhealthy_devices(const struct model *m)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < m->n_resources; i++)
+        for (size_t j = 0; j < m->resources[i].n_devices; j++)
+            n += !m->resources[i].devices[j].healthy;
+    return n;
+}
+
+/* The units' marks on the first state, before any unit starts (serve registers in its start):
+ * what a unit keeps Unhealthy from the first prepare on (an MPS daemon refused at start) is
+ * never listed Healthy, not even for a moment. The marks need the prepared units, so the
+ * state is built again (same config and inventory, the devices kept for their pods retired
+ * into it as they were) and marked; when no unit marks anything, the first state stays. */
+static int mark_initial(struct daemon *d, struct error *err)
+{
+    const struct model *om = dp_snapshot_model(d->snap);
+    const struct inv_inventory *inv = dp_snapshot_inventory(d->snap);
+    struct inv_inventory *dup = NULL;
+    struct dp_snapshot *snap = NULL;
+    struct model *m = NULL;
+    int r;
+
+    r = build_model(d, inv, d->cfg, false, &m, err);
+    for (size_t i = 0; r >= 0 && i < om->n_resources; i++) {
+        char **kept = NULL;
+        r = model_removed_ids(m, &om->resources[i], &kept, err);
+        if (r >= 0)
+            r = model_retire_devices(m, &om->resources[i], (const char *const *)kept,
+                                     strv_length(kept), err);
+        strv_free(kept);
+    }
+    if (r < 0)
+        goto out;
+    daemon__units_mark(d, m);
+    r = 0;
+    if (unhealthy_devices(m) == unhealthy_devices(om))
+        goto out; /* nothing marked: the state prepared is the state served */
+    dup = inv ? inv_dup(inv) : NULL;
+    if (inv && !dup) {
+        r = error_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    r = dp_snapshot_new(m, dup, &snap, err);
+    if (r < 0)
+        goto out;
+    m = NULL;
+    dup = NULL;
+    dp_snapshot_unref(d->snap);
+    d->snap = snap;
+out:
+    model_free(m);
+    inv_free(dup);
+    return r == -ENOMEM && !err->msg[0] ? error_set(err, r, "out of memory") : r;
+}
+
 int daemon__prepare_initial(struct daemon *d, struct error *err)
 {
     const struct daemon_change c = {.what = DAEMON_CHANGE_START, .why = "start"};
+    int r = daemon__units_prepare(d, d->snap, d->cfg, &c, err);
 
-    return daemon__units_prepare(d, d->snap, d->cfg, &c, err);
+    return r < 0 ? r : mark_initial(d, err);
 }
 
 /* Same GPUs and MIG devices (what the health thread watches)? */
@@ -381,7 +439,8 @@ static bool inventory_same_devices(const struct inv_inventory *a, const struct i
     return true;
 }
 
-void daemon__reload_failed(struct daemon *d, const char *reason, const struct error *err)
+/* A config that could not be applied: log "..., keeping last good config", Event, counter. */
+static void reload_failed(struct daemon *d, const char *reason, const struct error *err)
 {
     d->config_reload_failures++;
     log_error("config reload failed: %s, keeping last good config (failures=%llu)", err->msg,
@@ -403,7 +462,7 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     if (what & DAEMON_RELOAD_CONFIG) {
         r = load_config(d, d->label_value, &cfg, &err);
         if (r < 0) {
-            daemon__reload_failed(d, r == -ENOENT ? "ConfigNotFound" : "ConfigInvalid", &err);
+            reload_failed(d, r == -ENOENT ? "ConfigNotFound" : "ConfigInvalid", &err);
             goto out;
         }
     }
@@ -426,7 +485,7 @@ void daemon__apply(struct daemon *d, unsigned what, const char *why)
     r = build_model(d, inv, cfg ? cfg : d->cfg, cfg || inv_changed, &m, &err);
     if (r < 0) {
         if (cfg)
-            daemon__reload_failed(d, "ConfigInvalid", &err);
+            reload_failed(d, "ConfigInvalid", &err);
         else
             log_error("%s: %s, keeping the current devices", why, err.msg);
         goto out;

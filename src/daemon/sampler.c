@@ -52,13 +52,6 @@ struct daemon__sampler {
     char hostname[128];
 };
 
-static void label(struct strbuf *sb, const char *k, const char *v, bool first)
-{
-    (void)strbuf_printf(sb, "%s%s=\"", first ? "" : ",", k);
-    (void)metrics_escape(sb, v ? v : "");
-    (void)strbuf_putc(sb, '"');
-}
-
 /* The pod holding device (resource, id) per pod-resources ("ns/name") and per the kubelet's
  * checkpoint ("uid <UID>"). */
 static const char *holder(const struct dp_pod_devices *l, const char *resource, const char *id)
@@ -93,45 +86,6 @@ static const char *sole_holder(const struct sampler_dev *devs, size_t n_devs,
         }
     }
     return first ? first->pod : NULL;
-}
-
-/* The labels dcgm-exporter puts after a GPU's own: Hostname and DCGM_FI_DRIVER_VERSION. */
-static void host_labels(struct strbuf *sb, const struct daemon__sampler *s,
-                        const struct inv_inventory *inv)
-{
-    label(sb, "Hostname", s->hostname, true);
-    label(sb, "DCGM_FI_DRIVER_VERSION", inv->driver_version, false);
-}
-
-/* dcgm-exporter's labels of a GPU, or of one of its GPU instances (gi not NULL); host is
- * host_labels()' text. */
-static void dcgm_labels(struct strbuf *sb, const char *host, const struct inv_gpu *g,
-                        const struct gpu_sample_gi *gi, const char *pod, const char *container)
-{
-    char dev[32], num[24];
-
-    snprintf(dev, sizeof(dev), "nvidia%u", g->minor);
-    snprintf(num, sizeof(num), "%u", g->index);
-    label(sb, "gpu", num, true);
-    label(sb, "UUID", g->uuid, false);
-    label(sb, "pci_bus_id", g->pci_bus_id, false);
-    label(sb, "device", dev, false);
-    label(sb, "modelName", g->name, false);
-    if (gi) {
-        snprintf(num, sizeof(num), "%u", gi->gi_id);
-        label(sb, "GPU_I_PROFILE", gi->profile, false);
-        label(sb, "GPU_I_ID", num, false);
-    }
-    (void)strbuf_printf(sb, ",%s", host);
-    if (pod) {
-        const char *slash = strchr(pod, '/');
-        char ns[128] = "";
-        if (slash)
-            snprintf(ns, sizeof(ns), "%.*s", (int)(slash - pod), pod);
-        label(sb, "namespace", ns, false);
-        label(sb, "pod", slash ? slash + 1 : pod, false);
-        label(sb, "container", container, false);
-    }
 }
 
 /* dcgm-exporter's names, types and help for enum gpu_field (etc/default-counters.csv). */
@@ -250,16 +204,17 @@ static void render_gpu_fields(const struct daemon__sampler *s, const struct inv_
     struct strbuf *lab = calloc(inv->n_gpus * per_gpu + 1, sizeof(*lab));
     struct strbuf host = STRBUF_INIT;
 
-    host_labels(&host, s, inv);
+    daemon__dcgm_host_labels(&host, s->hostname, inv);
     for (size_t g = 0; lab && g < inv->n_gpus; g++) {
         const char *container, *pod;
         pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, INV_ID_NONE, &container);
-        dcgm_labels(&lab[g * per_gpu], strbuf_str(&host), &inv->gpus[g], NULL, pod, container);
+        daemon__dcgm_labels(&lab[g * per_gpu], strbuf_str(&host), &inv->gpus[g], NULL, pod,
+                            container);
         for (size_t k = 0; k < smp[g].n_gis; k++) {
             const struct gpu_sample_gi *gi = &smp[g].gis[k];
             pod = sole_holder(devs, n_devs, names, inv->gpus[g].uuid, gi->gi_id, &container);
-            dcgm_labels(&lab[g * per_gpu + 1 + k], strbuf_str(&host), &inv->gpus[g], gi, pod,
-                        container);
+            daemon__dcgm_labels(&lab[g * per_gpu + 1 + k], strbuf_str(&host), &inv->gpus[g], gi,
+                                pod, container);
         }
     }
     if (lab)
@@ -291,12 +246,12 @@ static void render_pod_series(const struct metrics_usage *use, struct strbuf *sb
                 snprintf(ns, sizeof(ns), "%.*s", (int)(slash - u->ns_name), u->ns_name);
             snprintf(gpu, sizeof(gpu), "%u", u->gpu);
             (void)strbuf_printf(sb, "%s{", pod_metrics[m][0]);
-            label(sb, "namespace", ns, true);
-            label(sb, "pod", slash ? slash + 1 : "", false);
-            label(sb, "container", u->container, false);
-            label(sb, "pod_uid", u->uid, false);
-            label(sb, "resource", u->resource, false);
-            label(sb, "gpu", gpu, false);
+            daemon__dcgm_label(sb, "namespace", ns, true);
+            daemon__dcgm_label(sb, "pod", slash ? slash + 1 : "", false);
+            daemon__dcgm_label(sb, "container", u->container, false);
+            daemon__dcgm_label(sb, "pod_uid", u->uid, false);
+            daemon__dcgm_label(sb, "resource", u->resource, false);
+            daemon__dcgm_label(sb, "gpu", gpu, false);
             if (m == 0)
                 (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)u->bytes);
             else if (m == 1)
@@ -328,11 +283,11 @@ static void render_peaks(const struct daemon__sampler *s, const struct inv_inven
             snprintf(ns, sizeof(ns), "%.*s", (int)(slash - pk->ns_name), pk->ns_name);
         snprintf(gpu, sizeof(gpu), "%zu", g);
         (void)strbuf_puts(sb, "gpuslice_gpu_pod_memory_peak_bytes{");
-        label(sb, "gpu", gpu, true);
-        label(sb, "UUID", pk->uuid, false);
-        label(sb, "namespace", ns, false);
-        label(sb, "pod", slash ? slash + 1 : "", false);
-        label(sb, "pod_uid", pk->uid, false);
+        daemon__dcgm_label(sb, "gpu", gpu, true);
+        daemon__dcgm_label(sb, "UUID", pk->uuid, false);
+        daemon__dcgm_label(sb, "namespace", ns, false);
+        daemon__dcgm_label(sb, "pod", slash ? slash + 1 : "", false);
+        daemon__dcgm_label(sb, "pod_uid", pk->uid, false);
         (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)pk->bytes);
     }
 }
@@ -406,8 +361,8 @@ static void render_host(const struct metrics_usage *use, struct strbuf *sb)
         snprintf(gpu, sizeof(gpu), "%u", use->host[i].gpu);
         snprintf(pid, sizeof(pid), "%u", use->host[i].pid);
         (void)strbuf_puts(sb, "gpuslice_host_gpu_memory_used_bytes{");
-        label(sb, "gpu", gpu, true);
-        label(sb, "pid", pid, false);
+        daemon__dcgm_label(sb, "gpu", gpu, true);
+        daemon__dcgm_label(sb, "pid", pid, false);
         (void)strbuf_printf(sb, "} %llu\n", (unsigned long long)use->host[i].bytes);
     }
     (void)metrics_family(sb, "gpuslice_gpu_processes_unattributed", "gauge",
@@ -531,10 +486,7 @@ void daemon__sampler_start(struct daemon *d)
     if (!s)
         return;
     s->o = d->o;
-    if (gethostname(s->hostname, sizeof(s->hostname) - 1) < 0)
-        str_copy(s->hostname, "", sizeof(s->hostname));
-    if (d->o->node_name)
-        str_copy(s->hostname, d->o->node_name, sizeof(s->hostname));
+    daemon__dcgm_hostname(d->o, s->hostname, sizeof(s->hostname));
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -543,6 +495,8 @@ void daemon__sampler_start(struct daemon *d)
     d->sampler = s;
     daemon__sampler_update(d);
     s->started = pthread_create(&s->thread, NULL, sampler_main, s) == 0;
+    if (s->started)
+        pthread_setname_np(s->thread, "gs-sampler");
     if (!s->started)
         log_warn("metrics sampler: cannot start its thread; no GPU telemetry in /metrics");
 }
@@ -595,26 +549,6 @@ int daemon__sampler_render(struct daemon *d, struct strbuf *sb)
     pthread_mutex_lock(&s->lock);
     if (s->text)
         r = strbuf_puts(sb, s->text);
-    /* the last XID per GPU (dcgm-exporter's field, with its err_code and err_msg), from the
-     * health thread, when it runs */
-    if (r == 0 && s->text && s->inv && d->health) {
-        struct strbuf host = STRBUF_INIT;
-        host_labels(&host, s, s->inv);
-        (void)metrics_family(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge",
-                             "Value of the last XID error encountered.");
-        for (size_t g = 0; g < s->inv->n_gpus; g++) {
-            unsigned long long n,
-                xid = daemon__health_last_xid(d->health, s->inv->gpus[g].uuid, &n);
-            char code[24];
-            snprintf(code, sizeof(code), "%llu", xid);
-            (void)strbuf_puts(sb, "DCGM_FI_DEV_XID_ERRORS{");
-            dcgm_labels(sb, strbuf_str(&host), &s->inv->gpus[g], NULL, NULL, NULL);
-            label(sb, "err_code", code, false);
-            label(sb, "err_msg", metrics_xid_text(xid), false);
-            (void)strbuf_printf(sb, "} %llu\n", xid);
-        }
-        strbuf_release(&host);
-    }
     if (r == 0)
         r = strbuf_printf(sb,
                           "# HELP gpuslice_metrics_samples_total NVML samples taken\n"

@@ -646,8 +646,6 @@ static bool serve_ready(const struct daemon *d, char *why, size_t n)
     const struct inv_inventory *inv = d->snap ? dp_snapshot_inventory(d->snap) : NULL;
     size_t registered = 0, served = 0;
 
-    if (d->o->dra.enabled)
-        return true;
     for (size_t i = 0; i < d->n_slots; i++) {
         served += d->slots[i].p != NULL;
         registered += d->slots[i].p && d->slots[i].registered;
@@ -717,8 +715,6 @@ static int serve_start(struct daemon *d, struct error *err)
 {
     int r;
 
-    if (d->o->dra.enabled) /* dra-plugin: GPUs go through DRA only (docs/dra.md) */
-        return 0;
     r = dra_plugin_live(d, err);
     if (r < 0)
         return r;

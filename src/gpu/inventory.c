@@ -16,6 +16,9 @@
 #define MAX_MIG_DEVICES 64u
 #define MAX_PROCESSES 4096u
 
+/* A bus id in sysfs form, "0000:00:00.0" and its NUL, with room to spare. */
+#define GPU_BUS_NAME_MAX 32
+
 struct read_ctx {
     struct gpu_nvml *n;
     struct inv_inventory *inv;
@@ -751,23 +754,26 @@ static int read_gpu(struct read_ctx *c, unsigned index)
 
 /* ---- topology ------------------------------------------------------------------------------ */
 
-/* The GPU whose bus id matches (either domain width, any case), or -1. */
-static int gpu_by_bus_id(const struct inv_inventory *inv, const char *bus_id)
+/* The GPU whose bus id matches (either domain width, any case), or -1. names holds each
+ * GPU's bus id in sysfs form ("" when it has none), made once per read: a link asks it 18
+ * times per GPU. */
+static int gpu_by_bus_id(const struct inv_inventory *inv, const char (*names)[GPU_BUS_NAME_MAX],
+                         const char *bus_id)
 {
-    char want[32], have[32];
+    char want[GPU_BUS_NAME_MAX];
 
     if (gpu_pci_sysfs_name(bus_id, want, sizeof(want)) < 0)
         return -1;
     for (size_t i = 0; i < inv->n_gpus; i++)
-        if (gpu_pci_sysfs_name(inv->gpus[i].pci_bus_id, have, sizeof(have)) == 0 &&
-            strcmp(want, have) == 0)
+        if (strcmp(want, names[i]) == 0)
             return (int)i;
     return -1;
 }
 
 /* Counts GPU a's active NVLinks per remote GPU into row a of the link matrix, and into
  * *ret_switch_links those whose remote end is not a GPU (an NVSwitch). */
-static int read_nvlinks(struct read_ctx *c, size_t a, unsigned *ret_switch_links)
+static int read_nvlinks(struct read_ctx *c, size_t a, const char (*names)[GPU_BUS_NAME_MAX],
+                        unsigned *ret_switch_links)
 {
     struct gpu_nvml *n = c->n;
     struct inv_inventory *inv = c->inv;
@@ -803,7 +809,7 @@ static int read_nvlinks(struct read_ctx *c, size_t a, unsigned *ret_switch_links
             continue;
         }
         pci.busId[sizeof(pci.busId) - 1] = '\0';
-        b = gpu_by_bus_id(inv, pci.busId);
+        b = gpu_by_bus_id(inv, names, pci.busId);
         if (b < 0)
             (*ret_switch_links)++;
         else if ((size_t)b != a)
@@ -852,6 +858,7 @@ static int read_pcie(struct read_ctx *c, size_t a, size_t b)
 static int read_topology(struct read_ctx *c)
 {
     struct inv_inventory *inv = c->inv;
+    char(*names)[GPU_BUS_NAME_MAX] = NULL;
     unsigned *switch_links = NULL;
     size_t n = inv->n_gpus;
     int r;
@@ -860,13 +867,17 @@ static int read_topology(struct read_ctx *c)
         return 0;
     inv->links = calloc(n * n, sizeof(*inv->links));
     switch_links = calloc(n, sizeof(*switch_links));
-    if (!inv->links || !switch_links) {
+    names = calloc(n, sizeof(*names));
+    if (!inv->links || !switch_links || !names) {
         r = error_set(c->err, -ENOMEM, "out of memory");
         goto out;
     }
+    for (size_t i = 0; i < n; i++)
+        if (gpu_pci_sysfs_name(inv->gpus[i].pci_bus_id, names[i], sizeof(names[i])) < 0)
+            names[i][0] = '\0'; /* matches no link: sysfs names are never empty */
     for (size_t a = 0; a < n; a++) {
         inv->links[a * n + a].pcie = INV_PCIE_SAME;
-        r = read_nvlinks(c, a, &switch_links[a]);
+        r = read_nvlinks(c, a, (const char(*)[GPU_BUS_NAME_MAX])names, &switch_links[a]);
         if (r < 0)
             goto out;
         for (size_t b = a + 1; b < n; b++) {
@@ -878,6 +889,7 @@ static int read_topology(struct read_ctx *c)
     add_switch_links(inv, switch_links);
     r = 0;
 out:
+    free(names);
     free(switch_links);
     return r;
 }

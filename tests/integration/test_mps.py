@@ -12,6 +12,7 @@
 # (NVIDIA's chart entry point) runs the daemons and writes .ready.
 # Usage: test_mps.py SOURCE_DIR BUILD_DIR
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -61,11 +62,12 @@ class Mps(ReloadCase):
         write_file(self.machine + ".yaml", "gpus:\n  - model: NVIDIA L20\n    count: 2\n")
         self.cfg = os.path.join(self.root, "config.yaml")
 
-    def start(self, config, extra=()):
+    def start(self, config, extra=(), sim_args=()):
         write_file(self.cfg, config)
         return self.node(self.machine, ["--config-file", self.cfg, "--mps-control", "internal",
                                         "--mps-control-binary", FAKE_MPS,
-                                        "--mps-probe-interval", "300ms"] + list(extra))
+                                        "--mps-probe-interval", "300ms"] + list(extra),
+                         sim_args=sim_args)
 
     def st(self, resource):
         return state(os.path.join(self.mps_root, resource, "log/fake-mps.state"))
@@ -243,13 +245,28 @@ class Mps(ReloadCase):
         self.wait_capacity(n, 2, 10, LARGE)  # the other resource is fine
         wait_for(lambda: "refusing %s/%s/pipe" % (self.mps_root, GPU) in self.log_text(n), 5,
                  "the link refused")
-        # the first list goes out before the MPS unit starts and marks the resource down
-        # (units start in order: serve, then mps), so the kubelet sees 0 allocatable only
-        # once that update has reached it; wait for it rather than for a lucky instant
-        wait_for(lambda: (self.allocatable(n, GPU) or 0) == 0, 5, "nvidia.com/gpu Unhealthy")
+        # the refused resource is marked on the first state: never allocatable, at no instant
+        self.assertEqual(self.allocatable(n, GPU) or 0, 0)
         with open(os.path.join(elsewhere, "control")) as f:
             self.assertEqual(f.read(), "not ours")
         self.assertEqual(os.listdir(elsewhere), ["control"])
+
+    def test_daemon_refused_at_start_is_never_listed_healthy(self):
+        """The last session's note (issue stops, "MPS at start"): a resource whose control
+        daemon is refused at start was listed Healthy on the first ListAndWatch, until the
+        MPS unit started and marked it. The marks now apply to the first state, before the
+        device plugin registers: every list the kubelet receives has none of it healthy."""
+        elsewhere = os.path.join(self.root, "elsewhere")
+        os.makedirs(elsewhere)
+        os.makedirs(os.path.join(self.mps_root, GPU))
+        os.symlink(elsewhere, os.path.join(self.mps_root, GPU, "pipe"))
+        n = self.start(mps_config(self.mps_root), sim_args=["--log-level", "debug"])
+        self.wait_capacity(n, 2, 10, LARGE)  # the other resource is fine
+        lists = lambda: re.findall(r"ListAndWatch resource=%s devices=(\d+) healthy=(\d+)"
+                                   % re.escape(GPU), self.log_text(n))
+        wait_for(lists, 5, "the first list of %s" % GPU)
+        self.assertEqual(lists()[0], ("4", "0"))
+        self.assertEqual([h for _, h in lists() if h != "0"], [])
 
 
 if __name__ == "__main__":

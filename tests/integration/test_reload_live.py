@@ -100,13 +100,14 @@ class ReloadCase(unittest.TestCase):
         shutil.rmtree(self.root, ignore_errors=True)
         self.assertEqual(problems, [])
 
-    def node(self, machine, args=(), env=None):
+    def node(self, machine, args=(), env=None, sim_args=()):
         env = dict(env or {})
         env.setdefault("NODE_NAME", "")  # no node label unless a test sets one up
         i = len(self.nodes)
         n = demo.Node("n%d" % i, os.path.join(MACHINES, machine + ".yaml"), None, self.root,
                       BUILD, sim_args=["--pod-resources-socket",
-                                       os.path.join(self.root, "pr%d.sock" % i)])
+                                       os.path.join(self.root, "pr%d.sock" % i)] +
+                      list(sim_args))
         self.nodes.append(n)
         n.start_plugin(None, ["--pod-resources-socket", os.path.join(self.root, "pr%d.sock" % i),
                               "--retire-check-interval", "200ms"] + list(args), env)

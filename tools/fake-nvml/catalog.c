@@ -3,7 +3,6 @@
  * architecture, PCI device ids and MIG GPU-instance profile tables (facts A.2–A.4). Pure
  * constant data plus lookups; the MIG profile tables are mig/'s (src/mig/catalog.c). Rows marked
  * UNVERIFIED in the facts are documented in docs/fake-nvml.md. */
-#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -55,12 +54,6 @@ static void fill_mig(void)
     done = true;
 }
 
-const struct fake_model *fake_catalog_get(size_t i)
-{
-    fill_mig();
-    return i < GS_ARRAY_SIZE(catalog) ? &catalog[i] : NULL;
-}
-
 const struct fake_model *fake_catalog_find(const char *name)
 {
     fill_mig();
@@ -92,12 +85,4 @@ const struct mig_profile *fake_profile_by_name(const struct fake_model *m, const
         if (strcmp(m->profiles[i].name, name) == 0)
             return &m->profiles[i];
     return NULL;
-}
-
-unsigned fake_profile_name_gb(uint64_t profile_mib, uint64_t total_mib)
-{
-    /* GB = round(ceil(mem / total * 8) / 8 * ceil(total_bytes / 2^30)) */
-    double eighths = ceil((double)profile_mib / (double)total_mib * 8.0);
-    double total_gib = ceil((double)total_mib / 1024.0);
-    return (unsigned)round(eighths / 8.0 * total_gib);
 }

@@ -2,7 +2,8 @@
 /* events.c: NVML event sets of the fake library. XID events come from lines appended to the
  * file named by FAKE_NVML_EVENTS ("xid <gpu index|GPU UUID|MIG UUID> <xid> [gi ci]"),
  * followed like `tail -f` from the size it had when the set was created; each line is
- * delivered at most once per set. Wait sleeps in poll(2) on inotify, honouring the timeout. */
+ * delivered at most once per set. Wait sleeps in poll(2) on inotify until a line comes or the
+ * timeout passes, as the real call blocks in the driver: an idle wait costs no wake-ups. */
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 struct nvmlEventSet_st {
     pthread_mutex_t lock;
     char *path;   /* FAKE_NVML_EVENTS, NULL: no events ever */
+    char *dir;    /* its directory, watched */
     off_t offset; /* next unread byte */
     int inotify_fd;
     unsigned long long mask[FAKE_MAX_GPUS]; /* registered types per GPU index */
@@ -33,6 +35,35 @@ struct nvmlEventSet_st {
 static void unlock_set(void *lock)
 {
     pthread_mutex_unlock(lock);
+}
+
+/* Watches the events file's directory: an append, a create or a rename into it wakes Wait. */
+static int watch_dir(struct nvmlEventSet_st *s)
+{
+    if (!s->dir)
+        return -1;
+    return inotify_add_watch(s->inotify_fd, s->dir,
+                             IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE);
+}
+
+/* Reads what inotify queued. The directory's watch may have gone (the directory removed or
+ * moved: IN_IGNORED): watch it again, or fall back to polling when it cannot be. */
+static void drain_watch(struct nvmlEventSet_st *s)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool lost = false;
+    ssize_t n;
+
+    while (s->inotify_fd >= 0 && (n = read(s->inotify_fd, buf, sizeof(buf))) > 0)
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            lost |= (ev->mask & IN_IGNORED) != 0;
+            p += sizeof(*ev) + ev->len;
+        }
+    if (lost && watch_dir(s) < 0) {
+        close(s->inotify_fd);
+        s->inotify_fd = -1;
+    }
 }
 
 static off_t file_size(const char *path)
@@ -61,16 +92,15 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
         const char *slash = strrchr(path, '/');
         s->path = str_dup(path);
         s->offset = file_size(path);
+        if (strbuf_append(&dir, slash ? path : ".",
+                          slash ? (size_t)(slash - path) + (slash == path) : 1) == 0)
+            s->dir = strbuf_take(&dir);
+        strbuf_release(&dir);
         s->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        if (s->inotify_fd >= 0 &&
-            (strbuf_append(&dir, slash ? path : ".",
-                           slash ? (size_t)(slash - path) + (slash == path) : 1) < 0 ||
-             inotify_add_watch(s->inotify_fd, dir.buf,
-                               IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE) < 0)) {
+        if (s->inotify_fd >= 0 && watch_dir(s) < 0) {
             close(s->inotify_fd); /* no watch (e.g. no such directory yet): poll instead */
             s->inotify_fd = -1;
         }
-        strbuf_release(&dir);
     }
     *set = s;
     return fake_leave(NVML_SUCCESS);
@@ -84,6 +114,7 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
         close(set->inotify_fd);
     pthread_mutex_destroy(&set->lock);
     free(set->path);
+    free(set->dir);
     free(set);
     return NVML_SUCCESS;
 }
@@ -230,12 +261,10 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
     /* the real call is a cancellation point (poll inside): release the set if cancelled */
     pthread_cleanup_push(unlock_set, &set->lock);
     for (;;) {
-        char drain[4096];
         uint64_t now, left, cap;
         struct pollfd pfd = {set->inotify_fd, POLLIN, 0};
 
-        while (set->inotify_fd >= 0 && read(set->inotify_fd, drain, sizeof(drain)) > 0)
-            ;
+        drain_watch(set);
         if (event_next(set, data)) {
             rc = NVML_SUCCESS;
             break;
@@ -245,10 +274,12 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
             rc = NVML_ERROR_TIMEOUT;
             break;
         }
-        /* No events file: nothing can ever come, sleep to the deadline like an idle GPU.
-         * Without inotify, look again every 5 ms; with it, wake on a change (cap 1 s). */
+        /* Sleep as the real call does (it blocks in the driver): to the deadline, woken only
+         * by a change in the events file's directory. No events file: nothing can ever
+         * come. Without a watch (no such directory), look again every 5 ms. */
         left = deadline - now;
-        cap = !set->path ? left : set->inotify_fd >= 0 ? 1000 : 5;
+        cap = set->path && set->inotify_fd < 0 ? 5 : left;
+        pfd.fd = set->inotify_fd;
         poll(set->inotify_fd >= 0 ? &pfd : NULL, set->inotify_fd >= 0 ? 1 : 0,
              (int)(left < cap        ? left
                    : cap > INT32_MAX ? INT32_MAX

@@ -19,7 +19,6 @@
 #define FAKE_MAX_PROCS 64
 #define FAKE_MAX_GI 8 /* slot = GI id - 1; ids are 1..8 */
 #define FAKE_MAX_CI 8 /* slot = CI id; ids are 0..7 within a GI */
-#define FAKE_MAX_PROFILES 12
 #define FAKE_MACHINE_MAX_BYTES (1024 * 1024)
 #define FAKE_LINK_NONE 0xFFFFFFFFu
 #define FAKE_LINK_SWITCH 0xFFFFFFFEu
@@ -47,12 +46,9 @@ struct fake_model {
 
 /* catalog.c */
 const struct fake_model *fake_catalog_find(const char *name);
-const struct fake_model *fake_catalog_get(size_t i); /* NULL past the end */
 const struct mig_profile *fake_profile_by_id(const struct fake_model *m, unsigned id);
 const struct mig_profile *fake_profile_by_index(const struct fake_model *m, unsigned index);
 const struct mig_profile *fake_profile_by_name(const struct fake_model *m, const char *name);
-/* go-nvlib's memory figure for a profile name (facts A.6). */
-unsigned fake_profile_name_gb(uint64_t profile_mib, uint64_t total_mib);
 
 struct fake_process {
     unsigned pid;
@@ -194,7 +190,6 @@ void fake_mig_clear(struct fake_gpu *g);
 size_t fake_mig_devices(struct fake_gpu *g, struct fake_ci **out, size_t max);
 void fake_mig_uuid(const struct fake_ci *ci, char *buf, size_t size);
 void fake_mig_profile_name(const struct fake_ci *ci, char *buf, size_t size);
-bool fake_ci_has_processes(const struct fake_gpu *g, unsigned gi_id, unsigned ci_id);
 
 /* state.c: the MIG state file. */
 /* nvml_caps.c: with FAKE_NVML_PROC_ROOT set, rewrites the driver's MIG capability files

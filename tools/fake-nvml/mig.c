@@ -71,7 +71,7 @@ nvmlReturn_t fake_gi_create(struct fake_gpu *g, const struct mig_profile *p, uns
     return NVML_SUCCESS;
 }
 
-bool fake_ci_has_processes(const struct fake_gpu *g, unsigned gi_id, unsigned ci_id)
+static bool fake_ci_has_processes(const struct fake_gpu *g, unsigned gi_id, unsigned ci_id)
 {
     for (size_t i = 0; i < g->n_procs; i++)
         if (g->procs[i].gi_id == gi_id &&

@@ -288,6 +288,29 @@ static void test_daemon_dra_options_parse_defaults(void **state)
     daemon_options_release(&o);
 }
 
+/* The GPUs are read again every 30 s by the device plugin, never by dra-plugin (NVIDIA's DRA
+ * driver does not poll either: issue 28's idle cost) unless INVENTORY_INTERVAL asks. */
+static void test_daemon_inventory_interval_ms_per_mode(void **state)
+{
+    static const char *const dra_env[] = {"NODE_NAME", "node-1", "INVENTORY_INTERVAL", "45s", NULL};
+    static const char *const dp_env[] = {"INVENTORY_INTERVAL", "0", NULL};
+    struct daemon_options o;
+
+    (void)state;
+    assert_int_equal(parse(&o, NULL, no_args, NULL), 0);
+    assert_int_equal(daemon_inventory_interval_ms(&o), 30000);
+    daemon_options_release(&o);
+    assert_int_equal(parse(&o, dp_env, no_args, NULL), 0);
+    assert_int_equal(daemon_inventory_interval_ms(&o), 0);
+    daemon_options_release(&o);
+    assert_int_equal(parse_dra(&o, node_env, no_args, NULL), 0);
+    assert_int_equal(daemon_inventory_interval_ms(&o), 0);
+    daemon_options_release(&o);
+    assert_int_equal(parse_dra(&o, dra_env, no_args, NULL), 0);
+    assert_int_equal(daemon_inventory_interval_ms(&o), 45000);
+    daemon_options_release(&o);
+}
+
 /* Go's flag syntax: one or two dashes, "=value" or the next argument. */
 static void test_daemon_dra_options_parse_flag_forms(void **state)
 {
@@ -621,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_daemon_options_parse_reload_env_and_flags),
         cmocka_unit_test(test_daemon_options_parse_help),
         cmocka_unit_test(test_daemon_dra_options_parse_defaults),
+        cmocka_unit_test(test_daemon_inventory_interval_ms_per_mode),
         cmocka_unit_test(test_daemon_dra_options_parse_flag_forms),
         cmocka_unit_test(test_daemon_dra_options_parse_every_env),
         cmocka_unit_test(test_daemon_dra_options_parse_host_driver_root_env),

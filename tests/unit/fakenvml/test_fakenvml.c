@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1184,6 +1185,87 @@ static void test_events_delivered_once_and_fast(void **state)
     OK(nvmlShutdown());
 }
 
+/* Voluntary context switches of the calling thread: how often it went to sleep. */
+static long thread_sleeps(void)
+{
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_THREAD, &ru), 0);
+    return ru.ru_nvcsw;
+}
+
+/* An event set following <tmp>/<name>/events (made empty, alone in its directory: no other
+ * file changes there), with GPU 0 registered for XIDs. */
+static void set_in_own_dir(const char *name, char *dir, size_t n_dir, char *events, size_t n_events,
+                           nvmlEventSet_t *ret_set)
+{
+    use_example("a100-80gb-all-balanced.yaml");
+    path_in_tmp(dir, n_dir, name);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(events, n_events, "%s/events", dir);
+    write_text(events, "", "w");
+    setenv("FAKE_NVML_EVENTS", events, 1);
+    OK(nvmlInit_v2());
+    OK(nvmlEventSetCreate(ret_set));
+    OK(nvmlDeviceRegisterEvents(dev(0), nvmlEventTypeXidCriticalError, *ret_set));
+}
+
+/* The real nvmlEventSetWait blocks in the driver: an idle wait sleeps once, to its timeout,
+ * however long it is (it used to look at the file every second: issue 28's idle cost). */
+static void test_idle_wait_sleeps_once_to_its_timeout(void **state)
+{
+    char dir[512], events[600];
+    nvmlEventSet_t set;
+    nvmlEventData_t ev;
+    uint64_t t0, waited_ms;
+    long sleeps;
+    (void)state;
+
+    set_in_own_dir("idle-events", dir, sizeof(dir), events, sizeof(events), &set);
+    sleeps = thread_sleeps();
+    t0 = time_now_ms();
+    assert_int_equal(nvmlEventSetWait_v2(set, &ev, 3500), NVML_ERROR_TIMEOUT);
+    waited_ms = time_now_ms() - t0;
+    sleeps = thread_sleeps() - sleeps;
+    print_message("idle wait of 3500 ms: %llu ms, %ld sleep(s)\n", (unsigned long long)waited_ms,
+                  sleeps);
+    assert_true(waited_ms >= 3500);
+    /* one sleep; a second allowed for a page fault on a loaded machine; the old wait slept 4 */
+    assert_true(sleeps <= 2);
+    OK(nvmlEventSetFree(set));
+    OK(nvmlShutdown());
+}
+
+/* The events file's directory removed and made again (a test's temp tree): the set watches
+ * the new one, and a line written there is still delivered at once. */
+static void test_events_followed_after_the_directory_is_replaced(void **state)
+{
+    char dir[512], events[600];
+    struct appender ap;
+    nvmlEventSet_t set;
+    nvmlEventData_t ev;
+    pthread_t th;
+    uint64_t t0, waited_ms;
+    (void)state;
+
+    set_in_own_dir("replaced-events", dir, sizeof(dir), events, sizeof(events), &set);
+    assert_int_equal(unlink(events), 0);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    write_text(events, "", "w");
+    /* the wait sees the old watch go and watches the new directory */
+    assert_int_equal(nvmlEventSetWait_v2(set, &ev, 10), NVML_ERROR_TIMEOUT);
+    ap = (struct appender){events, "xid 0 43\n", 30};
+    assert_int_equal(pthread_create(&th, NULL, append_later, &ap), 0);
+    t0 = time_now_ms();
+    OK(nvmlEventSetWait_v2(set, &ev, 5000));
+    waited_ms = time_now_ms() - t0;
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(ev.eventData, 43);
+    assert_true(waited_ms < 1000);
+    OK(nvmlEventSetFree(set));
+    OK(nvmlShutdown());
+}
+
 struct waiter {
     nvmlEventSet_t set;
     unsigned long long xid;
@@ -1371,6 +1453,8 @@ int main(void)
         cmocka_unit_test_teardown(test_state_seen_by_another_process, teardown),
         cmocka_unit_test_teardown(test_state_file_foreign_or_damaged_is_ignored, teardown),
         cmocka_unit_test_teardown(test_events_delivered_once_and_fast, teardown),
+        cmocka_unit_test_teardown(test_idle_wait_sleeps_once_to_its_timeout, teardown),
+        cmocka_unit_test_teardown(test_events_followed_after_the_directory_is_replaced, teardown),
         cmocka_unit_test_teardown(test_wait_in_a_thread_while_mig_changes, teardown),
         cmocka_unit_test_teardown(test_fault_injection, teardown),
         cmocka_unit_test(test_error_strings),
