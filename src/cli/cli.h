@@ -145,6 +145,8 @@ int cmd_labels(int argc, char **argv);
 int cmd_feature_discovery(int argc, char **argv);
 int cmd_mig(int argc, char **argv);
 int cmd_mps_control_daemon(int argc, char **argv);
+int cmd_mig_manager(int argc, char **argv);
+int cmd_compute_domain(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
