@@ -24,6 +24,8 @@
 /* The root when none is given: NVIDIA's (cmd/mps-control-daemon), where its chart and the
  * GPU Operator mount the host's MPS folder. */
 #define MPSD_DEFAULT_ROOT "/mps"
+/* NVIDIA's chart's and the Operator's host MPS folder, mounted at /mps */
+#define MPSD_DEFAULT_HOST_ROOT "/run/nvidia/mps"
 
 enum { OPT_BINARY = 0x1d00, OPT_PROBE };
 
@@ -138,6 +140,13 @@ int cmd_mps_control_daemon(int argc, char **argv)
         free(specs);
         return cli_usage_error("mps-control-daemon",
                                "GPUSLICE_MPS_PROBE_INTERVAL takes a duration like 10s or 500ms");
+    }
+    /* NVIDIA's daemon needs no root (its /mps is fixed) and neither its chart nor the GPU
+     * Operator passes one, while the shared config refuses MPS sharing without one: the
+     * chart's host root then, which is /mps here when the host's folder is mounted there */
+    if (setenv("MPS_ROOT", MPSD_DEFAULT_HOST_ROOT, 0) < 0) {
+        free(specs);
+        return CLI_EXIT_FAILURE;
     }
     if (argc >= 2 && strcmp(argv[1], "mount-shm") == 0) {
         shm = true;
