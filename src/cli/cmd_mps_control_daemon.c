@@ -143,7 +143,8 @@ int cmd_mps_control_daemon(int argc, char **argv)
     }
     /* NVIDIA's daemon needs no root (its /mps is fixed) and neither its chart nor the GPU
      * Operator passes one, while the shared config refuses MPS sharing without one: the
-     * chart's host root then, which is /mps here when the host's folder is mounted there */
+     * chart's host root then. It only matters where /mps is absent (mps_local_root takes
+     * /mps whenever it exists), so it may shadow a file's flags.mpsRoot only there. */
     if (setenv("MPS_ROOT", MPSD_DEFAULT_HOST_ROOT, 0) < 0) {
         free(specs);
         return CLI_EXIT_FAILURE;
