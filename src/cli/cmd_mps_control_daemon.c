@@ -141,14 +141,6 @@ int cmd_mps_control_daemon(int argc, char **argv)
         return cli_usage_error("mps-control-daemon",
                                "GPUSLICE_MPS_PROBE_INTERVAL takes a duration like 10s or 500ms");
     }
-    /* NVIDIA's daemon needs no root (its /mps is fixed) and neither its chart nor the GPU
-     * Operator passes one, while the shared config refuses MPS sharing without one: the
-     * chart's host root then. It only matters where /mps is absent (mps_local_root takes
-     * /mps whenever it exists), so it may shadow a file's flags.mpsRoot only there. */
-    if (setenv("MPS_ROOT", MPSD_DEFAULT_HOST_ROOT, 0) < 0) {
-        free(specs);
-        return CLI_EXIT_FAILURE;
-    }
     if (argc >= 2 && strcmp(argv[1], "mount-shm") == 0) {
         shm = true;
         argc--;
@@ -163,6 +155,13 @@ int cmd_mps_control_daemon(int argc, char **argv)
     if (rc >= 0)
         goto out;
     rc = CLI_EXIT_FAILURE;
+    /* NVIDIA's daemon needs no root (its /mps is fixed) and neither its chart nor the GPU
+     * Operator passes one, while the shared config refuses MPS sharing without one: when
+     * neither a flag, MPS_ROOT nor the file gives one, the chart's host root (which
+     * mps_local_root turns into /mps where the host's folder is mounted). */
+    if (!cfg_overrides_get(&a.overrides, CFG_OPT_MPS_ROOT) && !cli_node_config_loads(&a) &&
+        cfg_overrides_set(&a.overrides, "MPS_ROOT", MPSD_DEFAULT_HOST_ROOT, NULL) < 0)
+        goto out;
     if (cli_node_load(&a, false, true, &node) < 0)
         goto out;
     /* NVIDIA's daemon has its root fixed at /mps, and neither its chart nor the GPU Operator

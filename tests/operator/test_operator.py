@@ -454,19 +454,23 @@ class OperatorLane(unittest.TestCase):
         self.running(pod, mgr)
 
     def test_mig_parted_call_forms(self):
-        """nvidia-mig-parted as mig-parted v0.15.0's reconfigure package calls it: the seven
-        forms (assert --valid-config, assert, assert --mode-only, -d apply --mode-only,
-        -d assert --mode-only, -d apply, and the chroot'ed host copy's same argv)."""
+        """nvidia-mig-parted as mig-parted v0.15.0 calls it (pkg/mig/reconfigure, in its
+        order: assert --valid-config, assert, assert --mode-only, -d apply --mode-only,
+        -d assert --mode-only, -d apply), then generate-config (its systemd service's form,
+        and how gpuslice's nvidia-mig-manager makes its config), then assert once more: the
+        layout is applied."""
         r = self.operator()
         pod = self.pod(r, "nvidia-mig-manager")
         cfg = "/mig-parted-config/config-default.yaml"
-        forms = [(["assert", "--valid-config", "-f", cfg, "-c", "all-1g.10gb"], 0),
-                 (["assert", "-f", cfg, "-c", "all-1g.10gb"], 1),
-                 (["assert", "--mode-only", "-f", cfg, "-c", "all-1g.10gb"], 1),
-                 (["-d", "apply", "--mode-only", "-f", cfg, "-c", "all-1g.10gb"], 0),
-                 (["-d", "assert", "--mode-only", "-f", cfg, "-c", "all-1g.10gb"], 0),
-                 (["-d", "apply", "-f", cfg, "-c", "all-1g.10gb"], 0),
-                 (["assert", "-f", cfg, "-c", "all-1g.10gb"], 0)]
+        sel = ["-f", cfg, "-c", "all-1g.10gb"]
+        forms = [(["assert", "--valid-config"] + sel, 0),
+                 (["assert"] + sel, 1),
+                 (["assert", "--mode-only"] + sel, 1),
+                 (["-d", "apply", "--mode-only"] + sel, 0),
+                 (["-d", "assert", "--mode-only"] + sel, 0),
+                 (["-d", "apply"] + sel, 0),
+                 (["generate-config", "-f", "/tmp/generated.yaml"], 0),
+                 (["assert"] + sel, 0)]
         c = pod.container("nvidia-mig-manager")
         for i, (args, want) in enumerate(forms):
             c["command"], c["args"] = ["nvidia-mig-parted"], args
