@@ -100,6 +100,9 @@ struct cli_node {
 int cli_node_load(const struct cli_node_args *a, bool keep_valid, bool print_diags,
                   struct cli_node *ret);
 int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_cfg);
+/* Whether the config loads and validates as the args stand, printing nothing: for a
+ * command that supplies a default only when the file lacks a value. */
+bool cli_node_config_loads(const struct cli_node_args *a);
 void cli_node_release_node(struct cli_node *n);
 
 /* Labels of the loaded node, with the host facts GFD reads (DMI product name from
@@ -145,6 +148,8 @@ int cmd_labels(int argc, char **argv);
 int cmd_feature_discovery(int argc, char **argv);
 int cmd_mig(int argc, char **argv);
 int cmd_mps_control_daemon(int argc, char **argv);
+int cmd_mig_manager(int argc, char **argv);
+int cmd_compute_domain(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 

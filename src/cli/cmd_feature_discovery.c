@@ -198,6 +198,8 @@ int cmd_feature_discovery(int argc, char **argv)
     f.namespace_ = env_or(f.namespace_, "NAMESPACE", "default");
     f.node_name = env_or(f.node_name, "NODE_NAME", NULL);
     f.pod_name = env_or(f.pod_name, "POD_NAME", NULL);
+    /* the API server stand-in every other command takes from the environment (tests) */
+    f.api_server = env_or(f.api_server, "GPUSLICE_KUBE_API_SERVER", NULL);
     interval = cfg_overrides_get(&a.overrides, CFG_OPT_GFD_SLEEP_INTERVAL);
     if (interval && cfg_duration_parse_ms(interval, &interval_ms, &err) < 0) {
         rc = cli_usage_error(a.cmd, "--sleep-interval: %s", err.msg);

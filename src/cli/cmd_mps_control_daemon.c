@@ -21,6 +21,11 @@
 
 /* --mps-probe-interval's default: how often each control daemon is asked if it lives. */
 #define MPSD_PROBE_DEFAULT_MS 10000
+/* The root when none is given: NVIDIA's (cmd/mps-control-daemon), where its chart and the
+ * GPU Operator mount the host's MPS folder. */
+#define MPSD_DEFAULT_ROOT "/mps"
+/* NVIDIA's chart's and the Operator's host MPS folder, mounted at /mps */
+#define MPSD_DEFAULT_HOST_ROOT "/run/nvidia/mps"
 
 enum { OPT_BINARY = 0x1d00, OPT_PROBE };
 
@@ -42,7 +47,7 @@ static void usage(FILE *f)
             "Options:\n"
             "      --config-file PATH        config (env CONFIG_FILE)\n"
             "      --mig-strategy S          (env MIG_STRATEGY)\n"
-            "      --mps-root DIR            (env MPS_ROOT; flags.mpsRoot)\n"
+            "      --mps-root DIR            (env MPS_ROOT; flags.mpsRoot; default /mps)\n"
             "      --mps-control-binary P    nvidia-cuda-mps-control (env GPUSLICE_MPS_CONTROL)\n"
             "      --mps-probe-interval D    wedge probe period, 0 off (env\n"
             "                                GPUSLICE_MPS_PROBE_INTERVAL; default 10s)\n"
@@ -150,15 +155,19 @@ int cmd_mps_control_daemon(int argc, char **argv)
     if (rc >= 0)
         goto out;
     rc = CLI_EXIT_FAILURE;
+    /* NVIDIA's daemon needs no root (its /mps is fixed) and neither its chart nor the GPU
+     * Operator passes one, while the shared config refuses MPS sharing without one: when
+     * neither a flag, MPS_ROOT nor the file gives one, the chart's host root (which
+     * mps_local_root turns into /mps where the host's folder is mounted). */
+    if (!cfg_overrides_get(&a.overrides, CFG_OPT_MPS_ROOT) && !cli_node_config_loads(&a) &&
+        cfg_overrides_set(&a.overrides, "MPS_ROOT", MPSD_DEFAULT_HOST_ROOT, NULL) < 0)
+        goto out;
     if (cli_node_load(&a, false, true, &node) < 0)
         goto out;
-    const char *root =
-        node.model->settings.mps_root ? mps_local_root(node.model->settings.mps_root) : NULL;
-    if (!root) {
-        fprintf(stderr, "gpuslice mps-control-daemon: no MPS root: set --mps-root or "
-                        "flags.mpsRoot (NVIDIA's chart: /mps)\n");
-        goto out;
-    }
+    /* NVIDIA's daemon has its root fixed at /mps, and neither its chart nor the GPU Operator
+     * passes one: the same default here (a --mps-root/flags.mpsRoot still moves it) */
+    const char *root = node.model->settings.mps_root ? mps_local_root(node.model->settings.mps_root)
+                                                     : MPSD_DEFAULT_ROOT;
     if (shm) {
         rc = mps_mount_shm(root, &err) < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
         if (rc != CLI_EXIT_OK)

@@ -35,6 +35,10 @@ static const struct cli_command commands[] = {
      cmd_feature_discovery},
     {"mig", "partition MIG and plan layouts (nvidia-mig-parted compatible)", cmd_mig},
     {"mps-control-daemon", "run and supervise MPS control daemons", cmd_mps_control_daemon},
+    {"mig-manager", "MIG layouts from the node label (the GPU Operator's nvidia-mig-manager)",
+     cmd_mig_manager},
+    {"compute-domain", "NVIDIA's ComputeDomain programs: not provided, says what to set",
+     cmd_compute_domain},
     {"cdi", "write the CDI spec for this node's GPUs", cmd_cdi},
     {"top", "GPUs and the pods using them, live", cmd_top},
 };
@@ -54,6 +58,11 @@ static const struct alias {
     {"gpu-feature-discovery", "feature-discovery", "GPU Feature Discovery", false},
     {"mps-control-daemon", "mps-control-daemon", "NVIDIA MPS Control Daemon", false},
     {"nvidia-mig-parted", "mig", "nvidia-mig-parted", true},
+    {"nvidia-mig-manager", "mig-manager", "nvidia-mig-manager", false},
+    /* NVIDIA's DRA chart starts these unless resources.computeDomains.enabled=false */
+    {"compute-domain-kubelet-plugin", "compute-domain", NULL, false},
+    {"compute-domain-controller", "compute-domain", NULL, false},
+    {"compute-domain-daemon", "compute-domain", NULL, false},
 };
 
 /* NVIDIA's programs (urfave/cli) take --version and -v (Go's flag syntax: one dash or two)
@@ -90,7 +99,7 @@ static void usage(FILE *f)
     fprintf(f, "  %-18s %s\n", "help", "show this help, or a command's: gpuslice help <command>");
     fprintf(f, "\nAlso runs as NVIDIA's programs when invoked under their names (argv[0]):\n");
     for (size_t i = 0; i < GS_ARRAY_SIZE(aliases); i++)
-        fprintf(f, "  %-22s = gpuslice %s\n", aliases[i].argv0, aliases[i].command);
+        fprintf(f, "  %-30s = gpuslice %s\n", aliases[i].argv0, aliases[i].command);
     fprintf(f, "\nRun 'gpuslice <command> --help' for a command's options.\n");
 }
 
@@ -171,7 +180,8 @@ int main(int argc, char **argv)
             return alias_version(&aliases[i]);
         cmd = find_command(aliases[i].command);
         if (cmd) {
-            argv[0] = (char *)aliases[i].command;
+            /* compute-domain says which of NVIDIA's programs it stands in for */
+            argv[0] = (char *)(cmd->run == cmd_compute_domain ? base : aliases[i].command);
             return cmd->run(argc, argv);
         }
     }

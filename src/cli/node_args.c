@@ -200,7 +200,7 @@ int cli_node_parse(struct cli_node_args *a, int argc, char **argv, const struct 
     return -1;
 }
 
-int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_cfg)
+static int load_config(const struct cli_node_args *a, struct cfg_config **ret_cfg, bool print)
 {
     static const enum cfg_fallback fallbacks[] = {CFG_FALLBACK_NAMED, CFG_FALLBACK_SINGLE};
     struct cfg_load_options lo = {
@@ -217,14 +217,30 @@ int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_
     int r;
 
     r = cfg_load(&lo, ret_cfg, &diags, &err);
-    cfg_diags_format(&diags, CFG_SEV_WARNING, &sb);
-    cfg_diags_format(&diags, CFG_SEV_ERROR, &sb);
-    fputs(strbuf_str(&sb), stderr);
-    if (r < 0)
-        fprintf(stderr, "gpuslice %s: %s\n", a->cmd, err.msg);
+    if (print) {
+        cfg_diags_format(&diags, CFG_SEV_WARNING, &sb);
+        cfg_diags_format(&diags, CFG_SEV_ERROR, &sb);
+        fputs(strbuf_str(&sb), stderr);
+        if (r < 0)
+            fprintf(stderr, "gpuslice %s: %s\n", a->cmd, err.msg);
+    }
     strbuf_release(&sb);
     cfg_diags_release(&diags);
     return r;
+}
+
+int cli_node_load_config(const struct cli_node_args *a, struct cfg_config **ret_cfg)
+{
+    return load_config(a, ret_cfg, true);
+}
+
+bool cli_node_config_loads(const struct cli_node_args *a)
+{
+    struct cfg_config *cfg = NULL;
+    int r = load_config(a, &cfg, false);
+
+    cfg_free(cfg);
+    return r == 0;
 }
 
 int cli_node_load(const struct cli_node_args *a, bool keep_valid, bool print_diags,

@@ -6,8 +6,10 @@
  * devices go Unhealthy), each is repartitioned as soon as no pod holds it (pod-resources,
  * or the kubelet checkpoint), on a worker thread with checkpoint/rollback, and the new MIG
  * devices are served live. A GPU still held at --mig-drain-timeout keeps its layout and the
- * state is failed. States as nvidia-mig-manager writes them in nvidia.com/mig.config.state. */
+ * state is failed. States as nvidia-mig-manager writes them in nvidia.com/mig.config.state;
+ * meanwhile the operands NVIDIA's manager pauses (and only those) are paused. */
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,21 @@
 #define MIG_LABEL "nvidia.com/mig.config"
 #define MIG_STATE_LABEL "nvidia.com/mig.config.state"
 #define MIG_DRAIN_POLL_MS 250
+#define MIG_DEPLOY_PAUSED "paused-for-mig-change"
+#define MIG_DEPLOY_DEVICE_PLUGIN "nvidia.com/gpu.deploy.device-plugin"
+
+/* The GPU Operator's operand labels NVIDIA's manager pauses across a change (mig-parted
+ * v0.15.0 pkg/mig/reconfigure: the GPU clients in Kubernetes), and no other: the driver,
+ * the toolkit, the validator, the MIG manager itself keep running. */
+static const char *const mig_pause_labels[] = {
+    MIG_DEPLOY_DEVICE_PLUGIN,
+    "nvidia.com/gpu.deploy.gpu-feature-discovery",
+    "nvidia.com/gpu.deploy.dcgm-exporter",
+    "nvidia.com/gpu.deploy.dcgm",
+    "nvidia.com/gpu.deploy.nvsm",
+    "nvidia.com/gpu.deploy.client",
+};
+#define MIG_N_PAUSE GS_ARRAY_SIZE(mig_pause_labels)
 
 struct daemon__mig {
     struct kube_node_watch *watch;
@@ -46,7 +63,8 @@ struct daemon__mig {
     int worker_result;
     struct error worker_err;
     struct gpu_nvml *nvml;
-    const char *state; /* the last state set (a literal), "" before any */
+    const char *state;        /* the last state set (a literal), "" before any */
+    bool paused[MIG_N_PAUSE]; /* mig_pause_labels we set to paused-for-mig-change */
 };
 
 static const char *mig_state(const struct daemon *d)
@@ -89,6 +107,65 @@ static void settle(struct daemon__mig *m)
     m->wanted = NULL;
 }
 
+/* Whether this process is the device plugin the kubelet uses: then its own pod is
+ * scheduled by nvidia.com/gpu.deploy.device-plugin, and pausing that would delete it mid-change
+ * (it drains per GPU instead). nvidia-mig-manager registers with no kubelet. */
+static bool serves_kubelet(const struct daemon *d)
+{
+    return !d->o->kubelet_socket || *d->o->kubelet_socket;
+}
+
+/* Sets the listed operand labels that are on (true, or paused by a change that did not
+ * finish) to paused-for-mig-change, as NVIDIA's manager does; labels absent or "false" are
+ * left alone. One GET of the Node on the loop: once per change, bounded by the client's
+ * timeout. The patches are desired state (label.c retries them). */
+static void pause_operands(struct daemon *d)
+{
+    struct daemon__mig *m = d->mig;
+    struct kube_client *c = daemon__kube_client(d);
+    struct strbuf path = STRBUF_INIT;
+    struct error err = {0};
+    char *body = NULL;
+    json_t *node = NULL, *labels;
+
+    if (!c || strbuf_printf(&path, "/api/v1/nodes/%s", kube_client_node_name(c)) < 0)
+        goto out;
+    if (kube_request(c, "GET", strbuf_str(&path), NULL, NULL, &body, &err) < 0) {
+        log_warn("MIG: reading node labels to pause NVIDIA's operands: %s; continuing without "
+                 "pausing them",
+                 err.msg);
+        goto out;
+    }
+    node = json_loads(body, 0, NULL);
+    labels = json_object_get(json_object_get(node, "metadata"), "labels");
+    for (size_t i = 0; i < MIG_N_PAUSE; i++) {
+        const char *v = json_string_value(json_object_get(labels, mig_pause_labels[i]));
+        if (!v || (strcmp(v, "true") != 0 && strcmp(v, MIG_DEPLOY_PAUSED) != 0))
+            continue;
+        if (strcmp(mig_pause_labels[i], MIG_DEPLOY_DEVICE_PLUGIN) == 0 && serves_kubelet(d))
+            continue;
+        m->paused[i] = true;
+        log_info("MIG: %s=%s (NVIDIA operands pause)", mig_pause_labels[i], MIG_DEPLOY_PAUSED);
+        daemon__kube_set_label(d, mig_pause_labels[i], MIG_DEPLOY_PAUSED);
+    }
+out:
+    json_decref(node);
+    free(body);
+    strbuf_release(&path);
+}
+
+static void resume_operands(struct daemon *d)
+{
+    struct daemon__mig *m = d->mig;
+    for (size_t i = 0; i < MIG_N_PAUSE; i++) {
+        if (!m->paused[i])
+            continue;
+        m->paused[i] = false;
+        log_info("MIG: %s=true (NVIDIA operands resume)", mig_pause_labels[i]);
+        daemon__kube_set_label(d, mig_pause_labels[i], "true");
+    }
+}
+
 static void finish(struct daemon *d)
 {
     struct daemon__mig *m = d->mig;
@@ -97,7 +174,7 @@ static void finish(struct daemon *d)
     memset(m->draining, 0, sizeof(m->draining));
     m->busy = false;
     settle(m);
-    daemon__kube_pause_operands(d, false);
+    resume_operands(d);
     if (m->any_failed) {
         fail_change(d, "MigConfigFailed", m->failure);
     } else if (m->reboot_needed) {
@@ -125,6 +202,21 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Whether a pod holds the GPU or MIG device `uuid` under any resource name: device IDs are
+ * UUID-based under every strategy ("<uuid>" or "<uuid>::<n>"), so nvidia-mig-manager, which
+ * serves no kubelet, knows the pods of the cluster's plugin whatever its MIG strategy and
+ * sharing. */
+static bool held_by_uuid(const struct dp_pod_devices *pods, const char *uuid)
+{
+    size_t n = strlen(uuid);
+    for (size_t i = 0; n && i < pods->n; i++) {
+        const char *id = pods->items[i].id;
+        if (id && strncmp(id, uuid, n) == 0 && (id[n] == '\0' || strncmp(id + n, "::", 2) == 0))
+            return true;
+    }
+    return false;
+}
+
 /* Which GPUs that still wait are free of pods; -1: the pods cannot be known. */
 static int held(struct daemon *d, bool *busy)
 {
@@ -140,10 +232,11 @@ static int held(struct daemon *d, bool *busy)
     for (size_t i = 0; i < model->n_resources; i++) {
         const struct model_resource *res = &model->resources[i];
         for (size_t j = 0; j < res->n_devices; j++) {
-            if (!dp_pod_devices_holder(pods, res->name, res->devices[j].id))
+            const struct model_device *dev = &res->devices[j];
+            if (!dp_pod_devices_holder(pods, res->name, dev->id) && !held_by_uuid(pods, dev->uuid))
                 continue;
             for (size_t g = 0; g < m->plan->n; g++)
-                if (strcmp(m->plan->gpus[g].cur.uuid, res->devices[j].gpu_uuid) == 0)
+                if (strcmp(m->plan->gpus[g].cur.uuid, dev->gpu_uuid) == 0)
                     busy[g] = true;
         }
     }
@@ -238,7 +331,7 @@ static void begin(struct daemon *d, const char *value)
         return;
     }
     set_state(d, "pending");
-    daemon__kube_pause_operands(d, true);
+    pause_operands(d);
     m->busy = true;
     for (size_t g = 0; g < m->plan->n; g++) {
         const struct mig_gpu_plan *p = &m->plan->gpus[g];

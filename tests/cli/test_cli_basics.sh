@@ -21,7 +21,7 @@ check error-prefix-mig 1 "^gpuslice mig: cannot open '/nonexistent'" "$BIN" mig 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gs-cli-basics-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 for n in nvidia-device-plugin gpu-feature-discovery mps-control-daemon nvidia-mig-parted \
-    config-manager; do
+    config-manager nvidia-mig-manager compute-domain-kubelet-plugin compute-domain-controller; do
     ln -s "$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")" "$tmp/$n"
 done
 check dp-version 0 '^NVIDIA Device Plugin version [0-9.]*$' "$tmp/nvidia-device-plugin" --version
@@ -34,4 +34,21 @@ check mig-version 0 '^nvidia-mig-parted version ' "$tmp/nvidia-mig-parted" -v
 check mig-sub-v 2 "unknown option '-v'" "$tmp/nvidia-mig-parted" export -v
 # NVIDIA's config-manager has no version flag
 check cm-no-version 2 "unknown option '--version'" "$tmp/config-manager" --version
+# the GPU Operator's MIG manager (mig-parted v0.15.0's flags): NVIDIA's version line, its
+# message for an empty node name, urfave/cli's for an unknown flag, both dash styles
+check mgr-version 0 '^nvidia-mig-manager version ' "$tmp/nvidia-mig-manager" -version
+check mgr-no-node 1 'invalid -n <node-name> flag: must not be empty string' \
+    env -u NODE_NAME "$tmp/nvidia-mig-manager"
+check mgr-empty-node 1 'must not be empty string' env NODE_NAME= "$tmp/nvidia-mig-manager" -n ""
+check mgr-unknown 2 'flag provided but not defined: -bogus' "$tmp/nvidia-mig-manager" --bogus
+check mgr-bool 2 'invalid value "maybe" for flag -with-reboot' \
+    "$tmp/nvidia-mig-manager" -n x --with-reboot=maybe
+check mgr-missing-config 1 'failed to read custom config /nonexistent' \
+    "$tmp/nvidia-mig-manager" -n node-1 -f /nonexistent
+check mgr-help 0 'nvidia.com/mig.config' "$tmp/nvidia-mig-manager" --help
+# NVIDIA's ComputeDomain programs: refused at once, naming the DRA chart value
+check cd-plugin 1 '^compute-domain-kubelet-plugin: gpuslice does not provide' \
+    "$tmp/compute-domain-kubelet-plugin" -v 4
+check cd-controller 1 'resources.computeDomains.enabled=false' "$tmp/compute-domain-controller"
+check cd-help 0 'resources.computeDomains.enabled=false' "$tmp/compute-domain-controller" --help
 exit $fail

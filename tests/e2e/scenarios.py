@@ -639,6 +639,128 @@ def sc_error_hints():
     return "; ".join(out)
 
 
+OPERATOR_NS = "gpu-operator"
+# the GPU Operator's time-slicing guide, verbatim: the ConfigMap named in
+# ClusterPolicy.spec.devicePlugin.config {name: time-slicing-config-all, default: any}
+GUIDE_TIME_SLICING = {"any": "version: v1\nflags:\n  migStrategy: none\nsharing:\n"
+                             "  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                             "      replicas: 4\n"}
+
+
+def operator_device_plugin_ds():
+    """The Operator v26.7.0's device-plugin DaemonSet as it renders it (tests/operator/
+    render.py) with devicePlugin.config set as the guide does and only the image swapped;
+    then what this machine needs: hostNetwork and the API at 127.0.0.1:6443 (no pod network),
+    the fake NVML's files, and busybox standing in for NVIDIA's validator image (the
+    toolkit-validation init container's `sh -c 'until [ -f ... ]'`; no registry here)."""
+    sys.path.insert(0, os.path.join(SRC, "tests/operator"))
+    import render
+    policy = {"devicePlugin": {"image": image_ref(),
+                               "config": {"name": "time-slicing-config-all", "default": "any"}},
+              "gfd": {"image": image_ref()}, "migManager": {"image": image_ref()},
+              "validator": {"image": BUSYBOX}, "mig": {"strategy": "single"}}
+    r = render.render_operator(policy)
+    ds = r["daemonsets"]["nvidia-device-plugin-daemonset"]
+    spec = ds["spec"]["template"]["spec"]
+    spec["hostNetwork"], spec["dnsPolicy"] = True, "ClusterFirstWithHostNet"
+    spec["volumes"].append({"name": "fake-nvml", "hostPath": {"path": FAKE, "type": "Directory"}})
+    for c in spec["initContainers"] + spec["containers"]:
+        c["imagePullPolicy"] = "Never"
+        if "validation" in c["name"]:
+            continue
+        c.setdefault("env", []).extend([
+            {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+            {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"},
+            {"name": "FAKE_NVML_MACHINE", "value": "/fake-nvml/machine.yaml"},
+            {"name": "FAKE_NVML_STATE", "value": "/fake-nvml/state"},
+            {"name": "FAKE_NVML_EVENTS", "value": "/fake-nvml/events"}])
+        c.setdefault("volumeMounts", []).append({"name": "fake-nvml", "mountPath": "/fake-nvml"})
+    cms = [{"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": OPERATOR_NS}, "data": data}
+           for name, data in (("nvidia-device-plugin-entrypoint",
+                               r["configmaps"]["nvidia-device-plugin-entrypoint"]),
+                              ("time-slicing-config-all", GUIDE_TIME_SLICING))]
+    return ds, cms
+
+
+def operator_rbac():
+    """The Operator's ServiceAccount for the plugin and what config-manager needs (nodes)."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "e2e-nvidia-device-plugin"},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"],
+                       "verbs": ["get", "list", "watch"]},
+                      {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}]}
+    bind = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "e2e-nvidia-device-plugin"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "e2e-nvidia-device-plugin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "nvidia-device-plugin",
+                          "namespace": OPERATOR_NS}]}
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+          "metadata": {"name": "nvidia-device-plugin", "namespace": OPERATOR_NS}}
+    return [sa, role, bind]
+
+
+def sc_operator_device_plugin():
+    """The GPU Operator's device-plugin DaemonSet, rendered and image-swapped, with the
+    guide's time-slicing ConfigMap through devicePlugin.config: it waits for the
+    validator's files, starts through the Operator's entrypoint.sh and registers with the
+    real kubelet: nvidia.com/gpu allocatable 4 (1 GPU x 4 replicas)."""
+    created = not os.path.exists("/run/nvidia")
+    if created:
+        open(os.path.join(RUN, "created-run-nvidia"), "w").close()
+    prepare_driver("l20-node.yaml")
+    drv = "/run/nvidia/driver/usr/lib/x86_64-linux-gnu"  # the Operator's driver container
+    os.makedirs(drv, exist_ok=True)
+    sh("cp", os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1"), drv)
+    val = "/run/nvidia/validations"
+    os.makedirs(val, exist_ok=True)
+    for f in ("toolkit-ready", "driver-ready"):  # what NVIDIA's validator writes
+        if os.path.exists(os.path.join(val, f)):
+            os.unlink(os.path.join(val, f))
+    ds, cms = operator_device_plugin_ds()
+    label("nvidia.com/gpu.deploy.device-plugin", "true")
+    kubectl("create", "namespace", OPERATOR_NS, check=False)
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                  "items": operator_rbac() + cms + [ds]}))
+    t0 = time.monotonic()
+
+    def pod_status():
+        items = kjson("get", "pods", "-n", OPERATOR_NS, "-l",
+                      "app=nvidia-device-plugin-daemonset")["items"]
+        return items[0]["status"] if items else None
+    wait("the toolkit-validation init container waiting", lambda: (pod_status() or {}).get(
+        "initContainerStatuses", [{}])[0].get("state", {}).get("running"), timeout=90)
+    open(os.path.join(val, "toolkit-ready"), "w").close()
+    with open(os.path.join(val, "driver-ready"), "w") as f:
+        f.write("IS_HOST_DRIVER=false\nNVIDIA_DRIVER_ROOT=/run/nvidia/driver\n"
+                "DRIVER_ROOT_CTR_PATH=/driver-root\n")
+    _, t = wait("nvidia.com/gpu allocatable 4", lambda: allocatable("nvidia.com/gpu") == "4",
+                timeout=150)
+    p = kjson("get", "pods", "-n", OPERATOR_NS, "-l", "app=nvidia-device-plugin-daemonset")
+    name = p["items"][0]["metadata"]["name"]
+    logs = kubectl("logs", "-n", OPERATOR_NS, name, "-c", "nvidia-device-plugin",
+                   check=False).stdout
+    if "Starting nvidia-device-plugin" not in logs:
+        raise Fail("the Operator's entrypoint.sh did not start the plugin: %s" % logs[-400:])
+    states = [c["state"] for c in p["items"][0]["status"].get("containerStatuses", [])]
+    if not all("running" in st for st in states):
+        raise Fail("containers not all running: %s" % states)
+    return "nvidia.com/gpu=4 (guide's time-slicing) %.1f s after the validations (%.1f s " \
+        "after apply); plugin and config-manager running" % (t, time.monotonic() - t0)
+
+
+def remove_operator():
+    kubectl("delete", "namespace", OPERATOR_NS, "--wait=true", "--timeout=120s",
+            check=False, timeout=150)
+    kubectl("delete", "clusterrole,clusterrolebinding", "e2e-nvidia-device-plugin",
+            check=False)
+    label("nvidia.com/gpu.deploy.device-plugin")
+    if os.path.exists(os.path.join(RUN, "created-run-nvidia")):
+        sh("rm", "-rf", "/run/nvidia", check=False)
+        os.unlink(os.path.join(RUN, "created-run-nvidia"))
+
+
 SCENARIOS = [
     ("error-hints-real-api", sc_error_hints, "rbac"),
     ("no-gpu-waits-quietly", sc_no_gpu_waits_quietly, "../base"),
@@ -653,6 +775,7 @@ SCENARIOS = [
     ("mig-by-label", sc_mig_by_label, "mig-by-label"),
     ("mps-split", sc_mps_split, "mps-split"),
     ("mps-internal", sc_mps_internal, "mps"),
+    ("operator-device-plugin", sc_operator_device_plugin, "gpu-operator"),
 ]
 
 
@@ -677,7 +800,10 @@ def main():
         if cleanup:
             if cleanup == "per-node":
                 delete_workloads()
-            remove_overlay(cleanup)
+            if cleanup == "gpu-operator":
+                remove_operator()
+            else:
+                remove_overlay(cleanup)
     delete_workloads()
     print("\n== e2e summary (%.0f s)" % (time.monotonic() - t_all))
     for name, ok, dt, detail in results:

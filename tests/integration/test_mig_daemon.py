@@ -146,6 +146,35 @@ class MigDaemon(ReloadCase):
         wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy.dcgm-exporter") == "true", 10,
                  "dcgm-exporter back to true")
 
+    def test_only_nvidia_managers_operands_paused(self):
+        """Issue 27: on a GPU Operator node only what NVIDIA's mig-manager pauses is paused
+        (gpu-feature-discovery, dcgm-exporter, dcgm, nvsm, client); the driver, the toolkit,
+        the validator, the MIG manager stay, and so does the device-plugin label that
+        schedules this (in-plugin) agent's own pod."""
+        paused = ["gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm", "client"]
+        kept = ["driver", "container-toolkit", "operator-validator", "mig-manager",
+                "device-plugin", "sandbox-device-plugin", "node-status-exporter"]
+        for op in paused + kept:
+            self.set_label("nvidia.com/gpu.deploy." + op, "true")
+        n = self.start()
+        self.wait_capacity(n, 2, 10)
+        n.sim.must("admit holder %s=1" % GPU)
+        self.set_label(MIG_LABEL, "all-3g.40gb")
+        for op in paused:
+            wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy." + op) ==
+                     "paused-for-mig-change", 10, op + " paused")
+        labels = self.labels()
+        self.assertEqual({op: labels["nvidia.com/gpu.deploy." + op] for op in kept},
+                         {op: "true" for op in kept})
+        n.sim.must("delete holder")
+        self.wait_state("success")
+        for op in paused:
+            wait_for(lambda: self.labels().get("nvidia.com/gpu.deploy." + op) == "true", 10,
+                     op + " back to true")
+        labels = self.labels()
+        self.assertEqual({op: labels["nvidia.com/gpu.deploy." + op] for op in kept},
+                         {op: "true" for op in kept})
+
     def test_node_state_reasserted_after_api_errors(self):
         """Issue 19: the API server answers 500 to every node PATCH during a layout change
         (the state label, the operand labels); once it recovers, the Node shows success and
