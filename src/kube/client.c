@@ -16,8 +16,11 @@
 #include "kube/curl.h"
 #include "kube/internal.h"
 
-/* The longest curl_multi_poll while a request runs: cancellation is seen this soon. */
-#define KUBE_MULTI_POLL_MS 1000
+/* The longest curl_multi_poll while a request runs. Nothing needs it short: curl shortens it
+ * to its own next timeout (CURLOPT_TIMEOUT_MS, keepalives), and whoever cancels also calls
+ * curl_multi_wakeup (watch.c, event.c). A quiet watch then sleeps instead of waking each
+ * second (it was the dra-plugin's one idle wake-up a second). */
+#define KUBE_MULTI_POLL_MS 3600000
 
 #define KUBE_CONNECT_TIMEOUT_MS 5000L
 #define KUBE_ERROR_BODY_MAX_BYTES (64u << 10)
