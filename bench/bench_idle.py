@@ -12,7 +12,7 @@ a window in which nothing happens. Four runs (RUNS, comma-separated, picks some)
     plugin, fake_apiserver.py holding the ResourceSlice watch), the inventory re-read at its
     default interval, idle once its slice of 8 GPUs is published.
 The figures are also split by thread (main loop, gs-health, gs-rpc-server, gs-rpc-client,
-gs-kube-events, gs-labels, gs-sampler, MHD; an unnamed "gpuslice" thread is an API watch of
+gs-node-state, gs-labels, gs-sampler, MHD; an unnamed "gpuslice" thread is an API watch of
 src/kube/).
 
 The bar of the device plugin is NVIDIA's plugin v0.19.3 (built from source with Go 1.25),

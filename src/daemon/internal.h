@@ -287,17 +287,15 @@ void daemon__kube_stop(struct daemon *d);
 int daemon__kube_fd(const struct daemon__kube *k);
 /* The watch fired: reads it; true when the label's value changed (d->label_value). */
 bool daemon__kube_take_label(struct daemon *d);
-/* Records a Warning Event on the node when a client exists (errors logged at debug). */
+/* Queues a Warning Event on the node when a client exists; kube/'s poster sends it, retrying
+ * with backoff (failures are logged: dropped ones each time, retries once a minute). */
 void daemon__kube_event(struct daemon *d, const char *reason, const char *message);
-/* The same about a Pod (ns, name, uid; uid may be NULL), posted by the same thread. */
+/* The same about a Pod (ns, name, uid; uid may be NULL); pod NULL: about the node. */
 void daemon__kube_event_pod(struct daemon *d, const char *ns, const char *pod, const char *uid,
                             const char *reason, const char *message);
 /* Queues a merge patch of one label of this node (value NULL or "": remove it), sent by the
- * same thread as Events. */
+ * node-state thread and re-sent until it is on the Node. */
 void daemon__kube_set_label(struct daemon *d, const char *key, const char *value);
-/* Sets this node's nvidia.com/gpu.deploy.* labels that are "true" to paused-for-mig-change
- * (pause) or back to true (resume), on the Event thread, as NVIDIA's mig-manager does. */
-void daemon__kube_pause_operands(struct daemon *d, bool pause);
 /* The API client (NULL without one), for features that watch more of the node. */
 struct kube_client;
 struct kube_client *daemon__kube_client(struct daemon *d);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* label.c: the node label that names the config (nvidia.com/device-plugin.config, or
  * --node-label), read and watched through kube/ when a client can be made and NODE_NAME is
- * set, and Kubernetes Events for reload failures, posted by a thread of their own so the
- * main loop never waits on the API server. The API being unreachable never stops
- * serving: the current config stays and the watcher retries by itself. */
+ * set; the node state the daemon asserts (labels such as nvidia.com/mig.config.state), by a
+ * thread of its own; and Kubernetes Events, queued on kube/'s retrying poster. The main loop
+ * never waits on the API server. The API being unreachable never stops serving: the current
+ * config stays and the watcher retries by itself. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,29 +18,25 @@
 #include "daemon/internal.h"
 #include "kube/kube.h"
 
-/* Each API request of the label, Event and node-watch threads. */
+/* Each API request of the node-state, Event and node-watch threads. */
 #define LABEL_API_TIMEOUT_MS 2000
 
-/* Events wait here for the poster thread: posting never blocks the main loop (a hung API
- * server delayed XID -> Unhealthy by 1.8 s when Events were posted inline). Bounded: when
- * full, the oldest is dropped and counted. */
-#define KUBE_EVENT_QUEUE 32
+/* Events wait on kube/'s poster (its own thread): posting never blocks the main loop (a hung
+ * API server delayed XID -> Unhealthy by 1.8 s when Events were posted inline); a failed POST
+ * is retried with backoff (a PreparedDeviceLost Event must not be lost to one 503). Bounded:
+ * when full, the oldest is dropped and logged. */
+#define KUBE_EVENT_QUEUE 64
 /* Node state (the MIG state label, NVIDIA's operand labels) is desired state, not a message:
- * the poster re-asserts what did not reach the Node, retrying from NODE_RETRY_MIN_MS doubling
- * to NODE_RETRY_MAX_MS, so one failed PATCH (an API server restart) never leaves the node
- * saying "pending" or the operands paused for ever. */
+ * the node-state thread re-asserts what did not reach the Node, retrying from
+ * NODE_RETRY_MIN_MS doubling to NODE_RETRY_MAX_MS, so one failed PATCH (an API server
+ * restart) never leaves the node saying "pending" or the operands paused for ever. */
 #define KUBE_MAX_NODE_LABELS 8
 #define NODE_RETRY_MIN_MS 250u
 #define NODE_RETRY_MAX_MS 30000u
 /* A refused Event is logged as a warning, then at most once a minute with a count. */
 #define EVENT_WARN_INTERVAL_MS 60000u
-
-struct kube_event_item {
-    char reason[64];
-    char message[1024];
-    /* about a Pod when pod_name is set, else about this node */
-    char pod_namespace[64], pod_name[254], pod_uid[64];
-};
+/* What a stopping daemon gives the Events still queued. */
+#define KUBE_EVENT_FLUSH_MS 1000u
 
 struct node_label {
     char key[128];
@@ -50,29 +48,22 @@ struct daemon__kube {
     struct kube_client *client;
     struct kube_node_watch *watch;
     bool reachable;
-    pthread_t poster;
+    struct kube_event_poster *events; /* NULL: Events are not posted */
+    pthread_t poster;                 /* the node-state thread */
     bool poster_started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct kube_event_item queue[KUBE_EVENT_QUEUE];
-    size_t head, n; /* ring */
     bool stop;
-    unsigned long long dropped;
     char *node;
-    /* desired node state, under lock; `paused` belongs to the poster thread */
+    /* desired node state, under lock */
     struct node_label labels[KUBE_MAX_NODE_LABELS];
     size_t n_labels;
-    bool operands_paused, operands_pending;
     unsigned retry_ms;
     uint64_t retry_at_ms;
-    char **paused; /* nvidia.com/gpu.deploy.* labels we set to paused-for-mig-change */
-    /* refused Events (poster thread) */
-    unsigned long long event_failures;
-    uint64_t next_event_warn_ms;
+    /* failed Event tries (the poster's thread) */
+    atomic_ullong event_failures;
+    _Atomic uint64_t next_event_warn_ms;
 };
-
-#define DEPLOY_PREFIX "nvidia.com/gpu.deploy."
-#define DEPLOY_PAUSED "paused-for-mig-change"
 
 /* Merge-patches one label of this node (value "" removes it). */
 static int patch_label(struct daemon__kube *k, const char *key, const char *value,
@@ -91,75 +82,13 @@ static int patch_label(struct daemon__kube *k, const char *key, const char *valu
     return r;
 }
 
-/* Puts back the operand labels we paused; those that fail stay listed for the next try.
- * Returns 0 when none is left. */
-static int resume_operands(struct daemon__kube *k)
-{
-    struct error err = {0};
-    char **left = NULL;
-    int r = 0;
-
-    for (size_t i = 0; k->paused && k->paused[i]; i++) {
-        if (patch_label(k, k->paused[i], "true", &err) == 0) {
-            log_info("MIG: %s=true (NVIDIA operands resume)", k->paused[i]);
-            continue;
-        }
-        log_warn("restoring node label %s=true: %s; retrying", k->paused[i], err.msg);
-        (void)strv_push(&left, k->paused[i]);
-        r = -EAGAIN;
-    }
-    strv_free(k->paused);
-    k->paused = left;
-    return r;
-}
-
-/* NVIDIA's operands (GPU operator) pause on nvidia.com/gpu.deploy.<operand>=paused-for-mig-
- * change while mig-manager repartitions: set the ones that are "true" to paused. Only labels
- * present and true are touched, as mig-manager does. Returns 0 when every one is paused
- * (a retry reads the node again and pauses what is still true). */
-static int pause_operands(struct daemon__kube *k)
-{
-    struct strbuf path = STRBUF_INIT;
-    struct error err = {0};
-    char *body = NULL;
-    json_t *node = NULL;
-    const char *key;
-    json_t *v;
-    int r;
-
-    (void)strbuf_printf(&path, "/api/v1/nodes/%s", k->node);
-    r = kube_request(k->client, "GET", strbuf_str(&path), NULL, NULL, &body, &err);
-    if (r < 0) {
-        log_warn("reading node %s for %s* labels: %s; retrying", k->node, DEPLOY_PREFIX, err.msg);
-        goto out;
-    }
-    node = json_loads(body, 0, NULL);
-    json_object_foreach(json_object_get(json_object_get(node, "metadata"), "labels"), key, v)
-    {
-        if (!str_startswith(key, DEPLOY_PREFIX) || !json_is_string(v) ||
-            strcmp(json_string_value(v), "true") != 0)
-            continue;
-        if (patch_label(k, key, DEPLOY_PAUSED, &err) < 0) {
-            log_warn("pausing %s: %s; retrying", key, err.msg);
-            r = -EAGAIN;
-        } else if (!strv_contains(k->paused, key) && strv_push(&k->paused, key) == 0) {
-            log_info("MIG: %s=%s (NVIDIA operands pause)", key, DEPLOY_PAUSED);
-        }
-    }
-out:
-    json_decref(node);
-    free(body);
-    strbuf_release(&path);
-    return r;
-}
-
 /* One pass over the desired node state (poster thread, lock held on entry and exit, dropped
  * around the API calls). Returns true when all of it is on the Node. */
 static bool assert_node_state(struct daemon__kube *k)
 {
     struct node_label want[KUBE_MAX_NODE_LABELS];
     size_t n = k->n_labels;
-    bool pause = k->operands_paused, operands = k->operands_pending, done = true;
+    bool done = true;
 
     memcpy(want, k->labels, sizeof(want));
     pthread_mutex_unlock(&k->lock);
@@ -171,8 +100,6 @@ static bool assert_node_state(struct daemon__kube *k)
         if (want[i].pending)
             log_warn("setting node label %s=%s: %s; retrying", want[i].key, want[i].value, err.msg);
     }
-    if (operands)
-        operands = (pause ? pause_operands(k) : resume_operands(k)) < 0;
     pthread_mutex_lock(&k->lock);
     /* what changed meanwhile stays pending */
     for (size_t i = 0; i < n; i++) {
@@ -180,59 +107,46 @@ static bool assert_node_state(struct daemon__kube *k)
             k->labels[i].pending = false;
         done &= !k->labels[i].pending;
     }
-    if (!operands && k->operands_paused == pause)
-        k->operands_pending = false;
-    return done && !k->operands_pending;
+    return done;
 }
 
-static void post_event(struct daemon__kube *k, const struct kube_event_item *it)
+/* The poster's word on a failed try (its thread): a dropped Event is logged each time, a
+ * retried one at most once a minute with the count. */
+static void event_failed(void *userdata, const char *reason, enum kube_event_fate fate,
+                         const struct error *err)
 {
-    struct error err = {0};
-    uint64_t now;
+    struct daemon__kube *k = userdata;
+    unsigned long long n = atomic_fetch_add(&k->event_failures, 1) + 1;
+    uint64_t now = time_now_ms();
 
-    const struct kube_event pod = {
-        .about = {.kind = "Pod",
-                  .namespace = it->pod_namespace,
-                  .name = it->pod_name,
-                  .uid = *it->pod_uid ? it->pod_uid : NULL},
-        .type = "Warning",
-        .reason = it->reason,
-        .message = it->message,
-    };
-    int r = *it->pod_name
-                ? kube_event_post_about(k->client, &pod, &err)
-                : kube_event_post(k->client, NULL, "Warning", it->reason, it->message, &err);
-    if (r == 0)
+    if (fate == KUBE_EVENT_DROPPED) {
+        log_warn("posting Event %s: %s; dropped", reason, err->msg);
         return;
-    k->event_failures++;
-    now = time_now_ms();
-    if (now < k->next_event_warn_ms)
+    }
+    if (now < atomic_load(&k->next_event_warn_ms))
         return;
-    log_warn("posting Event %s: %s (%llu Event post%s failed; next warning in %u s at the "
+    log_warn("posting Event %s: %s; retrying (%llu failed tr%s; next warning in %u s at the "
              "earliest)",
-             it->reason, err.msg, k->event_failures, k->event_failures == 1 ? "" : "s",
-             EVENT_WARN_INTERVAL_MS / 1000);
-    k->next_event_warn_ms = now + EVENT_WARN_INTERVAL_MS;
+             reason, err->msg, n, n == 1 ? "y" : "ies", EVENT_WARN_INTERVAL_MS / 1000);
+    atomic_store(&k->next_event_warn_ms, now + EVENT_WARN_INTERVAL_MS);
 }
 
 static bool node_state_pending(const struct daemon__kube *k)
 {
-    bool any = k->operands_pending;
+    bool any = false;
     for (size_t i = 0; i < k->n_labels; i++)
         any |= k->labels[i].pending;
     return any;
 }
 
-/* The poster thread: Events in order, then the node state until it is on the Node. */
-static void *event_poster(void *arg)
+/* The node-state thread: asserts the desired node state until it is on the Node. */
+static void *node_state_thread(void *arg)
 {
     struct daemon__kube *k = arg;
 
     pthread_mutex_lock(&k->lock);
     for (;;) {
-        struct kube_event_item it;
-
-        while (!k->stop && !k->n && !(node_state_pending(k) && time_now_ms() >= k->retry_at_ms)) {
+        while (!k->stop && !(node_state_pending(k) && time_now_ms() >= k->retry_at_ms)) {
             struct timespec ts;
             uint64_t now = time_now_ms();
             if (!node_state_pending(k)) {
@@ -244,15 +158,6 @@ static void *event_poster(void *arg)
         }
         if (k->stop)
             break;
-        if (k->n) {
-            it = k->queue[k->head];
-            k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
-            k->n--;
-            pthread_mutex_unlock(&k->lock);
-            post_event(k, &it);
-            pthread_mutex_lock(&k->lock);
-            continue;
-        }
         if (assert_node_state(k)) {
             k->retry_ms = 0;
             continue;
@@ -330,11 +235,18 @@ void daemon__kube_start(struct daemon *d)
     pthread_mutex_init(&k->lock, NULL);
     pthread_cond_init(&k->cond, &ca);
     pthread_condattr_destroy(&ca);
-    k->poster_started = pthread_create(&k->poster, NULL, event_poster, k) == 0;
+    k->poster_started = pthread_create(&k->poster, NULL, node_state_thread, k) == 0;
     if (k->poster_started)
-        pthread_setname_np(k->poster, "gs-kube-events");
-    if (!k->poster_started)
-        log_warn("cannot start the Event thread: Events will not be posted");
+        pthread_setname_np(k->poster, "gs-node-state");
+    else
+        log_warn("cannot start the node-state thread: node labels will not be set");
+    r = kube_event_poster_new(k->client,
+                              &(struct kube_event_poster_options){.max_queued = KUBE_EVENT_QUEUE,
+                                                                  .on_failure = event_failed,
+                                                                  .userdata = k},
+                              &k->events, &err);
+    if (r < 0)
+        log_warn("cannot start the Event poster: %s; Events will not be posted", err.msg);
     k->node = str_dup(d->o->node_name);
     d->kube = k;
     if (d->o->dra.enabled) /* dra-plugin has no named configs to pick */
@@ -365,16 +277,19 @@ void daemon__kube_stop(struct daemon *d)
     kube_node_watch_stop(d->kube->watch);
     if (d->kube->poster_started) {
         pthread_mutex_lock(&d->kube->lock);
-        d->kube->stop = true; /* Events still queued are dropped: we are going away */
+        d->kube->stop = true;
         pthread_cond_signal(&d->kube->cond);
         pthread_mutex_unlock(&d->kube->lock);
         pthread_join(d->kube->poster, NULL);
     }
+    /* a moment for what is queued (a lost GPU's Event just before SIGTERM), then the rest is
+     * dropped: we are going away */
+    (void)kube_event_poster_flush(d->kube->events, KUBE_EVENT_FLUSH_MS);
+    kube_event_poster_free(d->kube->events);
     pthread_mutex_destroy(&d->kube->lock);
     pthread_cond_destroy(&d->kube->cond);
     kube_client_free(d->kube->client);
     free(d->kube->node);
-    strv_free(d->kube->paused);
     free(d->kube);
     d->kube = NULL;
     free(d->label_value);
@@ -439,25 +354,28 @@ void daemon__kube_event_pod(struct daemon *d, const char *ns, const char *pod, c
                             const char *reason, const char *message)
 {
     struct daemon__kube *k = d->kube;
-    struct kube_event_item *it;
+    struct error err = {0};
+    char dropped[64];
+    int r;
 
-    if (!k || !k->poster_started)
+    if (!k || !k->events)
         return;
-    pthread_mutex_lock(&k->lock);
-    if (k->n == KUBE_EVENT_QUEUE) { /* full: the oldest goes */
-        k->head = (k->head + 1) % KUBE_EVENT_QUEUE;
-        k->n--;
-        k->dropped++;
-    }
-    it = &k->queue[(k->head + k->n) % KUBE_EVENT_QUEUE];
-    str_copy(it->reason, reason, sizeof(it->reason));
-    str_copy(it->message, message, sizeof(it->message));
-    str_copy(it->pod_namespace, pod ? (ns ? ns : "default") : "", sizeof(it->pod_namespace));
-    str_copy(it->pod_name, pod ? pod : "", sizeof(it->pod_name));
-    str_copy(it->pod_uid, pod && uid ? uid : "", sizeof(it->pod_uid));
-    k->n++;
-    pthread_cond_signal(&k->cond);
-    pthread_mutex_unlock(&k->lock);
+    /* about the Pod when one is named, else about this node (kube/ puts it in "default") */
+    const struct kube_event ev = {
+        .about = pod ? (struct kube_object_ref){.kind = "Pod",
+                                                .namespace = ns ? ns : "default",
+                                                .name = pod,
+                                                .uid = uid}
+                     : (struct kube_object_ref){.kind = "Node", .name = k->node},
+        .type = "Warning",
+        .reason = reason,
+        .message = message,
+    };
+    r = kube_event_poster_add(k->events, &ev, dropped, sizeof(dropped), &err);
+    if (r == 1)
+        log_warn("Event queue full (%d): dropped the oldest Event, %s", KUBE_EVENT_QUEUE, dropped);
+    else if (r < 0)
+        log_warn("Event %s not queued: %s", reason, err.msg);
 }
 
 /* A change of desired node state: tried at once, then retried until it is on the Node. */
@@ -485,19 +403,6 @@ void daemon__kube_set_label(struct daemon *d, const char *key, const char *value
         k->labels[i].pending = true;
         node_state_changed(k);
     }
-    pthread_mutex_unlock(&k->lock);
-}
-
-void daemon__kube_pause_operands(struct daemon *d, bool pause)
-{
-    struct daemon__kube *k = d->kube;
-
-    if (!k || !k->poster_started)
-        return;
-    pthread_mutex_lock(&k->lock);
-    k->operands_paused = pause;
-    k->operands_pending = true;
-    node_state_changed(k);
     pthread_mutex_unlock(&k->lock);
 }
 

@@ -353,6 +353,9 @@ class DraPlugin(DraNode, unittest.TestCase):
         self.assertIsNone(self.prepare("x", uid)["claims"][0]["error"])
         wait_for(lambda: "health: watching XID events" in self.log_text(),
                  "the health thread")
+        # issue 29: the Event was sent once and lost when that POST failed; now retried
+        code, _ = self.http("POST", "/_test/fail-events?count=2&code=503")
+        self.assertEqual(code, 200)
         self.xid(6, 79)
         names = self.slice_devices(7)
         self.assertNotIn("gpu-6", names)
@@ -364,6 +367,8 @@ class DraPlugin(DraNode, unittest.TestCase):
         ev = wait_for(pod_event, "an Event on the claim's pod")[0]
         self.assertEqual(ev["involvedObject"]["kind"], "Pod")
         self.assertEqual(ev["involvedObject"]["name"], "x-pod")
+        wait_for(lambda: "posting Event PreparedDeviceLost" in self.log_text() and
+                 "retrying" in self.log_text(), "the failed tries logged")
 
 
 class DraPluginV1beta1(DraPlugin):
