@@ -96,6 +96,8 @@ static const char usage[] =
     "  --nvml-library PATH, --kube-api-server URL, --metrics-address ADDR,\n"
     "  --device-plugin-dir DIR (where a device plugin would serve; ours)\n"
     "  --health-recovery-after DURATION        a GPU an XID took out comes back (5m; 0: never)\n"
+    "  env INVENTORY_INTERVAL=DURATION         re-read the GPUs every DURATION (unset: never;\n"
+    "                                          SIGHUP re-reads them, XIDs come by events)\n"
     "docs/dra.md tells more.\n";
 
 const char *daemon_dra_usage(void)
