@@ -14,7 +14,6 @@
 #include <time.h>
 
 #define GS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define GS_UNUSED __attribute__((unused))
 #define GS_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
 /* ---- errors ------------------------------------------------------------------------------ */

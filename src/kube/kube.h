@@ -294,8 +294,6 @@ int kube_slice_watch_fd(const struct kube_slice_watch *w);
  * list (then the list is empty). Thread-safe. */
 int kube_slice_watch_get(struct kube_slice_watch *w, struct kube_slice_list *ret, bool *ret_known,
                          struct error *err);
-void kube_slice_watch_stats(struct kube_slice_watch *w, struct kube_watch_stats *ret,
-                            struct error *ret_last_err);
 /* As kube_node_watch_stop. NULL ok. */
 void kube_slice_watch_stop(struct kube_slice_watch *w);
 

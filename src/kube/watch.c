@@ -763,12 +763,6 @@ int kube_slice_watch_get(struct kube_slice_watch *sw, struct kube_slice_list *re
     return 0;
 }
 
-void kube_slice_watch_stats(struct kube_slice_watch *sw, struct kube_watch_stats *ret,
-                            struct error *ret_last_err)
-{
-    kube_node_watch_stats(sw->w, ret, ret_last_err);
-}
-
 void kube_slice_watch_stop(struct kube_slice_watch *sw)
 {
     if (!sw)

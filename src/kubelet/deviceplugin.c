@@ -688,12 +688,6 @@ int dp_plugin_start(struct dp_plugin *p, struct error *err)
     return 0;
 }
 
-void dp_plugin_stop(struct dp_plugin *p)
-{
-    if (p && p->srv)
-        rpc_server_stop(p->srv);
-}
-
 void dp_plugin_free(struct dp_plugin *p)
 {
     if (!p)

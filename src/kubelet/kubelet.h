@@ -19,8 +19,6 @@
 #define DP_KUBELET_SOCKET_NAME "kubelet.sock"
 /* ListAndWatch streams one plugin keeps open at once; more are refused (RESOURCE_EXHAUSTED). */
 #define DP_MAX_WATCHERS 64
-/* Device IDs accepted in one container request (kubelet never sends more than it has). */
-#define DP_MAX_REQUEST_IDS MODEL_MAX_DEVICES
 
 /* ---- snapshot: a model (and the inventory for topology) shared by all plugins ------------- */
 
@@ -57,8 +55,6 @@ int dp_plugin_new(const char *dir, const char *resource_name, struct dp_snapshot
                   const struct model_alloc_env *env, struct dp_plugin **ret, struct error *err);
 /* Binds the socket (mode 0600) and serves: when it returns 0 a client can connect. */
 int dp_plugin_start(struct dp_plugin *p, struct error *err);
-/* Stops serving (open ListAndWatch streams end with UNAVAILABLE) and removes the socket. */
-void dp_plugin_stop(struct dp_plugin *p);
 /* Stops and frees; accepts NULL. */
 void dp_plugin_free(struct dp_plugin *p);
 /* Replaces the served snapshot (takes a reference, drops the old one) and pushes the new
@@ -106,7 +102,6 @@ unsigned dp_backoff_next_ms(unsigned prev_ms);
 
 /* ---- pod-resources v1 (podresources.c) --------------------------------------------------- */
 
-#define DP_POD_RESOURCES_SOCKET "/var/lib/kubelet/pod-resources/kubelet.sock"
 /* Device assignments accepted from one List answer. */
 #define DP_POD_DEVICES_MAX 65536u
 

@@ -14,7 +14,6 @@
 
 #include "base/base.h"
 
-#define MIG_MAX_SLICES 8    /* memory slices of the largest part */
 #define MIG_MAX_INSTANCES 8 /* GPU instances one GPU can hold (7 compute slices, 8 memory) */
 #define MIG_MAX_PROFILES 32 /* GPU-instance profiles of one model */
 #define MIG_MAX_CI 8        /* compute instances in one GPU instance (7 compute slices) */

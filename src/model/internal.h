@@ -25,9 +25,6 @@ char *model__socket_name(const char *resource_name);
 /* True for compute-instance sub-slice profiles ("1c.2g.20gb"): C != G. */
 bool model__profile_is_subslice(const char *profile);
 
-/* Strips "::<n>" from a replica ID into buf; returns buf. */
-const char *model__strip_replica(const char *id, char *buf, size_t size);
-
 /* (Re)builds res->by_id, the sorted index for model_resource_find_device(). -ENOTUNIQ for
  * duplicate IDs, -ENOMEM. */
 int model__index_by_id(struct model_resource *res);

@@ -165,20 +165,6 @@ bool model__profile_is_subslice(const char *profile)
     return p != profile && *p == 'c';
 }
 
-const char *model__strip_replica(const char *id, char *buf, size_t size)
-{
-    const char *sep = strstr(id, "::");
-    size_t n = sep ? (size_t)(sep - id) : strlen(id);
-
-    if (size == 0)
-        return buf;
-    if (n >= size)
-        n = size - 1;
-    memcpy(buf, id, n);
-    buf[n] = '\0';
-    return buf;
-}
-
 int model__diag(struct model *m, enum model_diag_level level, const char *fmt, ...)
 {
     struct strbuf sb = STRBUF_INIT;
