@@ -178,8 +178,13 @@ int cmd_mps_control_daemon(int argc, char **argv)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) == 0)
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0) {
+        fprintf(stderr, "gpuslice mps-control-daemon: cannot take SIGTERM/SIGINT/SIGHUP: %s\n",
+                strerror(errno));
+        goto out;
+    }
     signal(SIGPIPE, SIG_IGN);
     if (gpu_nvml_open(&a.nvml, &nvml, &err) < 0)
         log_warn("mps-control-daemon: no NVML (%s): compute modes are left as they are", err.msg);
