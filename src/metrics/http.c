@@ -78,10 +78,14 @@ static int mhd_load(struct error *err)
 
 /* What keeps /healthz and /readyz answering while other clients misbehave (idle or
  * slowloris connections, issue 19): one client address holds at most HTTP_PER_IP
- * connections; clients from elsewhere than this host's own addresses (the kubelet probes from
- * the node) share HTTP_REMOTE_MAX of the HTTP_CONNECTIONS slots, so the rest stay free for
- * the probes; a connection idle for HTTP_IDLE_S is closed. Requests are served from one
- * epoll thread and never block on a slow client. */
+ * connections; clients from elsewhere than the node (the kubelet probes from the node) share
+ * HTTP_REMOTE_MAX of the HTTP_CONNECTIONS slots, so the rest stay free for the probes; a
+ * connection idle for HTTP_IDLE_S is closed. "The node" is this host's own addresses (a pod
+ * with hostNetwork), and for a pod on the pod network the node's addresses there as the pod
+ * sees them (issue 29): the next hops of its default routes (bridge CNIs, Cilium: the kubelet
+ * probes from the pod's gateway) and NODE_IP / HOST_IP when the manifest sets them from the
+ * downward API's status.hostIP (CNIs whose probe source is the node's primary address).
+ * Requests are served from one epoll thread and never block on a slow client. */
 #define HTTP_CONNECTIONS 256u
 #define HTTP_REMOTE_MAX 224u
 #define HTTP_PER_IP 8u
@@ -258,6 +262,55 @@ static int parse_address(const char *address, struct sockaddr_in *sa, struct err
     return 0;
 }
 
+static bool is_local(const struct metrics_server *s, const struct sockaddr *a);
+
+size_t metrics_route_gateways(const char *route_text, uint32_t *ret_addrs_be, size_t max)
+{
+    size_t n = 0;
+    const char *l = route_text ? strchr(route_text, '\n') : NULL; /* past the header */
+
+    while (l && *l && n < max) {
+        char iface[32];
+        unsigned dest, gw, flags;
+        l++;
+        /* Iface Destination Gateway Flags ...: hex words in the kernel's (network) order */
+        if (sscanf(l, "%31s %x %x %x", iface, &dest, &gw, &flags) == 4 && dest == 0 && gw != 0 &&
+            (flags & 0x2u) /* RTF_GATEWAY */)
+            ret_addrs_be[n++] = gw;
+        l = strchr(l, '\n');
+    }
+    return n;
+}
+
+static void add_local4(struct metrics_server *s, uint32_t addr_be)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = {.s_addr = addr_be}};
+
+    if (s->n_local < HTTP_MAX_LOCAL_ADDRS && !is_local(s, (const struct sockaddr *)&sa))
+        memcpy(&s->local[s->n_local++], &sa, sizeof(sa));
+}
+
+/* The node's addresses as a pod on the pod network sees them (see HTTP_REMOTE_MAX). */
+static void node_addrs(struct metrics_server *s)
+{
+    static const char *const envs[] = {"NODE_IP", "HOST_IP"};
+    uint32_t gws[8];
+    char *text = NULL;
+
+    if (file_read_all("/proc/net/route", 1u << 20, &text, NULL, NULL) == 0) {
+        size_t n = metrics_route_gateways(text, gws, GS_ARRAY_SIZE(gws));
+        for (size_t i = 0; i < n; i++)
+            add_local4(s, gws[i]);
+    }
+    free(text);
+    for (size_t i = 0; i < GS_ARRAY_SIZE(envs); i++) {
+        const char *v = getenv(envs[i]);
+        struct in_addr a;
+        if (v && inet_pton(AF_INET, v, &a) == 1)
+            add_local4(s, a.s_addr);
+    }
+}
+
 static void local_addrs(struct metrics_server *s)
 {
     struct ifaddrs *ifa = NULL;
@@ -347,6 +400,7 @@ int metrics_server_start(const char *address, struct metrics_server **ret, struc
         goto fail;
     }
     local_addrs(s);
+    node_addrs(s);
     s->mhd = mhd.start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, accept_policy, s, handle, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS,

@@ -29,6 +29,11 @@ void metrics_server_free(struct metrics_server *s);
 /* The TCP port listened on (useful with port 0). */
 unsigned metrics_server_port(const struct metrics_server *s);
 
+/* The IPv4 next hops of the default routes in the text of /proc/net/route (the node's
+ * address on the pod network for most CNIs: a kubelet probe of a pod without hostNetwork
+ * comes from there), at most max of them, in host order of the file. Pure. */
+size_t metrics_route_gateways(const char *route_text, uint32_t *ret_addrs_be, size_t max);
+
 /* Replaces the /metrics body (copied) and the /readyz answer (ready, and why not). */
 int metrics_server_publish(struct metrics_server *s, const char *text, size_t len, bool ready,
                            const char *not_ready_reason);

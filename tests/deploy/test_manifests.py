@@ -694,12 +694,16 @@ class Dra(unittest.TestCase):
     def test_plugin_reads_every_env_and_mount(self):
         """Nothing in the DaemonSet that dra-plugin ignores: each env var is one of its flags'
         (dra_options.c), one of the two device-plugin settings it keeps (FAIL_ON_INIT_ERROR,
-        POD_RESOURCES_SOCKET for per-pod metrics) or the runtime's NVIDIA_VISIBLE_DEVICES."""
+        POD_RESOURCES_SOCKET for per-pod metrics), NODE_IP (the metrics endpoint keeps probe
+        slots for the node's address: src/metrics/http.c) or the runtime's
+        NVIDIA_VISIBLE_DEVICES."""
         with open(os.path.join(SRC, "src/daemon/dra_options.c")) as f:
             table = f.read().split("dra_flags[] = {")[1].split("};")[0]
         envs = set(re.findall(r'"([A-Z][A-Z0-9_]*)"', table))
         self.assertIn("KUBELET_PLUGINS_DIRECTORY_PATH", envs)
-        envs |= {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES"}
+        envs |= {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES", "NODE_IP"}
+        with open(os.path.join(SRC, "src/metrics/http.c")) as f:
+            self.assertIn('"NODE_IP"', f.read())  # read where the probe slots are kept
         spec = self.plugin()
         [c] = spec["containers"]
         self.assertEqual({e["name"] for e in c["env"]} - envs, set())

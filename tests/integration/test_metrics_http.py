@@ -26,8 +26,8 @@ class Attack:
     """Keeps n connections from ATTACKER open to port, sending one byte a second on each
     when slow (a request that never ends), nothing otherwise; reopens what gets closed."""
 
-    def __init__(self, port, n, slow):
-        self.port, self.n, self.slow = port, n, slow
+    def __init__(self, port, n, slow, source=ATTACKER):
+        self.port, self.n, self.slow, self.source = port, n, slow, source
         self.stop = threading.Event()
         self.opened = 0
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -36,7 +36,7 @@ class Attack:
     def connect(self):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            s.bind((ATTACKER, 0))
+            s.bind((self.source, 0))
             s.settimeout(0.2)
             s.connect(("127.0.0.1", self.port))
             s.setblocking(False)
@@ -74,14 +74,54 @@ class Attack:
 
 
 class MetricsEndpointUnderAttack(ReloadCase):
+    def endpoint(self, env=None):
+        cfg = os.path.join(self.root, "config.yaml")
+        write_file(cfg, "version: v1\n")
+        n = self.node("l20-node", ["--config-file", cfg, "--metrics-address", "127.0.0.1:0"],
+                      env=env)
+        wait_for(lambda: re.search(r"\(port (\d+)\)", self.log_text(n)), 10, "the endpoint")
+        return int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
+
+    def test_probes_from_the_node_on_the_pod_network(self):
+        """Issue 29: in a pod without hostNetwork the kubelet probes from the node's address
+        on the pod network, which is not one of the pod's own: 28 pods holding 8 idle
+        connections each filled every slot left to others and starved it. The node's address
+        as the pod sees it (here NODE_IP, from the downward API's status.hostIP; the default
+        route's gateway is the other source, unit-tested) keeps its reserved slots."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+        kubelet = "127.0.0.3"
+        port = self.endpoint({"NODE_IP": kubelet})
+
+        def probe():
+            s = socket.create_connection(("127.0.0.1", port), timeout=1,
+                                         source_address=(kubelet, 0))
+            try:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                return s.recv(64).split(b" ")[1] == b"200"
+            except (OSError, IndexError):
+                return False
+            finally:
+                s.close()
+
+        wait_for(probe, 10, "/healthz from the node's pod-network address")
+        pods = [Attack(port, 8, False, "127.0.0.%d" % (10 + i)) for i in range(32)]
+        failed = 0
+        try:
+            wait_for(lambda: sum(a.opened for a in pods) >= 224, 20, "the pods' connections")
+            for _ in range(10):
+                failed += not probe()
+        finally:
+            for a in pods:
+                a.stop.set()
+            for a in pods:
+                a.thread.join(10)
+        self.assertEqual(failed, 0)
+
     def test_probes_answer_while_others_misbehave(self):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
-        cfg = os.path.join(self.root, "config.yaml")
-        write_file(cfg, "version: v1\n")
-        n = self.node("l20-node", ["--config-file", cfg, "--metrics-address", "127.0.0.1:0"])
-        wait_for(lambda: re.search(r"\(port (\d+)\)", self.log_text(n)), 10, "the endpoint")
-        port = int(re.search(r"\(port (\d+)\)", self.log_text(n)).group(1))
+        port = self.endpoint()
 
         def get(path):
             with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=1) as r:

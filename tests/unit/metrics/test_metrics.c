@@ -2,6 +2,7 @@
 /* test_metrics.c: which pod a GPU process belongs to, from /proc/<pid>/cgroup texts as the
  * kubelet's cgroup drivers and the runtimes write them (v1 and v2, systemd and cgroupfs,
  * containerd, CRI-O, Docker), and the processes that are in no pod. */
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,10 +97,37 @@ static void test_xid_text(void **state)
     assert_string_equal(metrics_xid_text(100000), "");
 }
 
+/* The default routes' next hops from /proc/net/route (issue 29: the node's address on the
+ * pod network, where the kubelet's probes come from). */
+static void test_route_gateways(void **state)
+{
+    static const char text[] =
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t010011AC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        "eth0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+        "eth1\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+        "eth1\t00000000\t00000000\t0001\t0\t0\t200\t00000000\t0\t0\t0\n"
+        "bad line\n";
+    uint32_t gw[4];
+    struct in_addr a;
+
+    (void)state;
+    assert_int_equal(metrics_route_gateways(text, gw, 4), 2);
+    a.s_addr = gw[0];
+    assert_string_equal(inet_ntoa(a), "172.17.0.1");
+    a.s_addr = gw[1];
+    assert_string_equal(inet_ntoa(a), "192.168.2.1");
+    assert_int_equal(metrics_route_gateways(text, gw, 1), 1);
+    assert_int_equal(metrics_route_gateways("", gw, 4), 0);
+    assert_int_equal(metrics_route_gateways(NULL, gw, 4), 0);
+    assert_int_equal(metrics_route_gateways("Iface only a header", gw, 4), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cgroup_shapes), cmocka_unit_test(test_openmetrics),
-        cmocka_unit_test(test_openmetrics_counter_without_total), cmocka_unit_test(test_xid_text)};
+        cmocka_unit_test(test_openmetrics_counter_without_total), cmocka_unit_test(test_xid_text),
+        cmocka_unit_test(test_route_gateways)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
