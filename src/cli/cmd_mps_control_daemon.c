@@ -114,6 +114,20 @@ static void serve(struct cli_node_args *a, struct mps_supervisor *sup,
     }
 }
 
+/* SIGTERM, SIGINT and SIGHUP blocked and read from a signalfd: the fd, or -1 with errno. */
+static int signals_fd(void)
+{
+    sigset_t mask;
+
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+        return -1;
+    return signalfd(-1, &mask, SFD_CLOEXEC);
+}
+
 int cmd_mps_control_daemon(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -131,7 +145,6 @@ int cmd_mps_control_daemon(int argc, char **argv)
     struct cli_node node = {0};
     struct error err = {0};
     bool shm = false;
-    sigset_t mask;
     int sfd = -1, rc;
 
     if (!specs)
@@ -174,12 +187,7 @@ int cmd_mps_control_daemon(int argc, char **argv)
             fprintf(stderr, "gpuslice mps-control-daemon: %s\n", err.msg);
         goto out;
     }
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) == 0)
-        sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    sfd = signals_fd();
     if (sfd < 0) {
         fprintf(stderr, "gpuslice mps-control-daemon: cannot take SIGTERM/SIGINT/SIGHUP: %s\n",
                 strerror(errno));
