@@ -264,19 +264,36 @@ static int parse_address(const char *address, struct sockaddr_in *sa, struct err
 
 static bool is_local(const struct metrics_server *s, const struct sockaddr *a);
 
+/* The next whitespace-separated field of a /proc/net/route line as a hex word of 1-8
+ * digits (addresses are 8, flags 4); advances *p. -1 when it is not one. */
+static int64_t route_word(const char **p)
+{
+    const char *q = *p;
+    uint32_t v = 0;
+    int n = 0;
+
+    while (*q == ' ' || *q == '\t')
+        q++;
+    for (; n < 8 && str_hex_digit((unsigned char)q[n]) >= 0; n++)
+        v = v << 4 | (uint32_t)str_hex_digit((unsigned char)q[n]);
+    *p = q + n;
+    return n > 0 && (q[n] == ' ' || q[n] == '\t' || q[n] == '\n' || !q[n]) ? (int64_t)v : -1;
+}
+
 size_t metrics_route_gateways(const char *route_text, uint32_t *ret_addrs_be, size_t max)
 {
     size_t n = 0;
     const char *l = route_text ? strchr(route_text, '\n') : NULL; /* past the header */
 
     while (l && *l && n < max) {
-        char iface[32];
-        unsigned dest, gw, flags;
-        l++;
+        const char *p = ++l;
         /* Iface Destination Gateway Flags ...: hex words in the kernel's (network) order */
-        if (sscanf(l, "%31s %x %x %x", iface, &dest, &gw, &flags) == 4 && dest == 0 && gw != 0 &&
-            (flags & 0x2u) /* RTF_GATEWAY */)
-            ret_addrs_be[n++] = gw;
+        p += strcspn(p, " \t\n");
+        int64_t dest = route_word(&p), gw = route_word(&p), flags = route_word(&p);
+        /* the kernel prints the address's bytes as a host-order number: read back as one, it
+         * is the in_addr value again */
+        if (dest == 0 && gw > 0 && flags >= 0 && (flags & 0x2) /* RTF_GATEWAY */)
+            ret_addrs_be[n++] = (uint32_t)gw;
         l = strchr(l, '\n');
     }
     return n;
