@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# kubelet-plugin-prestart.sh: the init container of NVIDIA's DRA chart (v25.12.0 runs
-# `bash /usr/bin/kubelet-plugin-prestart.sh`), written for gpuslice's image. It does what
-# NVIDIA's does: links /driver-root to the driver's folder under the /driver-root-parent
-# mount, then waits until nvidia-smi and libnvidia-ml.so.1 are there and nvidia-smi answers,
-# saying every minute what is wrong and what to set. Exit 0 when the driver works; SIGTERM
+# kubelet-plugin-prestart.sh: the init container of NVIDIA's DRA chart (v25.12.0 and
+# v0.4.0 run `bash /usr/bin/kubelet-plugin-prestart.sh`), written for gpuslice's image. It
+# does what NVIDIA's v0.4.0 does: links /driver-root to the driver's folder under the
+# /driver-root-parent mount, then waits until nvidia-smi and libnvidia-ml.so.1 are there and
+# `nvidia-smi --version` answers (it checks the driver without initialising a GPU, so a node
+# whose GPUs are all bound to vfio-pci passes too), saying every minute what is wrong and
+# what to set. Exit 0 when the driver works; SIGTERM
 # (the pod deleted while the Operator mounts the driver) exits 0 too. Needs bash, coreutils,
 # findutils (deployments/container/runtime-packages.txt). docs/operator.md.
 
@@ -62,8 +64,8 @@ check() {
         "libnvidia-ml.so.1: ${nvml:-not found}," \
         "contents: [$(ls -1xAw0 /driver-root 2>/dev/null)]"
     if [ -n "$smi" ] && [ -n "$nvml" ]; then
-        echo "invoke: env -i LD_PRELOAD=${nvml} ${smi}"
-        env -i LD_PRELOAD="$nvml" "$smi"
+        echo "invoke: env -i LD_PRELOAD=${nvml} ${smi} --version"
+        env -i LD_PRELOAD="$nvml" "$smi" --version
         rc=$?
         if [ "$rc" -eq 0 ]; then
             echo "nvidia-smi returned 0: the driver works"

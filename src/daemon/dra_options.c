@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dra_options.c: the command line of `gpuslice dra-plugin`, also run as NVIDIA's
- * gpu-kubelet-plugin: its flags and env vars (facts/dra.md §2) into struct daemon_options,
- * with the device-plugin options at their defaults and the device-plugin API off. */
+ * gpu-kubelet-plugin: its flags and env vars (facts/dra.md §2; v0.4.0 of
+ * kubernetes-sigs/dra-driver-nvidia-gpu adds --http-endpoint and --metrics-path) into struct
+ * daemon_options, with the device-plugin options at their defaults and the device-plugin API
+ * off. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,8 @@ enum dra_kind {
     DRA_HOST_ROOT,
     DRA_CTR_ROOT,
     DRA_METRICS,
+    DRA_HTTP_ENDPOINT,
+    DRA_METRICS_PATH,
     DRA_DP_DIR,
     DRA_RECOVERY
 };
@@ -35,6 +40,15 @@ struct dra_flag {
 };
 
 #define DRA_OFF(field) offsetof(struct daemon_dra_options, field)
+
+/* What one parse has seen of the metrics flags: NVIDIA's --http-endpoint and --metrics-path
+ * are settled against our --metrics-address once every flag and env var is read. */
+struct dra_parse {
+    struct daemon_options *o;
+    const char *http_endpoint; /* NULL: not given */
+    const char *metrics_path;  /* NULL: not given (NVIDIA's default /metrics) */
+    bool metrics_address_set;  /* --metrics-address / GPUSLICE_METRICS_ADDRESS given: it wins */
+};
 
 static const struct dra_flag dra_flags[] = {
     {{"node-name"}, {"NODE_NAME"}, DRA_NODE, 0},
@@ -62,6 +76,9 @@ static const struct dra_flag dra_flags[] = {
     {{"kube-api-burst"}, {"KUBE_API_BURST"}, DRA_INT, DRA_OFF(kube_api_burst)},
     {{"feature-gates"}, {"FEATURE_GATES"}, DRA_STR, DRA_OFF(feature_gates)},
     {{"v"}, {"LOG_VERBOSITY"}, DRA_VERBOSITY, 0},
+    /* v0.4.0 (kubernetes-sigs/dra-driver-nvidia-gpu): its chart sets both, metrics on */
+    {{"http-endpoint"}, {"HTTP_ENDPOINT"}, DRA_HTTP_ENDPOINT, 0},
+    {{"metrics-path"}, {"METRICS_PATH"}, DRA_METRICS_PATH, 0},
     /* ours: test hooks and what NVIDIA's driver finds by other means */
     {{"nvidia-smi"}, {"GPUSLICE_NVIDIA_SMI"}, DRA_STR, DRA_OFF(nvidia_smi)},
     {{"nvml-library"}, {"GPUSLICE_NVML_LIBRARY"}, DRA_NVML_LIB, 0},
@@ -91,6 +108,10 @@ static const char usage[] =
     "  --kube-api-qps N, --kube-api-burst N    accepted\n"
     "  --feature-gates LIST                    FEATURE_GATES (accepted: sharing needs none)\n"
     "  -v N                                    LOG_VERBOSITY (>= 4: debug)\n"
+    "  --http-endpoint ADDR                    HTTP_ENDPOINT (\"\": off; e.g. :8080): /metrics,\n"
+    "                                          /healthz, /readyz (--metrics-address wins)\n"
+    "  --metrics-path PATH                     METRICS_PATH (/metrics, the only one served;\n"
+    "                                          \"\": no server on --http-endpoint)\n"
     "  --nvidia-smi PATH                       GPUSLICE_NVIDIA_SMI (time-slicing; default\n"
     "                                          <container driver root>/usr/bin/nvidia-smi)\n"
     "  --nvml-library PATH, --kube-api-server URL, --metrics-address ADDR,\n"
@@ -125,9 +146,10 @@ static int set_verbosity(struct daemon_options *o, const char *v, struct error *
     return 0;
 }
 
-static int set_value(struct daemon_options *o, const struct dra_flag *f, const char *name,
-                     const char *v, struct error *err)
+static int set_value(struct dra_parse *p, const struct dra_flag *f, const char *name, const char *v,
+                     struct error *err)
 {
+    struct daemon_options *o = p->o;
     char *base = (char *)&o->dra;
 
     switch (f->kind) {
@@ -165,6 +187,13 @@ static int set_value(struct daemon_options *o, const struct dra_flag *f, const c
         return 0;
     case DRA_METRICS:
         o->metrics_address = *v ? v : NULL;
+        p->metrics_address_set = true;
+        return 0;
+    case DRA_HTTP_ENDPOINT:
+        p->http_endpoint = v;
+        return 0;
+    case DRA_METRICS_PATH:
+        p->metrics_path = v;
         return 0;
     case DRA_DP_DIR:
         o->plugin_dir = v;
@@ -180,14 +209,13 @@ static int set_value(struct daemon_options *o, const struct dra_flag *f, const c
     return 0;
 }
 
-static int from_env(struct daemon_options *o, const char *(*getenv_fn)(const char *),
-                    struct error *err)
+static int from_env(struct dra_parse *p, const char *(*getenv_fn)(const char *), struct error *err)
 {
     for (size_t i = 0; i < GS_ARRAY_SIZE(dra_flags); i++) {
         const struct dra_flag *f = &dra_flags[i];
         for (size_t k = 0; k < 3 && f->envs[k]; k++) {
             const char *v = getenv_fn(f->envs[k]);
-            if (v && set_value(o, f, f->envs[k], v, err) < 0)
+            if (v && set_value(p, f, f->envs[k], v, err) < 0)
                 return -EINVAL;
             if (v)
                 break;
@@ -197,7 +225,7 @@ static int from_env(struct daemon_options *o, const char *(*getenv_fn)(const cha
 }
 
 /* "--name=value", "--name value", "-name value" (Go's flag syntax takes one dash too). */
-static int parse_flag(struct daemon_options *o, int argc, char **argv, int *i, struct error *err)
+static int parse_flag(struct dra_parse *p, int argc, char **argv, int *i, struct error *err)
 {
     const char *a = argv[*i] + (argv[*i][1] == '-' ? 2 : 1);
     const char *eq = strchr(a, '=');
@@ -206,7 +234,7 @@ static int parse_flag(struct daemon_options *o, int argc, char **argv, int *i, s
 
     str_copy(name, a, eq && (size_t)(eq - a) < sizeof(name) ? (size_t)(eq - a) + 1 : sizeof(name));
     if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-        o->help = true;
+        p->o->help = true;
         return 0;
     }
     f = find_flag(name);
@@ -216,16 +244,50 @@ static int parse_flag(struct daemon_options *o, int argc, char **argv, int *i, s
     char shown[80];
     snprintf(shown, sizeof(shown), "--%s", name);
     if (eq)
-        return set_value(o, f, shown, eq + 1, err);
+        return set_value(p, f, shown, eq + 1, err);
     if (*i + 1 >= argc)
         return error_set(err, -EINVAL, "flag '%s' needs a value", argv[*i]);
-    return set_value(o, f, shown, argv[++*i], err);
+    return set_value(p, f, shown, argv[++*i], err);
+}
+
+/* NVIDIA's path.Join("/", path) == "/metrics": "metrics", "/metrics/", "//metrics". */
+static bool is_metrics_path(const char *path)
+{
+    size_t n;
+
+    while (*path == '/')
+        path++;
+    n = strlen(path);
+    while (n > 0 && path[n - 1] == '/')
+        n--;
+    return n == strlen("metrics") && strncmp(path, "metrics", n) == 0;
+}
+
+/* NVIDIA's metrics server: on --http-endpoint when it and --metrics-path are not empty. Ours
+ * serves /metrics, /healthz and /readyz on one address: --metrics-address, when given, wins;
+ * else --http-endpoint is that address. A path other than /metrics is refused rather than
+ * scraped in vain. */
+static int settle_metrics(struct dra_parse *p, struct error *err)
+{
+    const char *path = p->metrics_path ? p->metrics_path : "/metrics";
+
+    if (p->metrics_address_set || !p->http_endpoint || !*p->http_endpoint || !*path)
+        return 0;
+    if (!is_metrics_path(path))
+        return error_set(err, -EINVAL,
+                         "--metrics-path (METRICS_PATH) '%s': gpuslice serves Prometheus metrics "
+                         "at /metrics only; set it to /metrics (NVIDIA's chart value "
+                         "kubeletPlugin.metrics.metricsPath defaults to it) or leave it unset",
+                         path);
+    p->o->metrics_address = p->http_endpoint;
+    return 0;
 }
 
 int daemon_dra_options_parse(struct daemon_options *o, int argc, char **argv,
                              const char *(*getenv_fn)(const char *), struct error *err)
 {
     char *none[] = {argv[0], NULL};
+    struct dra_parse p = {.o = o};
     int r = daemon_options_parse(o, 1, none, getenv_fn, err); /* the device plugin's defaults */
 
     if (r < 0)
@@ -241,13 +303,15 @@ int daemon_dra_options_parse(struct daemon_options *o, int argc, char **argv,
     o->config_file = NULL; /* one resource of every GPU: the node state DRA reads */
     o->labels = DAEMON_LABELS_OFF;
     o->mig_config_file = NULL;
-    r = from_env(o, getenv_fn, err);
+    r = from_env(&p, getenv_fn, err);
     for (int i = 1; r == 0 && i < argc; i++) {
         if (argv[i][0] != '-' || !argv[i][1])
             r = error_set(err, -EINVAL, "unexpected argument '%s'", argv[i]);
         else
-            r = parse_flag(o, argc, argv, &i, err);
+            r = parse_flag(&p, argc, argv, &i, err);
     }
+    if (r == 0)
+        r = settle_metrics(&p, err);
     if (r == 0 && !o->help && !o->node_name)
         r = error_set(err, -EINVAL,
                       "--node-name (NODE_NAME) is required: the node whose GPUs this plugin "

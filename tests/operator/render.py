@@ -4,7 +4,8 @@
 # in tests/operator/upstream/ (SOURCES.md), for the values the operator lane uses: the GPU
 # Operator v26.7.0's operand DaemonSets (its controllers/object_controls.go transforms:
 # image, devicePlugin.config, mig.strategy, migManager.config, validator image) and NVIDIA's
-# DRA chart v25.12.0 through a small Go-template interpreter covering what its
+# DRA chart v25.12.0 (and v0.4.0, from kubernetes-sigs/dra-driver-nvidia-gpu, which renamed
+# it dra-driver-nvidia-gpu) through a small Go-template interpreter covering what its
 # kubeletplugin.yaml uses (if/else/with/range, pipelines, include of _helpers.tpl's named
 # templates, toYaml, nindent, quote, default, eq/gt/and/or/not, int, hasKey, dir, trimSuffix).
 # Standard library + PyYAML; no Helm, no cluster.
@@ -18,6 +19,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OPERATOR = os.path.join(HERE, "upstream/gpu-operator-v26.7.0/assets")
 DRA_CHART = os.path.join(HERE, "upstream/nvidia-dra-driver-gpu-v25.12.0/deployments/helm/"
                          "nvidia-dra-driver-gpu")
+# version -> (chart folder, the release name its install docs use)
+DRA_CHARTS = {
+    "25.12.0": (DRA_CHART, "nvidia-dra-driver-gpu"),
+    "0.4.0": (os.path.join(HERE, "upstream/dra-driver-nvidia-gpu-v0.4.0/deployments/helm/"
+                                 "dra-driver-nvidia-gpu"), "dra-driver-nvidia-gpu"),
+}
 NAMESPACE = "gpu-operator"
 
 # ---- the GPU Operator ------------------------------------------------------------------------
@@ -425,9 +432,12 @@ def _merge(dst, src):
             dst[k] = v
 
 
-def render_dra_chart(values):
-    """NVIDIA's DRA chart's kubelet plugin DaemonSet for `values` (over values.yaml)."""
-    return Chart(DRA_CHART, values).render("kubeletplugin.yaml")
+def render_dra_chart(values, version="25.12.0"):
+    """NVIDIA's DRA chart's kubelet plugin DaemonSet for `values` (over values.yaml), from
+    the chart of `version` (a key of DRA_CHARTS)."""
+    chart_dir, release = DRA_CHARTS[version]
+    return Chart(chart_dir, values, release=release, namespace=release).render(
+        "kubeletplugin.yaml")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# test_operator.py: the GPU Operator v26.7.0 and NVIDIA's DRA chart v25.12.0 with only the
-# image swapped (issue 27). render.py renders the operand DaemonSets from the Operator's
+# test_operator.py: the GPU Operator v26.7.0 and NVIDIA's DRA chart v25.12.0 (and v0.4.0,
+# kubernetes-sigs/dra-driver-nvidia-gpu) with only the image swapped (issue 27). render.py renders the operand DaemonSets from the Operator's
 # released assets and the DRA chart's kubelet plugin from its templates (upstream/,
 # SOURCES.md); every container then runs exactly as rendered (command, args with Kubernetes'
 # $(VAR) expansion, env with fieldRefs resolved, the scripts its ConfigMaps mount) with
@@ -23,10 +23,12 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,7 +46,7 @@ NVIDIA_VALIDATOR = "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.7.0"
 NODE = "gpu-node-1"
 SIM = os.path.join(BUILD, "tools/kubelet-sim/kubelet-sim")
 NVML = os.path.join(BUILD, "tools/fake-nvml/libnvidia-ml.so.1")
-# the driver's nvidia-smi as the DRA chart's init container runs it (no arguments, clean
+# the driver's nvidia-smi as the DRA chart's init container runs it (`--version`, clean
 # environment): a stand-in that answers and exits 0, as a working driver's does
 SMI_STANDIN = "#!/bin/sh\necho 'NVIDIA-SMI (stand-in): 2 GPUs'\nexit 0\n"
 MPS = os.path.join(BUILD, "tools/fake-mps/nvidia-cuda-mps-control")
@@ -77,6 +79,22 @@ def expand(s, env):
     """Kubernetes' $(VAR) expansion of command and args ($$ is a literal $)."""
     return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
                   lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), s)
+
+
+def free_port():
+    """A TCP port nothing listens on now (the kernel's pick)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(port, path):
+    """The body of GET http://127.0.0.1:<port><path> when it answers 200, else None."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=2) as r:
+            return r.read().decode() if r.status == 200 else None
+    except OSError:
+        return None
 
 
 def Sim(host, *extra):
@@ -480,25 +498,51 @@ class OperatorLane(unittest.TestCase):
 
     # ---- NVIDIA's DRA chart
 
-    def dra(self, values):
+    def dra(self, values, version="25.12.0"):
         repo, _, tag = IMAGE.rpartition(":")
         v = {"image": {"repository": repo, "tag": tag}}
         v.update(values)
-        ds = render.render_dra_chart(v)[0]
-        ds["metadata"]["namespace"] = "nvidia-dra-driver-gpu"
+        ds = render.render_dra_chart(v, version)[0]
+        ds["metadata"]["namespace"] = render.DRA_CHARTS[version][1]
         return {"daemonsets": {"kubelet-plugin": ds}, "configmaps": {}}
 
     def test_dra_chart_kubelet_plugin(self):
         """The chart with resources.computeDomains.enabled=false: the init container runs our
         kubelet-plugin-prestart.sh (links /driver-root, finds nvidia-smi and libnvidia-ml,
-        runs nvidia-smi), then the 'gpus' container's bash -c '... gpu-kubelet-plugin -v 4'
-        registers with the kubelet, publishes its ResourceSlice and SERVES its gRPC health
-        probe (liveness) on the chart's port."""
+        runs nvidia-smi --version), then the 'gpus' container's bash -c '...
+        gpu-kubelet-plugin -v 4' registers with the kubelet, publishes its ResourceSlice and
+        SERVES its gRPC health probe (liveness) on the chart's port."""
         r = self.dra({"resources": {"computeDomains": {"enabled": False}}})
+        pod, gpus = self.dra_plugin_runs(r)
+        self.running(pod, gpus)
+
+    def test_dra_chart_v040_kubelet_plugin(self):
+        """The v0.4.0 chart (kubernetes-sigs/dra-driver-nvidia-gpu, renamed
+        dra-driver-nvidia-gpu) the same way; its kubeletPlugin.metrics (on by default) sets
+        HTTP_ENDPOINT and METRICS_PATH=/metrics on the 'gpus' container: the plugin serves
+        /metrics there. gpuHttpEndpoint (:8080 by default) is moved to a free port: the
+        lane shares the host's network."""
+        port = free_port()
+        r = self.dra({"resources": {"computeDomains": {"enabled": False}},
+                      "kubeletPlugin": {"metrics": {"gpuHttpEndpoint": ":%d" % port}}},
+                     "0.4.0")
+        env = {e["name"]: e.get("value") for e in
+               r["daemonsets"]["kubelet-plugin"]["spec"]["template"]["spec"]["containers"][0]
+               ["env"]}
+        self.assertEqual((env["HTTP_ENDPOINT"], env["METRICS_PATH"]), (":%d" % port, "/metrics"))
+        pod, gpus = self.dra_plugin_runs(r)
+        body = wait_for(lambda: http_get(port, "/metrics"), WAIT_S, "/metrics on :%d" % port)
+        self.assertIn("gpuslice_dra_devices", body)
+        self.running(pod, gpus)
+
+    def dra_plugin_runs(self, r):
+        """The init container, then the 'gpus' container up: registered, its slice
+        published, its gRPC health probe SERVING. Returns the pod and the container."""
         pod = self.pod(r, "kubelet-plugin")
         self.assertEqual([c["name"] for c in pod.spec["containers"]], ["gpus"])
         out = self.init_ok(pod, "init-container")
         self.assertIn("create symlink: /driver-root -> /driver-root-parent/", out)
+        self.assertIn("/driver-root/usr/bin/nvidia-smi --version", out)
         self.assertIn("nvidia-smi returned 0", out)
         sim = Sim(self.host)
         self.sims.append(sim)
@@ -513,7 +557,7 @@ class OperatorLane(unittest.TestCase):
                           .get("resourceslices"), WAIT_S, "a ResourceSlice")
         self.assertEqual([(s["spec"]["driver"], s["spec"]["nodeName"], len(s["spec"]["devices"]))
                           for s in slices], [("gpu.nvidia.com", NODE, 2)])
-        self.running(pod, gpus)
+        return pod, gpus
 
     def health(self, port, service):
         """grpc.health.v1.Health/Check as the kubelet's grpc probe sends it."""

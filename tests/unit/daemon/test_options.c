@@ -399,6 +399,10 @@ static void test_daemon_dra_options_parse_every_env(void **state)
                                       "http://127.0.0.1:1",
                                       "GPUSLICE_METRICS_ADDRESS",
                                       "127.0.0.1:9400",
+                                      "HTTP_ENDPOINT",
+                                      ":8080",
+                                      "METRICS_PATH",
+                                      "/metrics",
                                       NULL};
     struct daemon_options o;
 
@@ -425,7 +429,103 @@ static void test_daemon_dra_options_parse_every_env(void **state)
     assert_string_equal(o.dra.nvidia_smi, "/env/nvidia-smi");
     assert_string_equal(o.nvml.library_path, "/env/libnvidia-ml.so.1");
     assert_string_equal(o.kube_api_server, "http://127.0.0.1:1");
-    assert_string_equal(o.metrics_address, "127.0.0.1:9400");
+    assert_string_equal(o.metrics_address, "127.0.0.1:9400"); /* ours beats HTTP_ENDPOINT */
+    daemon_options_release(&o);
+}
+
+/* v0.4.0 of kubernetes-sigs/dra-driver-nvidia-gpu: --http-endpoint / HTTP_ENDPOINT and
+ * --metrics-path / METRICS_PATH, which its chart sets (kubeletPlugin.metrics, on by default),
+ * become our metrics address; --metrics-address (GPUSLICE_METRICS_ADDRESS) still wins. */
+static void test_daemon_dra_options_parse_http_endpoint(void **state)
+{
+    static const struct {
+        const char *env[9];
+        const char *args[6];
+        const char *want; /* metrics_address, NULL: no server */
+    } cases[] = {
+        /* the v0.4.0 chart's gpus container */
+        {{"NODE_NAME", "n", "HTTP_ENDPOINT", ":8080", "METRICS_PATH", "/metrics", NULL},
+         {NULL},
+         ":8080"},
+        {{"NODE_NAME", "n", "HTTP_ENDPOINT", "127.0.0.1:8080", NULL}, {NULL}, "127.0.0.1:8080"},
+        {{"NODE_NAME", "n", NULL},
+         {"--http-endpoint=:8081", "--metrics-path", "metrics/", NULL},
+         ":8081"},
+        {{"NODE_NAME", "n", NULL},
+         {"-http-endpoint", ":8082", "-metrics-path=//metrics", NULL},
+         ":8082"},
+        /* a flag beats its env var */
+        {{"NODE_NAME", "n", "HTTP_ENDPOINT", ":8080", NULL}, {"--http-endpoint=:9", NULL}, ":9"},
+        /* NVIDIA's defaults: no endpoint, no server; an empty path turns it off too */
+        {{"NODE_NAME", "n", NULL}, {NULL}, NULL},
+        {{"NODE_NAME", "n", "HTTP_ENDPOINT", "", "METRICS_PATH", "/metrics", NULL}, {NULL}, NULL},
+        {{"NODE_NAME", "n", "HTTP_ENDPOINT", ":8080", "METRICS_PATH", "", NULL}, {NULL}, NULL},
+        {{"NODE_NAME", "n", NULL}, {"--http-endpoint", ":8080", "--metrics-path=", NULL}, NULL},
+        /* ours wins, from env or flag, whatever the order */
+        {{"NODE_NAME", "n", "GPUSLICE_METRICS_ADDRESS", ":9400", "HTTP_ENDPOINT", ":8080", NULL},
+         {NULL},
+         ":9400"},
+        {{"NODE_NAME", "n", "HTTP_ENDPOINT", ":8080", NULL},
+         {"--metrics-address=:9400", "--http-endpoint=:8081", NULL},
+         ":9400"},
+        /* an explicitly empty address of ours keeps the server off */
+        {{"NODE_NAME", "n", "GPUSLICE_METRICS_ADDRESS", "", "HTTP_ENDPOINT", ":8080", NULL},
+         {NULL},
+         NULL},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct daemon_options o;
+        struct error err = {0};
+
+        if (parse_dra(&o, cases[i].env, cases[i].args, &err) != 0)
+            fail_msg("case %zu: %s", i, err.msg);
+        if (cases[i].want && (!o.metrics_address || strcmp(o.metrics_address, cases[i].want) != 0))
+            fail_msg("case %zu: metrics address '%s', want '%s'", i,
+                     o.metrics_address ? o.metrics_address : "(none)", cases[i].want);
+        if (!cases[i].want && o.metrics_address)
+            fail_msg("case %zu: metrics address '%s', want none", i, o.metrics_address);
+        daemon_options_release(&o);
+    }
+    assert_non_null(strstr(daemon_dra_usage(), "--http-endpoint"));
+    assert_non_null(strstr(daemon_dra_usage(), "METRICS_PATH"));
+}
+
+/* Our server has one path, /metrics: another METRICS_PATH is refused where it would be used,
+ * naming the chart value, and accepted where NVIDIA's driver would not use it either. */
+static void test_daemon_dra_options_parse_metrics_path_other(void **state)
+{
+    static const char *const used[] = {"NODE_NAME", "n", "HTTP_ENDPOINT", ":8080", "METRICS_PATH",
+                                       "/prom",     NULL};
+    static const char *const no_endpoint[] = {"NODE_NAME", "n", "METRICS_PATH", "/prom", NULL};
+    static const char *const ours[] = {"NODE_NAME",
+                                       "n",
+                                       "GPUSLICE_METRICS_ADDRESS",
+                                       ":9400",
+                                       "HTTP_ENDPOINT",
+                                       ":8080",
+                                       "METRICS_PATH",
+                                       "/prom",
+                                       NULL};
+    static const char *const flag[] = {"--http-endpoint=:8080", "--metrics-path=/metricsx", NULL};
+    struct daemon_options o;
+    struct error err = {0};
+
+    (void)state;
+    assert_int_equal(parse_dra(&o, used, no_args, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "METRICS_PATH) '/prom'"));
+    assert_non_null(strstr(err.msg, "at /metrics only"));
+    assert_non_null(strstr(err.msg, "kubeletPlugin.metrics.metricsPath"));
+    daemon_options_release(&o);
+    assert_int_equal(parse_dra(&o, node_env, flag, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "'/metricsx'"));
+    daemon_options_release(&o);
+    assert_int_equal(parse_dra(&o, no_endpoint, no_args, NULL), 0);
+    assert_null(o.metrics_address);
+    daemon_options_release(&o);
+    assert_int_equal(parse_dra(&o, ours, no_args, NULL), 0);
+    assert_string_equal(o.metrics_address, ":9400");
     daemon_options_release(&o);
 }
 
@@ -647,6 +747,8 @@ int main(void)
         cmocka_unit_test(test_daemon_inventory_interval_ms_per_mode),
         cmocka_unit_test(test_daemon_dra_options_parse_flag_forms),
         cmocka_unit_test(test_daemon_dra_options_parse_every_env),
+        cmocka_unit_test(test_daemon_dra_options_parse_http_endpoint),
+        cmocka_unit_test(test_daemon_dra_options_parse_metrics_path_other),
         cmocka_unit_test(test_daemon_dra_options_parse_host_driver_root_env),
         cmocka_unit_test(test_daemon_dra_options_parse_host_driver_root_alias),
         cmocka_unit_test(test_daemon_dra_options_parse_flags_beat_env),
