@@ -241,6 +241,13 @@ bool cfg_resource_name_valid(const char *name, struct error *err);
  * characters, not starting with '.' and without "..". Such names never become paths
  * otherwise. */
 bool cfg_config_name_valid(const char *name, struct error *err);
+/* resources.gpus[]/mig[] pattern matching: a '*'-glob anchored at both ends ("*T4*",
+ * "1g.10gb"); no other character is special. */
+bool cfg_pattern_match(const char *pattern, const char *s);
+/* The resource name a whole GPU of product `product_name` is advertised under: the name of
+ * the first resources.gpus pattern that matches, else NVIDIA's default "nvidia.com/gpu".
+ * Borrowed from cfg (or static). */
+const char *cfg_gpu_resource_name(const struct cfg_config *cfg, const char *product_name);
 /* Parses one `devices` list entry written as a string ("0", "0:1", "GPU-<uuid>",
  * "MIG-<uuid>", "MIG-GPU-<uuid>/<gi>/<ci>"). On success fills *ret (ret->uuid owned by the
  * caller, free it with free()). */
