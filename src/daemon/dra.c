@@ -80,7 +80,8 @@ static int build_devices(const struct daemon *d, struct dra_devices **ret, struc
     char(*roots)[64] = calloc(inv->n_gpus + 1, sizeof(*roots));
     const char **root_ptrs = calloc(inv->n_gpus + 1, sizeof(*root_ptrs));
     char **bad = unhealthy_gpus(d);
-    struct dra_devices_options opts = {.unhealthy_uuids = bad, .pcie_roots = root_ptrs};
+    struct dra_devices_options opts = {
+        .unhealthy_uuids = bad, .pcie_roots = root_ptrs, .cfg = d->cfg};
     int r = roots && root_ptrs && bad ? 0 : error_set(err, -ENOMEM, "out of memory");
 
     for (size_t i = 0; r == 0 && i < inv->n_gpus; i++) {
@@ -425,6 +426,18 @@ static int dra_start(struct daemon *d, struct error *err)
     return r;
 }
 
+/* A config for dra-plugin (--config-file) may turn fractions on; time-slicing and MPS are
+ * the device plugin's there (claims carry their own GpuConfig): such a config is refused, at
+ * start and on a reload (the last good one stays). */
+static int dra_prepare_state(struct daemon *d, const struct dp_snapshot *next,
+                             const struct cfg_config *cfg, const struct daemon_change *c,
+                             struct error *err)
+{
+    (void)next;
+    (void)c;
+    return d->o->dra.enabled ? dra_config_check(cfg, err) : 0;
+}
+
 /* A new node state: the slice follows it, lost devices of prepared claims are reported. */
 static void dra_on_state(struct daemon *d, const struct daemon_change *c)
 {
@@ -499,6 +512,7 @@ static bool dra_ready(const struct daemon *d, char *why, size_t n)
 const struct daemon_feature daemon__feature_dra = {
     .name = "dra",
     .start = dra_start,
+    .prepare = dra_prepare_state,
     .on_state = dra_on_state,
     .metrics = dra_metrics,
     .ready = dra_ready,

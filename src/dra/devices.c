@@ -262,6 +262,19 @@ static bool gpu_shareable(const struct cfg_config *cfg, const struct inv_invento
     return false;
 }
 
+int dra_config_check(const struct cfg_config *cfg, struct error *err)
+{
+    const struct cfg_sharing_mode *m = cfg ? cfg_sharing_mode(cfg->sharing_strategy) : NULL;
+
+    if (!m || !cfg_sharing_mode_shares(m) || m->dra_shareable)
+        return 0;
+    return error_set(err, -EINVAL,
+                     "%s: sharing.%s is the device plugin's; under DRA a claim asks for "
+                     "time-slicing or MPS with its GpuConfig: use sharing.fractions or no "
+                     "sharing block",
+                     cfg->source_path ? cfg->source_path : "config", m->config_key);
+}
+
 /* The consumable capacities of a shareable GPU (dra.h: DRA_CAPACITY_*). Called after the
  * plain capacity memory was added. */
 static int share_capacities(struct dra_device *d, const struct inv_gpu *g)

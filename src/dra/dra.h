@@ -135,6 +135,10 @@ struct dra_devices_options {
 int dra_devices_build(const struct inv_inventory *inv, const struct dra_devices_options *opts,
                       struct dra_devices **ret, struct error *err);
 void dra_devices_free(struct dra_devices *devs);
+/* Whether dra-plugin can take cfg (NULL: yes): no sharing block, or sharing.fractions. A
+ * timeSlicing or mps block is the device plugin's (a claim asks for those with its GpuConfig):
+ * -EINVAL saying so. */
+int dra_config_check(const struct cfg_config *cfg, struct error *err);
 
 /* True when both lists publish the same slice (the same healthy devices, in order, with
  * the same attributes and capacities): the plugin updates its slice only when not. NULL is

@@ -3,6 +3,7 @@
  * (config sharing.fractions, KEP-5075 consumable capacity): which GPUs become shareable
  * (per node, per model through resources.gpus, per GPU; never MIG), their capacities and
  * request policies within the API server's rules, and the slice JSON. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,30 @@ static void test_dra_fractions_slice_json(void **state)
     inv_free(inv);
 }
 
+/* What dra-plugin takes from a config: no sharing or fractions; time-slicing and MPS blocks
+ * are the device plugin's (claims carry their own GpuConfig under DRA). */
+static void test_dra_config_check(void **state)
+{
+    struct cfg_config *cfg;
+    struct error err = {0};
+    (void)state;
+
+    assert_int_equal(dra_config_check(NULL, &err), 0);
+    cfg = fx_config("version: v1\n");
+    assert_int_equal(dra_config_check(cfg, &err), 0);
+    cfg_free(cfg);
+    cfg = fx_config("version: v1\nsharing:\n  fractions:\n"
+                    "    resources: [{name: nvidia.com/gpu}]\n");
+    assert_int_equal(dra_config_check(cfg, &err), 0);
+    cfg_free(cfg);
+    cfg = fx_config("version: v1\nflags: {mpsRoot: /m}\nsharing:\n  mps:\n"
+                    "    resources: [{name: nvidia.com/gpu, replicas: 2}]\n");
+    assert_int_equal(dra_config_check(cfg, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "sharing.mps is the device plugin's"));
+    assert_non_null(strstr(err.msg, "use sharing.fractions or no sharing block"));
+    cfg_free(cfg);
+}
+
 int run_fractions_tests(void)
 {
     static const struct CMUnitTest tests[] = {
@@ -269,6 +294,7 @@ int run_fractions_tests(void)
         cmocka_unit_test(test_dra_fractions_selection),
         cmocka_unit_test(test_dra_fractions_same_slice),
         cmocka_unit_test(test_dra_fractions_slice_json),
+        cmocka_unit_test(test_dra_config_check),
     };
     return cmocka_run_group_tests_name("dra_fractions", tests, NULL, NULL);
 }
