@@ -141,7 +141,8 @@ static void print_shareable(const struct dra_devices *devs)
             fprintf(stderr, "shareable by memory (sharing.fractions), what each can sell:\n");
         fprintf(stderr,
                 "  %-8s %s memory: shares of %s to %s in %s steps (no amount: the whole GPU); "
-                "%s %s%% of the SMs as ceilings (none named: no ceiling)\n",
+                "%s %s: MPS thread ceilings of the shares that name one (none named: no "
+                "ceiling)\n",
                 d->info.name, mem->value, mem->policy.min, mem->value, mem->policy.step,
                 DRA_CAPACITY_COMPUTE, cpu->value);
     }
