@@ -660,6 +660,31 @@ class Dra(unittest.TestCase):
         self.assertEqual(example["metadata"]["name"], FRACTION_CLASS)
         self.assertEqual(example["spec"], d["spec"])
 
+    def test_fractions_example_deploys_the_config(self):
+        """examples/dra/fractions: the dra overlay with config.yaml as the plugin's config
+        (CONFIG_FILE, the ConfigMap folder mounted read-only), the fraction class, nothing
+        dra-plugin does not read."""
+        docs = render_dir(os.path.join(SRC, "examples/dra/fractions"))
+        ds = one(docs, "DaemonSet", "gpuslice-device-plugin")["spec"]["template"]["spec"]
+        [c] = ds["containers"]
+        self.assertEqual(c["command"], ["gpuslice", "dra-plugin"])
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        self.assertEqual(env["CONFIG_FILE"], "/etc/gpuslice/configs")
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        m = mounts["/etc/gpuslice/configs"]
+        self.assertTrue(m["readOnly"])
+        vols = {v["name"]: v for v in ds["volumes"]}
+        self.assertEqual(vols[m["name"]]["configMap"]["name"], "gpuslice-configs")
+        cm = one(docs, "ConfigMap", "gpuslice-configs")
+        with open(os.path.join(SRC, "examples/dra/fractions/config.yaml")) as f:
+            self.assertEqual(cm["data"], {"default": f.read()})
+        one(docs, "DeviceClass", FRACTION_CLASS)
+        with open(os.path.join(SRC, "src/daemon/dra_options.c")) as f:
+            table = f.read().split("dra_flags[] = {")[1].split("};")[0]
+        envs = set(re.findall(r'"([A-Z][A-Z0-9_]*)"', table))
+        envs |= {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES"}
+        self.assertEqual(set(env) - envs, set())
+
     def test_rbac_least_privilege_and_justified(self):
         role = one(self.docs, "ClusterRole", "gpuslice-dra")
         got = [((tuple(r["apiGroups"]), tuple(r["resources"])), sorted(r["verbs"]))
