@@ -49,7 +49,9 @@ static void usage(FILE *f)
             "      --headroom P           memory kept free when sizing (default 10%%)\n"
             "      --dra                  print the ResourceSlice (resource.k8s.io/v1, JSON) the\n"
             "                             DRA plugin would publish for this node, offline: no\n"
-            "                             owner reference, every device counted healthy\n"
+            "                             owner reference, every device counted healthy;\n"
+            "                             GPUs that sharing.fractions selects are shareable\n"
+            "                             by memory (a summary on stderr)\n"
             "      --node-name NAME       node (and pool) name for --dra (env NODE_NAME; default\n"
             "                             the host name)\n"
             "  -h, --help                 show this help\n"
@@ -123,13 +125,39 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
     }
 }
 
+/* On stderr, beside the slice: the GPUs sold by memory (sharing.fractions) and their
+ * policies. What is sold already lives in the running plugin's checkpoint, not read here. */
+static void print_shareable(const struct dra_devices *devs)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < devs->n_devices; i++) {
+        const struct dra_device *d = &devs->devices[i];
+        const struct dra_capacity *mem = dra_device_capacity(d, DRA_CAPACITY_MEMORY);
+        const struct dra_capacity *cpu = dra_device_capacity(d, DRA_CAPACITY_COMPUTE);
+        if (!d->shareable || !mem || !cpu)
+            continue;
+        if (n++ == 0)
+            fprintf(stderr, "shareable by memory (sharing.fractions), what each can sell:\n");
+        fprintf(stderr,
+                "  %-8s %s memory: shares of %s to %s in %s steps (no amount: the whole GPU); "
+                "%s %s: MPS thread ceilings of the shares that name one (none named: no "
+                "ceiling)\n",
+                d->info.name, mem->value, mem->policy.min, mem->value, mem->policy.step,
+                DRA_CAPACITY_COMPUTE, cpu->value);
+    }
+    if (n)
+        fprintf(stderr, "  (offline: the whole capacity; shares already prepared are in the "
+                        "running plugin's checkpoint, not read by plan)\n");
+}
+
 /* The ResourceSlice of this node, as `gpuslice dra-plugin` would create it. */
 static int plan_dra(const struct cli_node *node, const char *sysfs_root, const char *node_name)
 {
     char host[256];
     char(*roots)[64] = calloc(node->inv->n_gpus + 1, sizeof(*roots));
     const char **root_ptrs = calloc(node->inv->n_gpus + 1, sizeof(*root_ptrs));
-    struct dra_devices_options opts = {.pcie_roots = root_ptrs};
+    struct dra_devices_options opts = {.pcie_roots = root_ptrs, .cfg = node->cfg};
     struct dra_devices *devs = NULL;
     struct dra_slice_meta meta = {.generation = 1};
     json_t *slice = NULL;
@@ -153,7 +181,8 @@ static int plan_dra(const struct cli_node *node, const char *sysfs_root, const c
                       node->inv->gpus[i].pci_bus_id, roots[i], sizeof(roots[i]));
         root_ptrs[i] = roots[i];
     }
-    if (dra_devices_build(node->inv, &opts, &devs, &err) < 0 ||
+    if (dra_config_check(node->cfg, &err) < 0 ||
+        dra_devices_build(node->inv, &opts, &devs, &err) < 0 ||
         dra_slice_json(devs, &meta, DRA_API_V1, &slice, &err) < 0) {
         fprintf(stderr, "gpuslice plan --dra: %s\n", err.msg);
         goto out;
@@ -164,6 +193,7 @@ static int plan_dra(const struct cli_node *node, const char *sysfs_root, const c
         goto out;
     }
     printf("%s\n", text);
+    print_shareable(devs);
     rc = CLI_EXIT_OK;
 out:
     free(text);

@@ -28,6 +28,7 @@ enum cfg_sharing_strategy {
     CFG_SHARING_NONE = 0,
     CFG_SHARING_TIME_SLICING,
     CFG_SHARING_MPS,
+    CFG_SHARING_FRACTIONS,
     CFG_SHARING__N /* the number of modes, not a mode */
 };
 enum cfg_device_id_strategy { CFG_DEVICE_ID_UUID = 0, CFG_DEVICE_ID_INDEX };
@@ -240,6 +241,13 @@ bool cfg_resource_name_valid(const char *name, struct error *err);
  * characters, not starting with '.' and without "..". Such names never become paths
  * otherwise. */
 bool cfg_config_name_valid(const char *name, struct error *err);
+/* resources.gpus[]/mig[] pattern matching: a '*'-glob anchored at both ends ("*T4*",
+ * "1g.10gb"); no other character is special. */
+bool cfg_pattern_match(const char *pattern, const char *s);
+/* The resource name a whole GPU of product `product_name` is advertised under: the name of
+ * the first resources.gpus pattern that matches, else NVIDIA's default "nvidia.com/gpu".
+ * Borrowed from cfg (or static). */
+const char *cfg_gpu_resource_name(const struct cfg_config *cfg, const char *product_name);
 /* Parses one `devices` list entry written as a string ("0", "0:1", "GPU-<uuid>",
  * "MIG-<uuid>", "MIG-GPU-<uuid>/<gi>/<ci>"). On success fills *ret (ret->uuid owned by the
  * caller, free it with free()). */
@@ -449,6 +457,11 @@ struct cfg_sharing_mode {
     const char *dra_config_key; /* its settings block: "timeSlicingConfig", "mpsConfig" */
     bool dra_config_on_mig;     /* a MigDeviceConfig may carry that block */
     bool dra_time_slice;        /* prepare sets a whole GPU's time-slice interval */
+    /* DRA consumable capacity (docs/dra.md, fractions): dra-plugin publishes the entries' whole
+     * GPUs as shareable by memory (allowMultipleAllocations, capacity.memory with a request
+     * policy); entries name GPUs, not replicas (replicas optional and 1, no rename), so the
+     * device plugin serves those GPUs whole */
+    bool dra_shareable;
     /* effects */
     bool control_daemon; /* one MPS control daemon per resource (daemon/mps.c): devices healthy
                           * while it answers, GFD's mps.capable=true */

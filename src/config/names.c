@@ -250,3 +250,35 @@ bad:
 range:
     return error_set(err, -ERANGE, "duration '%.80s' is too long", s);
 }
+
+bool cfg_pattern_match(const char *pattern, const char *s)
+{
+    const char *star = NULL, *resume = NULL;
+
+    while (*s) {
+        if (*pattern == '*') {
+            star = pattern++;
+            resume = s;
+        } else if (*pattern == *s) {
+            pattern++;
+            s++;
+        } else if (star) {
+            pattern = star + 1;
+            s = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (*pattern == '*')
+        pattern++;
+    return *pattern == '\0';
+}
+
+const char *cfg_gpu_resource_name(const struct cfg_config *cfg, const char *product_name)
+{
+    for (size_t i = 0; cfg && product_name && i < cfg->n_gpus; i++)
+        if (cfg->gpus[i].pattern && cfg->gpus[i].name &&
+            cfg_pattern_match(cfg->gpus[i].pattern, product_name))
+            return cfg->gpus[i].name;
+    return "nvidia.com/gpu";
+}

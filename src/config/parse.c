@@ -822,7 +822,9 @@ static void sharing_resources(struct cfg__ctx *c, struct fy_node *v, const char 
             cfg__diag(c, CFG_SEV_ERROR, r->pos, ipath, NULL,
                       "no resource name specified; add "
                       "'name: nvidia.com/gpu' (or the resource to share)");
-        if (!rud.has_replicas)
+        if (!rud.has_replicas && ud->mode->max_replicas == 1)
+            r->replicas = 1; /* a mode without replicas (fractions) */
+        else if (!rud.has_replicas)
             cfg__diag(c, CFG_SEV_ERROR, r->pos, ipath, NULL,
                       "no replicas specified; add "
                       "'replicas: N' (N >= 1, 1 means not shared)");

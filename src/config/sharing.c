@@ -54,6 +54,21 @@ static const struct cfg_sharing_mode modes[] = {
             .control_daemon = true,
             .alloc_env = CFG_SHARING_ENV_MPS,
         },
+    /* DRA only: a GPU sold by memory to many claims (KEP-5075 consumable capacity), the
+     * limits made real by MPS at prepare. Never MIG (a MIG device is already a fraction with
+     * its own memory); no replicas, so the device plugin serves these GPUs whole. */
+    [CFG_SHARING_FRACTIONS] =
+        {
+            .strategy = CFG_SHARING_FRACTIONS,
+            .name = "fractions",
+            .title = "fractions",
+            .config_key = "fractions",
+            .precedence = 0, /* NVIDIA's plugin does not know the block: it keeps the other */
+            .max_replicas = 1,
+            .max_replicas_why = " with fractions (claims ask a GPU for memory through DRA; "
+                                "remove replicas)",
+            .dra_shareable = true,
+        },
 };
 
 _Static_assert(GS_ARRAY_SIZE(modes) == CFG_SHARING__N, "one row per sharing mode");

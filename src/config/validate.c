@@ -295,6 +295,25 @@ static void check_no_mig(struct cfg__ctx *c, const struct cfg_sharing_mode *mode
     }
 }
 
+/* A mode without replicas (fractions, served through DRA): a rename would rename GPUs the
+ * device plugin serves whole. */
+static void check_no_rename(struct cfg__ctx *c, const struct cfg_sharing_mode *mode)
+{
+    const struct cfg_config *cfg = c->cfg;
+    char path[256];
+
+    for (size_t i = 0; i < cfg->sharing.n_resources; i++) {
+        const struct cfg_replicated_resource *r = &cfg->sharing.resources[i];
+        if (!r->rename)
+            continue;
+        entry_path(path, sizeof(path), cfg, i, "rename");
+        cfg__diag(c, CFG_SEV_ERROR, r->rename_pos.line ? r->rename_pos : r->pos, path, r->rename,
+                  "sharing with %s publishes the GPUs of '%s' through DRA under their own "
+                  "names; rename has no meaning there: remove it",
+                  mode->title, r->name ? r->name : "");
+    }
+}
+
 /* true when some device can be advertised under `name` by this config: a resources.gpus
  * or resources.mig name, or a default name when those lists are left out. */
 static bool name_is_advertised(const struct cfg_config *cfg, const struct pattern_names *pn,
@@ -352,6 +371,8 @@ void cfg__validate_sharing(struct cfg__ctx *c)
         check_renames(c, by_name, n, &pn);
     if (!mode->on_mig)
         check_no_mig(c, mode);
+    if (mode->dra_shareable)
+        check_no_rename(c, mode);
     check_names_exist(c, &pn);
 out:
     free(pn.refs);
@@ -403,6 +424,13 @@ static void check_nvidia_schema(struct cfg__ctx *c)
     const char *block = mode->config_key;
     char path[256], shared[CFG_RESOURCE_NAME_MAX + 16];
 
+    if (mode->dra_shareable) {
+        cfg__diag(c, CFG_SEV_ERROR, c->pos_sharing, "sharing", block,
+                  "sharing.%s is a gpuslice extension NVIDIA's plugin does not know (it would "
+                  "ignore the block) and --strict-nvidia-schema is set; remove it",
+                  block);
+        return;
+    }
     if (!gpus_are_nvidia_default(cfg))
         nvidia_resources(c, cfg->gpus, cfg->n_gpus, "gpus");
     nvidia_resources(c, cfg->mig, cfg->n_mig, "mig");

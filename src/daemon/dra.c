@@ -52,7 +52,9 @@ struct daemon__dra {
 
 /* ---- the node's devices (the loop) ----------------------------------------------------- */
 
-/* Uuids of the GPUs the served state holds Unhealthy devices of (XIDs, lost GPUs). */
+/* Uuids of the GPUs the served state holds Unhealthy devices of (XIDs, lost GPUs). Devices
+ * a config change retired (kept for device-plugin pods, which a DRA node has none of) say
+ * nothing about the GPU's health. */
 static char **unhealthy_gpus(const struct daemon *d)
 {
     const struct model *m = d->snap ? dp_snapshot_model(d->snap) : NULL;
@@ -63,8 +65,8 @@ static char **unhealthy_gpus(const struct daemon *d)
     for (size_t i = 0; out && m && i < m->n_resources; i++)
         for (size_t j = 0; out && j < m->resources[i].n_devices; j++) {
             const struct model_device *dev = &m->resources[i].devices[j];
-            if (!dev->healthy && !strv_contains(out, dev->gpu_uuid) &&
-                strv_push(&out, dev->gpu_uuid) < 0) {
+            if (!dev->healthy && !daemon__retiring_has(d, m->resources[i].name, dev->id) &&
+                !strv_contains(out, dev->gpu_uuid) && strv_push(&out, dev->gpu_uuid) < 0) {
                 strv_free(out);
                 out = NULL;
             }
@@ -80,7 +82,8 @@ static int build_devices(const struct daemon *d, struct dra_devices **ret, struc
     char(*roots)[64] = calloc(inv->n_gpus + 1, sizeof(*roots));
     const char **root_ptrs = calloc(inv->n_gpus + 1, sizeof(*root_ptrs));
     char **bad = unhealthy_gpus(d);
-    struct dra_devices_options opts = {.unhealthy_uuids = bad, .pcie_roots = root_ptrs};
+    struct dra_devices_options opts = {
+        .unhealthy_uuids = bad, .pcie_roots = root_ptrs, .cfg = d->cfg};
     int r = roots && root_ptrs && bad ? 0 : error_set(err, -ENOMEM, "out of memory");
 
     for (size_t i = 0; r == 0 && i < inv->n_gpus; i++) {
@@ -425,6 +428,23 @@ static int dra_start(struct daemon *d, struct error *err)
     return r;
 }
 
+/* A config for dra-plugin (--config-file) may turn fractions on; time-slicing and MPS are
+ * the device plugin's there (claims carry their own GpuConfig): such a config is refused, at
+ * start and on a reload (the last good one stays). */
+static int dra_prepare_state(struct daemon *d, const struct dp_snapshot *next,
+                             const struct cfg_config *cfg, const struct daemon_change *c,
+                             struct error *err)
+{
+    int r = d->o->dra.enabled ? dra_config_check(cfg, err) : 0;
+
+    (void)next;
+    if (r < 0 && !(c->what & DAEMON_CHANGE_START)) { /* at start the caller says it */
+        log_error("DRA: %s: %s, keeping the last good config", c->why, err->msg);
+        daemon__kube_event(d, "ConfigInvalid", err->msg);
+    }
+    return r;
+}
+
 /* A new node state: the slice follows it, lost devices of prepared claims are reported. */
 static void dra_on_state(struct daemon *d, const struct daemon_change *c)
 {
@@ -499,6 +519,7 @@ static bool dra_ready(const struct daemon *d, char *why, size_t n)
 const struct daemon_feature daemon__feature_dra = {
     .name = "dra",
     .start = dra_start,
+    .prepare = dra_prepare_state,
     .on_state = dra_on_state,
     .metrics = dra_metrics,
     .ready = dra_ready,

@@ -28,7 +28,8 @@ enum dra_kind {
     DRA_HTTP_ENDPOINT,
     DRA_METRICS_PATH,
     DRA_DP_DIR,
-    DRA_RECOVERY
+    DRA_RECOVERY,
+    DRA_CONFIG
 };
 
 /* One flag: its names (NVIDIA's first), env vars, and where it goes. */
@@ -86,6 +87,8 @@ static const struct dra_flag dra_flags[] = {
     {{"metrics-address"}, {"GPUSLICE_METRICS_ADDRESS"}, DRA_METRICS, 0},
     {{"device-plugin-dir"}, {NULL}, DRA_DP_DIR, 0}, /* the one-API check looks there */
     {{"health-recovery-after"}, {"GPUSLICE_HEALTH_RECOVERY_AFTER"}, DRA_RECOVERY, 0},
+    /* the device plugin's config: resources.gpus and sharing.fractions (docs/dra.md) */
+    {{"config-file", "config"}, {"CONFIG_FILE"}, DRA_CONFIG, 0},
 };
 
 static const char usage[] =
@@ -117,6 +120,9 @@ static const char usage[] =
     "  --nvml-library PATH, --kube-api-server URL, --metrics-address ADDR,\n"
     "  --device-plugin-dir DIR (where a device plugin would serve; ours)\n"
     "  --health-recovery-after DURATION        a GPU an XID took out comes back (5m; 0: never)\n"
+    "  --config-file PATH                      CONFIG_FILE: the device plugin's config file or\n"
+    "                                          ConfigMap folder; sharing.fractions publishes\n"
+    "                                          GPUs shareable by memory (followed live)\n"
     "  env INVENTORY_INTERVAL=DURATION         re-read the GPUs every DURATION (unset: never;\n"
     "                                          SIGHUP re-reads them, XIDs come by events)\n"
     "docs/dra.md tells more.\n";
@@ -197,6 +203,9 @@ static int set_value(struct dra_parse *p, const struct dra_flag *f, const char *
         return 0;
     case DRA_DP_DIR:
         o->plugin_dir = v;
+        return 0;
+    case DRA_CONFIG:
+        o->config_file = *v ? v : NULL;
         return 0;
     case DRA_RECOVERY: {
         int64_t ms;
@@ -300,7 +309,7 @@ int daemon_dra_options_parse(struct daemon_options *o, int argc, char **argv,
         .plugins_dir = DAEMON_DRA_DEFAULT_PLUGINS_DIR,
         .healthcheck_port = -1,
     };
-    o->config_file = NULL; /* one resource of every GPU: the node state DRA reads */
+    o->config_file = NULL; /* only --config-file: sharing.fractions, resources.gpus */
     o->labels = DAEMON_LABELS_OFF;
     o->mig_config_file = NULL;
     r = from_env(&p, getenv_fn, err);

@@ -112,6 +112,8 @@ int daemon__units_prepare(struct daemon *d, const struct dp_snapshot *next,
                           const struct cfg_config *cfg, const struct daemon_change *c,
                           struct error *err);
 void daemon__units_mark(const struct daemon *d, struct model *m);
+/* Whether device id of resource is one of d->retiring (kept Unhealthy for its pods only). */
+bool daemon__retiring_has(const struct daemon *d, const char *resource, const char *id);
 void daemon__units_on_state(struct daemon *d, const struct daemon_change *c);
 void daemon__units_on_holders(struct daemon *d);
 int daemon__units_metrics(struct daemon *d, struct strbuf *sb);

@@ -129,7 +129,7 @@ static int retiring_add(char ***strv, const char *resource, const char *id)
     return r;
 }
 
-static bool retiring_has(const struct daemon *d, const char *resource, const char *id)
+bool daemon__retiring_has(const struct daemon *d, const char *resource, const char *id)
 {
     size_t n = strlen(resource);
     for (size_t i = 0; d->retiring && d->retiring[i]; i++)
@@ -245,7 +245,7 @@ static bool newly_removed(const struct daemon *d, const struct model *m)
         const struct model_resource *res = model_find_resource(m, ores->name);
         for (size_t j = 0; j < ores->n_devices; j++)
             if (!(res && model_resource_find_device(res, ores->devices[j].id)) &&
-                !retiring_has(d, ores->name, ores->devices[j].id))
+                !daemon__retiring_has(d, ores->name, ores->devices[j].id))
                 return true;
     }
     return false;

@@ -144,6 +144,7 @@ struct gpu_attrs {
     char cc[32], driver[INV_VERSION_MAX], cuda[32], bus_id[INV_BUS_ID_MAX];
     const char *pcie_root; /* NULL when unknown */
     char *const *unhealthy;
+    bool shareable; /* sharing.fractions selects this GPU */
 };
 
 static void attr_str(struct dra_device *d, const char *name, enum dra_attr_kind kind,
@@ -211,6 +212,96 @@ static bool listed(char *const *uuids, const char *uuid)
     return uuids && strv_contains(uuids, uuid);
 }
 
+/* ---- fractions: which GPUs are shareable, and their capacities ---------------------------- */
+
+/* Does entry r select GPU i (whose resource name is `name`)? `devices: N` takes the first N
+ * GPUs of that name not in MIG mode, in index order. */
+static bool entry_selects(const struct cfg_replicated_resource *r, const struct inv_inventory *inv,
+                          size_t i, const struct cfg_config *cfg)
+{
+    const struct inv_gpu *g = &inv->gpus[i];
+    unsigned before = 0;
+
+    switch (r->devices_kind) {
+    case CFG_DEVICES_ALL:
+        return true;
+    case CFG_DEVICES_COUNT:
+        for (size_t k = 0; k < i; k++)
+            before += !inv->gpus[k].mig_enabled &&
+                      strcmp(cfg_gpu_resource_name(cfg, inv->gpus[k].name), r->name) == 0;
+        return before < r->devices_count;
+    case CFG_DEVICES_LIST:
+        for (size_t k = 0; k < r->n_devices; k++) {
+            const struct cfg_device_ref *ref = &r->devices[k];
+            if ((ref->kind == CFG_DEVREF_GPU_INDEX && ref->gpu_index == g->index) ||
+                (ref->kind == CFG_DEVREF_GPU_UUID && ref->uuid && strcmp(ref->uuid, g->uuid) == 0))
+                return true;
+        }
+        return false;
+    }
+    return false;
+}
+
+/* GPU i is shareable: sharing.fractions names its resource and selects it, it is not in MIG
+ * mode (a MIG device is a fraction already), and it has room for one step above the smallest
+ * share (the API's min + step <= capacity). */
+static bool gpu_shareable(const struct cfg_config *cfg, const struct inv_inventory *inv, size_t i)
+{
+    const struct inv_gpu *g = &inv->gpus[i];
+    const char *name;
+
+    if (!cfg || !cfg_sharing_mode(cfg->sharing_strategy)->dra_shareable || g->mig_enabled ||
+        g->memory_mib < DRA_SHARE_MIN_MEMORY_MIB + DRA_SHARE_MEMORY_STEP_MIB)
+        return false;
+    name = cfg_gpu_resource_name(cfg, g->name);
+    for (size_t k = 0; k < cfg->sharing.n_resources; k++) {
+        const struct cfg_replicated_resource *r = &cfg->sharing.resources[k];
+        if (r->name && strcmp(r->name, name) == 0 && entry_selects(r, inv, i, cfg))
+            return true;
+    }
+    return false;
+}
+
+int dra_config_check(const struct cfg_config *cfg, struct error *err)
+{
+    const struct cfg_sharing_mode *m = cfg ? cfg_sharing_mode(cfg->sharing_strategy) : NULL;
+
+    if (!m || !cfg_sharing_mode_shares(m) || m->dra_shareable)
+        return 0;
+    return error_set(err, -EINVAL,
+                     "%s: sharing.%s is the device plugin's; under DRA a claim asks for "
+                     "time-slicing or MPS with its GpuConfig: use sharing.fractions or no "
+                     "sharing block",
+                     cfg->source_path ? cfg->source_path : "config", m->config_key);
+}
+
+/* The consumable capacities of a shareable GPU (dra.h: DRA_CAPACITY_*). Called after the
+ * plain capacity memory was added. */
+static int share_capacities(struct dra_device *d, const struct inv_gpu *g)
+{
+    struct dra_capacity *mem = &d->capacities[d->n_capacities - 1], *cpu;
+    int r = 0;
+
+    mem->has_policy = true;
+    r |= dra_quantity_binary(g->memory_mib << 20, mem->policy.default_value,
+                             sizeof(mem->policy.default_value));
+    r |= dra_quantity_binary((uint64_t)DRA_SHARE_MIN_MEMORY_MIB << 20, mem->policy.min,
+                             sizeof(mem->policy.min));
+    r |= dra_quantity_binary((uint64_t)DRA_SHARE_MEMORY_STEP_MIB << 20, mem->policy.step,
+                             sizeof(mem->policy.step));
+    r |= capacity(d, DRA_CAPACITY_COMPUTE, DRA_COMPUTE_PERCENT_TOTAL);
+    if (r < 0)
+        return -EINVAL;
+    cpu = &d->capacities[d->n_capacities - 1];
+    cpu->has_policy = true;
+    r |= dra_quantity_binary(0, cpu->policy.default_value, sizeof(cpu->policy.default_value));
+    r |= dra_quantity_binary(0, cpu->policy.min, sizeof(cpu->policy.min));
+    r |= dra_quantity_binary(DRA_COMPUTE_PERCENT_TOTAL, cpu->policy.max, sizeof(cpu->policy.max));
+    r |= dra_quantity_binary(1, cpu->policy.step, sizeof(cpu->policy.step));
+    d->shareable = true;
+    return r < 0 ? -EINVAL : 0;
+}
+
 static int gpu_device(const struct inv_gpu *g, const struct gpu_attrs *ga, struct dra_device *d)
 {
     struct dra_device_info *i = &d->info;
@@ -227,7 +318,9 @@ static int gpu_device(const struct inv_gpu *g, const struct gpu_attrs *ga, struc
     attr_str(d, "type", DRA_ATTR_STRING, "gpu");
     attr_str(d, "uuid", DRA_ATTR_STRING, g->uuid);
     common_attrs(d, g, ga);
-    return capacity(d, "memory", g->memory_mib << 20);
+    if (capacity(d, DRA_CAPACITY_MEMORY, g->memory_mib << 20) < 0)
+        return -EINVAL;
+    return ga->shareable ? share_capacities(d, g) : 0;
 }
 
 /* NVIDIA's canonical MIG name: the profile without dots, made RFC 1123 compliant
@@ -323,6 +416,7 @@ static int gpu_devices(const struct inv_inventory *inv, size_t i,
     ga.unhealthy = opts ? opts->unhealthy_uuids : NULL;
     if (opts && opts->pcie_roots && opts->pcie_roots[i] && *opts->pcie_roots[i])
         ga.pcie_root = opts->pcie_roots[i];
+    ga.shareable = gpu_shareable(opts ? opts->cfg : NULL, inv, i);
     if (!g->mig_enabled)
         return gpu_device(g, &ga, &devs->devices[devs->n_devices++]) < 0
                    ? error_set(err, -EINVAL, "GPU %u (%s): memory does not fit a quantity",
@@ -394,6 +488,12 @@ const struct dra_capacity *dra_device_capacity(const struct dra_device *d, const
     return NULL;
 }
 
+static bool same_policy(const struct dra_request_policy *a, const struct dra_request_policy *b)
+{
+    return strcmp(a->default_value, b->default_value) == 0 && strcmp(a->min, b->min) == 0 &&
+           strcmp(a->max, b->max) == 0 && strcmp(a->step, b->step) == 0;
+}
+
 static bool same_device(const struct dra_device *a, const struct dra_device *b)
 {
     if (strcmp(a->info.name, b->info.name) != 0 || a->n_attrs != b->n_attrs ||
@@ -405,11 +505,13 @@ static bool same_device(const struct dra_device *a, const struct dra_device *b)
             x->i != y->i || x->b != y->b)
             return false;
     }
-    for (size_t i = 0; i < a->n_capacities; i++)
-        if (strcmp(a->capacities[i].name, b->capacities[i].name) != 0 ||
-            strcmp(a->capacities[i].value, b->capacities[i].value) != 0)
+    for (size_t i = 0; i < a->n_capacities; i++) {
+        const struct dra_capacity *x = &a->capacities[i], *y = &b->capacities[i];
+        if (strcmp(x->name, y->name) != 0 || strcmp(x->value, y->value) != 0 ||
+            x->has_policy != y->has_policy || !same_policy(&x->policy, &y->policy))
             return false;
-    return true;
+    }
+    return a->shareable == b->shareable;
 }
 
 /* The next healthy device from *i on, or NULL. */

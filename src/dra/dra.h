@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "base/base.h"
+#include "config/config.h"
 #include "gpu/inventory.h"
 
 #define DRA_DRIVER_NAME "gpu.nvidia.com"
@@ -30,6 +31,27 @@
 #define DRA_MAX_PINNED_LIMITS 64
 #define DRA_SLICE_MAX_DEVICES 128 /* resource.k8s.io/v1 ResourceSliceMaxDevices */
 
+/* ---- fractions: a GPU shared by memory (KEP-5075 consumable capacity, config
+ * sharing.fractions) --------------------------------------------------------------------------
+ * A shareable GPU is published with allowMultipleAllocations: true and these capacities, each
+ * with a request policy. The scheduler writes what a claim consumed into its result's
+ * consumedCapacity under the same names, with a shareID; prepare makes the share real (MPS).
+ *
+ * memory: value = the GPU's memory (NVIDIA's value, "81559Mi"); policy default = the whole
+ *   value (a request without a memory amount takes the whole GPU, so old claims keep whole
+ *   GPUs), validRange {min: 1Gi, step: 1Mi}. The API wants default on the grid min + k*step:
+ *   NVML gives whole MiB, so a 1Mi step puts every GPU's total on it, and a request is kept to
+ *   the MiB (10Gi consumes 10Gi). A 1Gi step would not (81559Mi - 1Gi is no whole number of
+ *   GiB). Requests below 1Gi are rounded up to it: a CUDA context alone takes hundreds of MiB.
+ * computePercent: value 100; policy default 0, validRange {min: 0, max: 100, step: 1}: a share
+ *   that names none consumes none and gets no ceiling; one that names N gets the MPS active
+ *   thread percentage N, and the scheduler keeps the named ceilings of a GPU at <= 100. */
+#define DRA_CAPACITY_MEMORY "memory"
+#define DRA_CAPACITY_COMPUTE "computePercent"
+#define DRA_SHARE_MIN_MEMORY_MIB 1024u
+#define DRA_SHARE_MEMORY_STEP_MIB 1u
+#define DRA_COMPUTE_PERCENT_TOTAL 100u
+
 /* ---- slice devices ------------------------------------------------------------------------ */
 
 enum dra_attr_kind { DRA_ATTR_STRING = 0, DRA_ATTR_INT, DRA_ATTR_BOOL, DRA_ATTR_VERSION };
@@ -42,9 +64,18 @@ struct dra_attr {
     bool b;
 };
 
+/* A capacity's requestPolicy (published only on a shareable device): quantities as text,
+ * "" when the field is left out. */
+struct dra_request_policy {
+    char default_value[32];
+    char min[32], max[32], step[32]; /* validRange */
+};
+
 struct dra_capacity {
     char name[DRA_ATTR_NAME_MAX];
     char value[32]; /* a Kubernetes quantity in canonical BinarySI form: "46068Mi", "15Gi" */
+    bool has_policy;
+    struct dra_request_policy policy;
 };
 
 enum dra_device_type { DRA_DEVICE_GPU = 0, DRA_DEVICE_MIG };
@@ -65,6 +96,9 @@ struct dra_device_info {
 struct dra_device {
     struct dra_device_info info;
     bool healthy; /* unhealthy devices are kept (prepare refuses them) but not published */
+    /* allowMultipleAllocations: a whole GPU that sharing.fractions selects, with the
+     * DRA_CAPACITY_* capacities and their policies (never a MIG device or a GPU in MIG mode) */
+    bool shareable;
     struct dra_attr attrs[DRA_MAX_ATTRS];
     size_t n_attrs;
     struct dra_capacity capacities[DRA_MAX_CAPACITIES];
@@ -86,15 +120,25 @@ struct dra_devices_options {
      * under sysfs ("pci0000:00"), published as resource.kubernetes.io/pcieRoot on the GPU
      * and its MIG devices; NULL or "" when unknown (the attribute is left out) */
     const char *const *pcie_roots;
+    /* the config whose sharing.fractions entries make GPUs shareable (their resource name
+     * from resources.gpus, then all, the first N of that name, or those listed by index or
+     * uuid); NULL or another sharing mode: none */
+    const struct cfg_config *cfg;
 };
 
 /* Builds the devices NVIDIA's driver would offer for `inv`: a GPU with MIG off (MIG-capable
- * or not) is `gpu-<minor>`; a MIG-enabled GPU is replaced by its MIG devices. -EINVAL
+ * or not) is `gpu-<minor>`; a MIG-enabled GPU is replaced by its MIG devices. GPUs that
+ * opts->cfg's sharing.fractions selects are shareable (a GPU in MIG mode stays as it is:
+ * its MIG devices are published unshared). -EINVAL
  * (naming the GPU) for what cannot be expressed (a version or bus id of a shape NVIDIA
  * would refuse, too many memory slices), -ENOMEM. *ret owned: dra_devices_free. */
 int dra_devices_build(const struct inv_inventory *inv, const struct dra_devices_options *opts,
                       struct dra_devices **ret, struct error *err);
 void dra_devices_free(struct dra_devices *devs);
+/* Whether dra-plugin can take cfg (NULL: yes): no sharing block, or sharing.fractions. A
+ * timeSlicing or mps block is the device plugin's (a claim asks for those with its GpuConfig):
+ * -EINVAL saying so. */
+int dra_config_check(const struct cfg_config *cfg, struct error *err);
 
 /* True when both lists publish the same slice (the same healthy devices, in order, with
  * the same attributes and capacities): the plugin updates its slice only when not. NULL is

@@ -44,6 +44,29 @@ static json_t *attr_json(const struct dra_attr *a)
     return NULL;
 }
 
+/* {"value": q} and, on a shareable device, its requestPolicy {default, validRange {min,
+ * max?, step?}} (KEP-5075). */
+static json_t *capacity_json(const struct dra_capacity *c)
+{
+    const struct dra_request_policy *p = &c->policy;
+    json_t *cap = json_pack("{s:s}", "value", c->value), *range;
+    bool ok = cap != NULL;
+
+    if (!ok || !c->has_policy)
+        return cap;
+    range = json_pack("{s:s}", "min", p->min);
+    if (range && *p->max)
+        set(range, "max", json_string(p->max), &ok);
+    if (range && *p->step)
+        set(range, "step", json_string(p->step), &ok);
+    set(cap, "requestPolicy",
+        json_pack("{s:s,s:o}", "default", p->default_value, "validRange", range), &ok);
+    if (ok)
+        return cap;
+    json_decref(cap);
+    return NULL;
+}
+
 static json_t *device_json(const struct dra_device *d, enum dra_api_version version)
 {
     json_t *dev = json_object(), *attrs = json_object(), *caps = json_object();
@@ -52,15 +75,20 @@ static json_t *device_json(const struct dra_device *d, enum dra_api_version vers
     for (size_t i = 0; ok && i < d->n_attrs; i++)
         set(attrs, d->attrs[i].name, attr_json(&d->attrs[i]), &ok);
     for (size_t i = 0; ok && i < d->n_capacities; i++)
-        set(caps, d->capacities[i].name, json_pack("{s:s}", "value", d->capacities[i].value), &ok);
+        set(caps, d->capacities[i].name, capacity_json(&d->capacities[i]), &ok);
     if (!ok)
         goto fail;
     set(dev, "name", json_string(d->info.name), &ok);
     if (version == DRA_API_V1BETA1) {
-        set(dev, "basic", json_pack("{s:o,s:o}", "attributes", attrs, "capacity", caps), &ok);
+        json_t *basic = json_pack("{s:o,s:o}", "attributes", attrs, "capacity", caps);
+        if (basic && d->shareable)
+            set(basic, "allowMultipleAllocations", json_true(), &ok);
+        set(dev, "basic", basic, &ok);
     } else {
         set(dev, "attributes", attrs, &ok);
         set(dev, "capacity", caps, &ok);
+        if (d->shareable)
+            set(dev, "allowMultipleAllocations", json_true(), &ok);
     }
     attrs = caps = NULL; /* handed over, also on failure */
     if (ok)

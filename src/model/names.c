@@ -33,25 +33,7 @@ int model__grow(void **arr, size_t *alloc, size_t n, size_t elem_size)
 
 bool model__glob_match(const char *pattern, const char *s)
 {
-    const char *star = NULL, *resume = NULL;
-
-    while (*s) {
-        if (*pattern == '*') {
-            star = pattern++;
-            resume = s;
-        } else if (*pattern == *s) {
-            pattern++;
-            s++;
-        } else if (star) {
-            pattern = star + 1;
-            s = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*pattern == '*')
-        pattern++;
-    return *pattern == '\0';
+    return cfg_pattern_match(pattern, s);
 }
 
 static bool is_alnum(char c)

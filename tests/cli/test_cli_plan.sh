@@ -212,4 +212,37 @@ check dra-pcie-root 0 '"resource.kubernetes.io/pcieRoot": {\s*"string": "pci0000
 check dra-hostname 0 "\"nodeName\": \"$(hostname)\"" env -u NODE_NAME \
     "$BIN" plan --dra --nvml-library "$LIB"
 check dra-help 0 "--dra" "$BIN" plan --help
+# plan --dra with examples/dra/fractions/config.yaml: the H100s shareable by memory (policies
+# on the API's grid), a summary of what each can sell on stderr; a config the DRA plugin
+# refuses (time-slicing is the claims' GpuConfig there) is refused here too
+FRACTIONS="$MACHINES/../dra/fractions/config.yaml"
+machine h100-nvswitch-8
+out=$("$BIN" plan --dra --node-name n --nvml-library "$LIB" --config-file "$FRACTIONS" \
+    2>"$tmp/err"); rc=$?
+if [ $rc -ne 0 ]; then
+    bad dra-fractions "exit $rc: $(cat "$tmp/err")"
+elif printf '%s\n' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["spec"]["devices"]
+assert len(d) == 8, len(d)
+for x in d:
+    assert x["allowMultipleAllocations"] is True, x
+    assert x["capacity"] == {
+        "memory": {"value": "81559Mi", "requestPolicy": {"default": "81559Mi",
+                   "validRange": {"min": "1Gi", "step": "1Mi"}}},
+        "computePercent": {"value": "100", "requestPolicy": {"default": "0",
+                           "validRange": {"min": "0", "max": "100", "step": "1"}}}}, x
+' && grep -q "gpu-7    81559Mi memory: shares of 1Gi to 81559Mi in 1Mi steps" "$tmp/err"; then
+    ok dra-fractions
+else
+    bad dra-fractions "unexpected slice or summary: $out $(cat "$tmp/err")"
+fi
+machine l20-node
+check dra-fractions-other-model 0 '"capacity": {"memory": {"value": "46068Mi"}}' \
+    sh -c "\"\$0\" plan --dra --node-name n --nvml-library \"\$1\" --config-file \"\$2\" |
+        python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)[\"spec\"][\"devices\"][0]))'" \
+    "$BIN" "$LIB" "$FRACTIONS"
+ts_config 2
+check dra-refuses-time-slicing 1 "sharing.timeSlicing is the device plugin's; under DRA a claim" \
+    "$BIN" plan --dra --node-name n --nvml-library "$LIB" --config-file "$tmp/ts2.yaml"
 exit $fail

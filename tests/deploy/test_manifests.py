@@ -588,9 +588,11 @@ class Admission(Rendered):
                 cel_subset.parse(bad)
 
 
-def sample_device(kind, memory="80Gi", driver="gpu.nvidia.com", product="NVIDIA H100"):
-    """A device as DRA's CEL sees it: attributes and capacity by domain, plain values."""
-    return {"driver": driver,
+def sample_device(kind, memory="80Gi", driver="gpu.nvidia.com", product="NVIDIA H100",
+                  shareable=None):
+    """A device as DRA's CEL sees it: attributes and capacity by domain, plain values;
+    allowMultipleAllocations as the allocator gives it (false when the slice leaves it out)."""
+    return {"driver": driver, "allowMultipleAllocations": bool(shareable),
             "attributes": {driver: {"type": kind, "productName": product}},
             "capacity": {driver: {"memory": cel_subset.Quantity(memory)}}}
 
@@ -600,6 +602,9 @@ def selects(expression, device):
         return bool(cel_subset.evaluate(cel_subset.parse(expression), {"device": device}))
     except cel_subset.Absent:
         return False
+
+
+FRACTION_CLASS = "gpu-fraction.gpuslice.io"
 
 
 @unittest.skipIf(not KUBECTL, "kubectl not installed (it renders the kustomize overlays)")
@@ -616,7 +621,9 @@ class Dra(unittest.TestCase):
     def test_device_classes_are_nvidias(self):
         want = {"gpu.nvidia.com": "gpu", "mig.nvidia.com": "mig"}
         classes = [d for d in self.docs if d["kind"] == "DeviceClass"]
-        self.assertEqual(sorted(d["metadata"]["name"] for d in classes), sorted(want))
+        self.assertEqual(sorted(d["metadata"]["name"] for d in classes),
+                         sorted(list(want) + [FRACTION_CLASS]))
+        classes = [d for d in classes if d["metadata"]["name"] in want]
         for d in classes:
             name = d["metadata"]["name"]
             self.assertEqual(d["apiVersion"], "resource.k8s.io/v1")
@@ -633,6 +640,50 @@ class Dra(unittest.TestCase):
                                  kind == want[name], (name, kind))
             self.assertFalse(selects(sel["cel"]["expression"],
                                      sample_device(want[name], driver="other.example.com")))
+
+    def test_fraction_class_selects_shareable_gpus_only(self):
+        """gpuslice's class for GPUs sold by memory: whole GPUs of the driver published with
+        allowMultipleAllocations (sharing.fractions), never MIG devices or unshareable GPUs;
+        the same object as examples/dra/fractions/deviceclass.yaml."""
+        d = one(self.docs, "DeviceClass", FRACTION_CLASS)
+        self.assertEqual(d["apiVersion"], "resource.k8s.io/v1")
+        self.assertNotIn("extendedResourceName", d["spec"])
+        [sel] = d["spec"]["selectors"]
+        e = sel["cel"]["expression"]
+        self.assertTrue(selects(e, sample_device("gpu", shareable=True)))
+        self.assertFalse(selects(e, sample_device("gpu", shareable=False)))
+        self.assertFalse(selects(e, sample_device("mig", shareable=True)))
+        self.assertFalse(selects(e, sample_device("gpu", driver="other.example.com",
+                                                  shareable=True)))
+        with open(os.path.join(SRC, "examples/dra/fractions/deviceclass.yaml")) as f:
+            example = yaml.safe_load(f)
+        self.assertEqual(example["metadata"]["name"], FRACTION_CLASS)
+        self.assertEqual(example["spec"], d["spec"])
+
+    def test_fractions_example_deploys_the_config(self):
+        """examples/dra/fractions: the dra overlay with config.yaml as the plugin's config
+        (CONFIG_FILE, the ConfigMap folder mounted read-only), the fraction class, nothing
+        dra-plugin does not read."""
+        docs = render_dir(os.path.join(SRC, "examples/dra/fractions"))
+        ds = one(docs, "DaemonSet", "gpuslice-device-plugin")["spec"]["template"]["spec"]
+        [c] = ds["containers"]
+        self.assertEqual(c["command"], ["gpuslice", "dra-plugin"])
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        self.assertEqual(env["CONFIG_FILE"], "/etc/gpuslice/configs")
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        m = mounts["/etc/gpuslice/configs"]
+        self.assertTrue(m["readOnly"])
+        vols = {v["name"]: v for v in ds["volumes"]}
+        self.assertEqual(vols[m["name"]]["configMap"]["name"], "gpuslice-configs")
+        cm = one(docs, "ConfigMap", "gpuslice-configs")
+        with open(os.path.join(SRC, "examples/dra/fractions/config.yaml")) as f:
+            self.assertEqual(cm["data"], {"default": f.read()})
+        one(docs, "DeviceClass", FRACTION_CLASS)
+        with open(os.path.join(SRC, "src/daemon/dra_options.c")) as f:
+            table = f.read().split("dra_flags[] = {")[1].split("};")[0]
+        envs = set(re.findall(r'"([A-Z][A-Z0-9_]*)"', table))
+        envs |= {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES"}
+        self.assertEqual(set(env) - envs, set())
 
     def test_rbac_least_privilege_and_justified(self):
         role = one(self.docs, "ClusterRole", "gpuslice-dra")

@@ -2,6 +2,7 @@
 /* test_config_sharing.c: the sharing-mode descriptor rows (src/config/sharing.c): one row
  * per mode, consistent, and the parser, the checks and the printer driven by the rows
  * alone (keys, replica limits, defaults, hints), so a new row is a new block. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@ static void test_cfg_sharing_mode_rows(void **state)
         {CFG_SHARING_NONE, "none", NULL, NULL},
         {CFG_SHARING_TIME_SLICING, "time-slicing", "timeSlicing", "TimeSlicing"},
         {CFG_SHARING_MPS, "mps", "mps", "MPS"},
+        {CFG_SHARING_FRACTIONS, "fractions", "fractions", NULL},
     };
 
     (void)state;
@@ -40,6 +42,9 @@ static void test_cfg_sharing_mode_rows(void **state)
         assert_non_null(m->title);
         assert_non_null(m->max_replicas_why);
         assert_true(m->max_replicas >= 1);
+        /* only modes with replicas are served by the device plugin as shared devices */
+        if (m->dra_shareable)
+            assert_int_equal(m->max_replicas, 1);
         /* precedence decides between two written blocks: never a tie */
         for (size_t j = 0; j < i; j++) {
             const struct cfg_sharing_mode *o = cfg_sharing_mode(want[j].s);
@@ -70,8 +75,8 @@ static void test_cfg_sharing_mode_drives_parse_and_print(void **state)
             continue;
         snprintf(yaml, sizeof(yaml),
                  "version: v1\nflags:\n  mpsRoot: /run/nvidia/mps\nsharing:\n  %s:\n"
-                 "    resources: [{name: nvidia.com/gpu, replicas: 2}]\n",
-                 m->config_key);
+                 "    resources: [{name: nvidia.com/gpu, replicas: %u}]\n",
+                 m->config_key, m->max_replicas > 1 ? 2u : 1u);
         c = assert_parse_ok(yaml);
         assert_int_equal(c->sharing_strategy, m->strategy);
         assert_int_equal(c->sharing.fail_requests_greater_than_one, m->fail_requests_default);
@@ -114,7 +119,54 @@ static void test_cfg_sharing_mode_key_hint(void **state)
     }
 }
 
+/* sharing.fractions: entries name GPUs without replicas (1 when left out, served whole by
+ * the device plugin), and what has no meaning there is refused with the way out. */
+static void test_cfg_fractions_block(void **state)
+{
+    struct cfg_config *c;
+    struct cfg_overrides o;
+    struct error err = {0};
+    char *text = NULL;
+
+    (void)state;
+    c = assert_parse_ok("version: v1\nsharing:\n  fractions:\n    resources:\n"
+                        "    - name: nvidia.com/gpu\n      devices: [0, 2]\n");
+    assert_int_equal(c->sharing_strategy, CFG_SHARING_FRACTIONS);
+    assert_true(cfg_sharing_mode(c->sharing_strategy)->dra_shareable);
+    assert_int_equal(c->sharing.n_resources, 1);
+    assert_int_equal(c->sharing.resources[0].replicas, 1);
+    assert_int_equal(c->sharing.resources[0].n_devices, 2);
+    cfg_free(c);
+    assert_parse_error("version: v1\nsharing:\n  fractions:\n    resources:\n"
+                       "    - {name: nvidia.com/gpu, rename: nvidia.com/gpu.frac}\n",
+                       "rename has no meaning there: remove it");
+    assert_parse_error("version: v1\nsharing:\n  fractions:\n    resources:\n"
+                       "    - {name: nvidia.com/mig-1g.10gb}\n",
+                       "sharing with fractions is not supported for MIG devices");
+    assert_parse_error("version: v1\nsharing:\n  fractions:\n    resources:\n"
+                       "    - {name: nvidia.com/gpu, devices: ['0:1']}\n",
+                       "sharing with fractions is not supported for MIG devices");
+    assert_parse_error("version: v1\nsharing:\n  fractions:\n    resources:\n"
+                       "    - {name: nvidia.com/gpu, memoryLimit: 10Gi}\n",
+                       "memoryLimit limits MPS clients; fractions has no per-client limits");
+    /* NVIDIA's plugin would ignore the block and keep the other */
+    assert_parse_error("version: v1\nflags: {mpsRoot: /m}\nsharing:\n"
+                       "  fractions: {resources: [{name: nvidia.com/gpu}]}\n"
+                       "  mps: {resources: [{name: nvidia.com/gpu, replicas: 2}]}\n",
+                       "(NVIDIA's plugin would silently use mps)");
+    cfg_overrides_init(&o, CFG_BIN_PLUGIN);
+    assert_int_equal(cfg_overrides_set(&o, "--strict-nvidia-schema", "true", &err), 0);
+    assert_int_equal(parse_text("version: v1\nsharing:\n  fractions:\n"
+                                "    resources: [{name: nvidia.com/gpu}]\n",
+                                &o, &c, &text),
+                     -EINVAL);
+    assert_non_null(strstr(text, "sharing.fractions is a gpuslice extension"));
+    free(text);
+    cfg_overrides_release(&o);
+}
+
 const struct CMUnitTest sharing_tests[] = {
+    cmocka_unit_test(test_cfg_fractions_block),
     cmocka_unit_test(test_cfg_sharing_mode_rows),
     cmocka_unit_test(test_cfg_sharing_mode_drives_parse_and_print),
     cmocka_unit_test(test_cfg_sharing_mode_key_hint),

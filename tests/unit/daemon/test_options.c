@@ -673,12 +673,34 @@ static void test_daemon_dra_options_parse_node_name_required(void **state)
     }
 }
 
+/* dra-plugin reads a config only when --config-file (CONFIG_FILE) names one: its
+ * sharing.fractions (docs/dra.md); the flag beats the env var. */
+static void test_daemon_dra_options_config_file(void **state)
+{
+    static const char *const env[] = {"NODE_NAME", "node-1", "CONFIG_FILE", "/env.yaml", NULL};
+    static const char *const flag[] = {"--config-file=/flag.yaml", NULL};
+    static const char *const alias[] = {"--config", "/alias.yaml", NULL};
+    struct daemon_options o;
+
+    (void)state;
+    assert_int_equal(parse_dra(&o, env, no_args, NULL), 0);
+    assert_string_equal(o.config_file, "/env.yaml");
+    daemon_options_release(&o);
+    assert_int_equal(parse_dra(&o, env, flag, NULL), 0);
+    assert_string_equal(o.config_file, "/flag.yaml");
+    daemon_options_release(&o);
+    assert_int_equal(parse_dra(&o, node_env, alias, NULL), 0);
+    assert_string_equal(o.config_file, "/alias.yaml");
+    daemon_options_release(&o);
+}
+
 static void test_daemon_dra_options_parse_errors(void **state)
 {
     static const struct bad_case cases[] = {
         {{"--no-such-flag", NULL}, "unknown flag '--no-such-flag'"},
         {{"-bogus=1", NULL}, "unknown flag '-bogus=1'"},
-        {{"--config-file", "/c.yaml", NULL}, "unknown flag"}, /* device-plugin only */
+        {{"--config-name", "l20", NULL}, "unknown flag"}, /* device-plugin only */
+        {{"--config-file", NULL}, "needs a value"},
         {{"--NODE_NAME=x", NULL}, "unknown flag"},
         {{"--namespace", NULL}, "needs a value"},
         {{"-v", NULL}, "needs a value"},
@@ -755,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_daemon_dra_options_parse_verbosity),
         cmocka_unit_test(test_daemon_dra_options_parse_xids_to_ignore),
         cmocka_unit_test(test_daemon_dra_options_parse_node_name_required),
+        cmocka_unit_test(test_daemon_dra_options_config_file),
         cmocka_unit_test(test_daemon_dra_options_parse_errors),
         cmocka_unit_test(test_daemon_dra_options_parse_bad_env),
         cmocka_unit_test(test_daemon_dra_options_parse_help),

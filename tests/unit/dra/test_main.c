@@ -115,6 +115,7 @@ int main(void)
     plan_node_init();
     fails += run_devices_tests();
     fails += run_slice_tests();
+    fails += run_fractions_tests();
     fails += run_claim_tests();
     fails += run_config_tests();
     fails += run_plan_tests();

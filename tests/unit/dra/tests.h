@@ -33,6 +33,7 @@ struct dra_devices *tx_plan_devices(void);
 
 int run_devices_tests(void);
 int run_slice_tests(void);
+int run_fractions_tests(void);
 int run_claim_tests(void);
 int run_config_tests(void);
 int run_plan_tests(void);

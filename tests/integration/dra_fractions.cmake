@@ -1,0 +1,8 @@
+# `gpuslice dra-plugin --config-file examples/dra/fractions/config.yaml` publishes GPUs shareable
+# by memory (issue 30, the publishing half), through fake_apiserver.py and kubelet-sim.
+if(TARGET gpuslice AND TARGET fake_nvml AND TARGET kubelet-sim AND EXISTS /usr/bin/python3)
+    add_test(NAME test_dra_fractions_publish
+        COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/test_dra_fractions_publish.py -v)
+    set_tests_properties(test_dra_fractions_publish PROPERTIES TIMEOUT 120
+        ENVIRONMENT "GS_SOURCE_DIR=${CMAKE_SOURCE_DIR};GS_BINARY_DIR=${CMAKE_BINARY_DIR}")
+endif()
