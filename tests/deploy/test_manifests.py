@@ -615,6 +615,18 @@ class Dra(unittest.TestCase):
     def setUpClass(cls):
         cls.docs = render("dra")
 
+    def plugin_envs(self):
+        """The env vars dra-plugin reads: its flags' (dra_options.c), the two device-plugin
+        settings it keeps, NODE_IP (the metrics endpoint's probe slots) and the runtime's."""
+        with open(os.path.join(SRC, "src/daemon/dra_options.c")) as f:
+            table = f.read().split("dra_flags[] = {")[1].split("};")[0]
+        envs = set(re.findall(r'"([A-Z][A-Z0-9_]*)"', table))
+        self.assertIn("KUBELET_PLUGINS_DIRECTORY_PATH", envs)
+        with open(os.path.join(SRC, "src/metrics/http.c")) as f:
+            self.assertIn('"NODE_IP"', f.read())  # read where the probe slots are kept
+        return envs | {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES",
+                       "NODE_IP"}
+
     def plugin(self):
         return one(self.docs, "DaemonSet", "gpuslice-device-plugin")["spec"]["template"]["spec"]
 
@@ -679,11 +691,7 @@ class Dra(unittest.TestCase):
         with open(os.path.join(SRC, "examples/dra/fractions/config.yaml")) as f:
             self.assertEqual(cm["data"], {"default": f.read()})
         one(docs, "DeviceClass", FRACTION_CLASS)
-        with open(os.path.join(SRC, "src/daemon/dra_options.c")) as f:
-            table = f.read().split("dra_flags[] = {")[1].split("};")[0]
-        envs = set(re.findall(r'"([A-Z][A-Z0-9_]*)"', table))
-        envs |= {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES"}
-        self.assertEqual(set(env) - envs, set())
+        self.assertEqual(set(env) - self.plugin_envs(), set())
 
     def test_rbac_least_privilege_and_justified(self):
         role = one(self.docs, "ClusterRole", "gpuslice-dra")
@@ -748,16 +756,9 @@ class Dra(unittest.TestCase):
         POD_RESOURCES_SOCKET for per-pod metrics), NODE_IP (the metrics endpoint keeps probe
         slots for the node's address: src/metrics/http.c) or the runtime's
         NVIDIA_VISIBLE_DEVICES."""
-        with open(os.path.join(SRC, "src/daemon/dra_options.c")) as f:
-            table = f.read().split("dra_flags[] = {")[1].split("};")[0]
-        envs = set(re.findall(r'"([A-Z][A-Z0-9_]*)"', table))
-        self.assertIn("KUBELET_PLUGINS_DIRECTORY_PATH", envs)
-        envs |= {"FAIL_ON_INIT_ERROR", "POD_RESOURCES_SOCKET", "NVIDIA_VISIBLE_DEVICES", "NODE_IP"}
-        with open(os.path.join(SRC, "src/metrics/http.c")) as f:
-            self.assertIn('"NODE_IP"', f.read())  # read where the probe slots are kept
         spec = self.plugin()
         [c] = spec["containers"]
-        self.assertEqual({e["name"] for e in c["env"]} - envs, set())
+        self.assertEqual({e["name"] for e in c["env"]} - self.plugin_envs(), set())
         mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
         self.assertNotIn("/etc/gpuslice/configs", mounts)  # no ConfigMap: claims configure
         self.assertNotIn("configs", {v["name"] for v in spec["volumes"]})
