@@ -83,7 +83,10 @@ static void print_gpus(FILE *f, const struct inv_inventory *inv)
         const struct inv_gpu *g = &inv->gpus[i];
         char mem[32], cc[16], numa[16];
 
-        snprintf(mem, sizeof(mem), "%llu MiB", (unsigned long long)g->memory_mib);
+        if (g->memory_unknown) /* unified memory (GB10): NVML reports none */
+            str_copy(mem, "unknown", sizeof(mem));
+        else
+            snprintf(mem, sizeof(mem), "%llu MiB", (unsigned long long)g->memory_mib);
         snprintf(cc, sizeof(cc), "%d.%d", g->cc_major, g->cc_minor);
         if (g->numa_node >= 0)
             snprintf(numa, sizeof(numa), "%d", g->numa_node);
@@ -242,13 +245,15 @@ static json_t *gpu_json(const struct inv_gpu *g)
             procs = NULL;
         }
     }
-    /* "o" steals the references, also when packing fails. */
-    return json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:I, s:{s:s, s:s}, s:o, "
+    /* "o" steals the references, also when packing fails. memory_mib is null where NVML
+     * reports no memory (unified memory), as numa_node is where there is none. */
+    return json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:{s:s, s:s}, s:o, "
                      "s:{s:b, s:b, s:b, s:o}, s:o}",
                      "index", (json_int_t)g->index, "minor", (json_int_t)g->minor, "uuid", g->uuid,
                      "name", g->name, "brand", g->brand, "architecture", g->architecture,
-                     "compute_capability", cc, "memory_mib", (json_int_t)g->memory_mib, "pci",
-                     "bus_id", g->pci_bus_id, "device_id", dev_id, "numa_node",
+                     "compute_capability", cc, "memory_mib",
+                     g->memory_unknown ? json_null() : json_integer((json_int_t)g->memory_mib),
+                     "pci", "bus_id", g->pci_bus_id, "device_id", dev_id, "numa_node",
                      g->numa_node >= 0 ? json_integer(g->numa_node) : json_null(), "mig", "capable",
                      g->mig_capable, "enabled", g->mig_enabled, "pending_enabled", g->mig_pending,
                      "devices", migs, "processes", procs);

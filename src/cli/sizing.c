@@ -72,7 +72,8 @@ static uint64_t recorded_peak(const char *metrics, const char *uuid, char *ret_p
 }
 
 /* One GPU's sizing: status "sized" with the arithmetic and where the size came from, "mig"
- * (size its MIG devices instead) or "no-data" (nothing measured). NULL when out of memory. */
+ * (size its MIG devices instead), "memory-unknown" (NVML reports no memory: unified-memory
+ * GPUs) or "no-data" (nothing measured). NULL when out of memory. */
 static json_t *size_gpu(const struct inv_gpu *g, uint64_t per_process_mib, unsigned headroom_pct,
                         const char *metrics)
 {
@@ -88,6 +89,8 @@ static json_t *size_gpu(const struct inv_gpu *g, uint64_t per_process_mib, unsig
         return NULL;
     if (g->mig_enabled)
         json_object_set_new(o, "status", json_string("mig"));
+    else if (g->memory_unknown) /* nothing to divide: refuse rather than guess */
+        json_object_set_new(o, "status", json_string("memory-unknown"));
     else if (!per || model_size_replicas(g->memory_mib, per, headroom_pct, &s) < 0)
         json_object_set_new(o, "status", json_string("no-data"));
     else {
@@ -119,6 +122,13 @@ static void print_gpu(const json_t *o, unsigned headroom_pct, bool metrics, FILE
 
     if (strcmp(status, "mig") == 0) {
         fprintf(out, "  GPU %lld %s: MIG enabled, size its MIG devices instead\n", index, name);
+        return;
+    }
+    if (strcmp(status, "memory-unknown") == 0) {
+        fprintf(out,
+                "  GPU %lld %s: NVML does not report its memory (Not Supported: unified memory), "
+                "so its replicas cannot be sized from memory; choose them yourself\n",
+                index, name);
         return;
     }
     if (strcmp(status, "no-data") == 0) {
@@ -202,8 +212,10 @@ int cli_plan_size(const struct cli_node *node, uint64_t per_process_mib, unsigne
     }
     json_array_foreach(gpus, i, g)
     {
-        if (strcmp(json_string_value(json_object_get(g, "status")), "no-data") == 0)
-            rc = CLI_EXIT_FAILURE; /* a GPU nothing was measured on */
+        const char *status = json_string_value(json_object_get(g, "status"));
+        /* a GPU nothing was measured on, or one whose size is unknown */
+        if (strcmp(status, "no-data") == 0 || strcmp(status, "memory-unknown") == 0)
+            rc = CLI_EXIT_FAILURE;
         if (json)
             json_object_del(g, "ratio_x100"); /* the text's exact figure; JSON has "ratio" */
     }

@@ -76,7 +76,9 @@ char *const *gpu_nvml_read_warnings(const struct gpu_nvml *nvml);
  * Degraded (field set to its "unknown" value, a read warning recorded): CUDA driver
  * version (0), brand/architecture ("unknown"), compute capability (0.0), NUMA node (-1),
  * topology (0 NVLinks, PCIe level SYSTEM), running processes (none). A GPU whose MIG mode
- * reads NOT_SUPPORTED is simply not MIG capable. Errors name the call, the device
+ * reads NOT_SUPPORTED is simply not MIG capable; one whose memory query reads NOT_SUPPORTED
+ * (unified memory, GB10) has memory_unknown set and memory_mib 0, without a warning (fatal
+ * only if its MIG mode is on). Errors name the call, the device
  * ("GPU 1 (GPU-…)") and NVML's error string. *ret is owned by the caller (inv_free). */
 int gpu_inventory_read(struct gpu_nvml *nvml, struct inv_inventory **ret, struct error *err);
 

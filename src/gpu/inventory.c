@@ -559,6 +559,14 @@ static int read_mig(struct read_ctx *c, nvmlDevice_t dev, struct inv_gpu *g, uin
     g->mig_pending = pending == NVML_DEVICE_MIG_ENABLE;
     if (!g->mig_enabled)
         return 0;
+    if (g->memory_unknown) {
+        char where[160];
+        /* go-nvlib names MIG profiles by their share of the GPU's memory */
+        return error_set(c->err, -EOPNOTSUPP,
+                         "%s has MIG enabled but nvmlDeviceGetMemoryInfo answers Not Supported: "
+                         "its MIG profiles cannot be named; report this GPU and driver",
+                         gpu_where(g, where, sizeof(where)));
+    }
     r = read_migs(c, dev, g, total);
     if (r != -EPERM)
         return r;
@@ -707,8 +715,16 @@ static int read_gpu(struct read_ctx *c, unsigned index)
     str_copy(g->name, buf, sizeof(g->name));
     NVML_CALL(c, g, nvmlDeviceGetMinorNumber, dev, &g->minor);
     memset(&mem, 0, sizeof(mem));
-    NVML_CALL(c, g, nvmlDeviceGetMemoryInfo, dev, &mem);
-    g->memory_mib = mem.total / MIB;
+    rc = n->nvmlDeviceGetMemoryInfo(dev, &mem);
+    /* NOT_SUPPORTED: a unified-memory GPU (GB10) has no framebuffer to report. NVIDIA's DRA
+     * driver and device plugin serve it without a memory figure; any other error stays
+     * fatal, as there. */
+    if (rc == NVML_ERROR_NOT_SUPPORTED)
+        memset(&mem, 0, sizeof(mem));
+    else if (rc != NVML_SUCCESS)
+        return fail(c, rc, "nvmlDeviceGetMemoryInfo", g);
+    g->memory_unknown = rc != NVML_SUCCESS;
+    g->memory_mib = g->memory_unknown ? 0 : mem.total / MIB;
     memset(&pci, 0, sizeof(pci));
     NVML_CALL(c, g, nvmlDeviceGetPciInfo_v3, dev, &pci);
     pci.busId[sizeof(pci.busId) - 1] = '\0';

@@ -57,11 +57,16 @@ struct inv_gpu {
     unsigned index;
     unsigned minor; /* /dev/nvidia<minor> */
     char uuid[INV_UUID_MAX];
-    char name[INV_NAME_MAX];         /* "NVIDIA L20", "Tesla T4" */
-    char brand[32];                  /* "Tesla", "NVIDIA", ... */
-    char architecture[32];           /* "turing", "ampere", "ada-lovelace", "hopper", ... */
-    int cc_major, cc_minor;          /* CUDA compute capability */
-    uint64_t memory_mib;             /* total */
+    char name[INV_NAME_MAX]; /* "NVIDIA L20", "Tesla T4" */
+    char brand[32];          /* "Tesla", "NVIDIA", ... */
+    char architecture[32];   /* "turing", "ampere", "ada-lovelace", "hopper", ... */
+    int cc_major, cc_minor;  /* CUDA compute capability */
+    /* Total memory. memory_unknown is true where NVML answers the memory query
+     * NOT_SUPPORTED (unified-memory GPUs such as GB10 / DGX Spark: no framebuffer of their
+     * own); memory_mib is 0 then and must not be used as a size. A flag for "unknown" rather
+     * than one for "known" so that zeroed, hand-built inventories read as known. */
+    uint64_t memory_mib;
+    bool memory_unknown;
     char pci_bus_id[INV_BUS_ID_MAX]; /* "00000000:3B:00.0" */
     uint32_t pci_device_id;          /* 0x20B010DE */
     int numa_node;                   /* -1 when unknown */

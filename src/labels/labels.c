@@ -261,9 +261,20 @@ struct group {
     size_t n;
 };
 
+/* The GPU whose figures GFD labels for a model: the last one with MIG off, else the last
+ * one (newGPULabelers keeps one device per name, full GPUs overriding MIG-enabled ones). */
+static const struct inv_gpu *gfd_labelled(const struct group *g)
+{
+    for (size_t i = g->n; i-- > 0;)
+        if (!g->gpus[i]->mig_enabled)
+            return g->gpus[i];
+    return g->gpus[g->n - 1];
+}
+
 static void full_gpu_labels(struct builder *b, const struct model *m, const char *prefix,
                             const struct group *g)
 {
+    const struct inv_gpu *labelled = gfd_labelled(g);
     const struct inv_gpu *first = g->gpus[0];
     const struct model_resource *res = NULL;
     const struct model_device *d = NULL;
@@ -282,7 +293,10 @@ static void full_gpu_labels(struct builder *b, const struct model *m, const char
     putp(b, prefix, "count", "%zu", g->n);
     putp(b, prefix, "replicas", "%u", replicas);
     putp(b, prefix, "sharing-strategy", "%s", sharing_name(res, replicas));
-    putp(b, prefix, "memory", "%llu", (unsigned long long)first->memory_mib);
+    /* GFD leaves gpu.memory out when the memory query fails or reads 0 (unified memory:
+     * NOT_SUPPORTED on GB10), rather than labelling 0 */
+    if (!labelled->memory_unknown && labelled->memory_mib != 0)
+        putp(b, prefix, "memory", "%llu", (unsigned long long)labelled->memory_mib);
 }
 
 /* GFD's invalid-single labels (facts §4 edge cases): the model of the first MIG-enabled GPU

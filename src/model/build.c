@@ -596,6 +596,7 @@ static void device_fill(const struct unit *u, unsigned replica, struct model_dev
     d->ci_id = u->mig ? u->mig->ci_id : INV_ID_NONE;
     str_copy(d->profile, u->mig ? u->mig->profile : "", sizeof(d->profile));
     d->memory_mib = u->mig ? u->mig->memory_mib : u->gpu->memory_mib;
+    d->memory_unknown = !u->mig && u->gpu->memory_unknown;
     d->cc_major = u->gpu->cc_major;
     d->cc_minor = u->gpu->cc_minor;
 }
@@ -621,6 +622,28 @@ int model__index_by_id(struct model_resource *res)
         if (strcmp(res->devices[res->by_id[i - 1]].id, res->devices[res->by_id[i]].id) == 0)
             return -ENOTUNIQ;
     return 0;
+}
+
+/* MPS on a GPU whose memory NVML does not report (unified memory, GB10): an equal share
+ * of an unknown size cannot be computed, so the config must name the limit; a limit it
+ * names is applied as given, its fit unchecked. NVIDIA's control daemon would start such a
+ * GPU without any pinned-memory limit. */
+static int mps_unknown_memory(const struct builder *b, const char *name, const struct unit *u,
+                              const struct model_mps_limit *l)
+{
+    char dev[256];
+
+    unit_describe(u, dev, sizeof(dev));
+    if (l->pinned_memory_limit_mib == 0)
+        return model__diag(b->m, MODEL_DIAG_ERROR,
+                           "%s: %s does not report its memory (unified memory), so MPS cannot "
+                           "give each of its %u replicas an equal share; set memoryLimit for "
+                           "%s in sharing.mps.resources",
+                           name, dev, u->replicas, name);
+    return model__diag(b->m, MODEL_DIAG_WARNING,
+                       "%s: %s does not report its memory (unified memory); memoryLimit %llu MiB "
+                       "x %u replicas is applied unchecked",
+                       name, dev, (unsigned long long)l->pinned_memory_limit_mib, u->replicas);
 }
 
 static int fill_resource(const struct builder *b, const char *name, struct model_resource *res)
@@ -671,7 +694,11 @@ static int fill_resource(const struct builder *b, const char *name, struct model
                                              : u->gpu->memory_mib / u->replicas;
             l->active_thread_percentage =
                 rule && rule->thread_percentage ? rule->thread_percentage : 100 / u->replicas;
-            if (l->pinned_memory_limit_mib * u->replicas > u->gpu->memory_mib) {
+            if (u->gpu->memory_unknown) {
+                r = mps_unknown_memory(b, name, u, l);
+                if (r < 0)
+                    return r;
+            } else if (l->pinned_memory_limit_mib * u->replicas > u->gpu->memory_mib) {
                 r = model__diag(b->m, MODEL_DIAG_ERROR,
                                 "%s: memoryLimit %llu MiB x %u replicas does not fit GPU %u "
                                 "(%s, %llu MiB); lower memoryLimit to at most %llu MiB or the "
@@ -855,7 +882,8 @@ static int add_warnings(struct builder *b)
         mem = u->mig ? u->mig->memory_mib : u->gpu->memory_mib;
         per = mem / u->replicas;
         p = largest_process(u);
-        if (p && p->used_mib > per) {
+        /* unknown memory (unified): no share to compare the process with */
+        if (p && p->used_mib > per && (u->mig || !u->gpu->memory_unknown)) {
             unit_describe(u, dev, sizeof(dev));
             r = model__diag(b->m, MODEL_DIAG_WARNING,
                             "%s: %u replicas leave ~%llu MiB each, "

@@ -110,7 +110,8 @@ static bool device_equal(const struct model_device *a, const struct model_device
 {
     return strcmp(a->id, b->id) == 0 && a->healthy == b->healthy && a->numa_node == b->numa_node &&
            a->replicas == b->replicas && strcmp(a->uuid, b->uuid) == 0 && a->minor == b->minor &&
-           a->gi_id == b->gi_id && a->ci_id == b->ci_id && a->memory_mib == b->memory_mib;
+           a->gi_id == b->gi_id && a->ci_id == b->ci_id && a->memory_mib == b->memory_mib &&
+           a->memory_unknown == b->memory_unknown;
 }
 
 bool model_resource_equal(const struct model_resource *a, const struct model_resource *b)

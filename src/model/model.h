@@ -45,6 +45,7 @@ struct model_device {
     unsigned gi_id, ci_id;         /* MIG only, INV_ID_NONE otherwise */
     char profile[INV_PROFILE_MAX]; /* MIG profile, "" for a whole GPU */
     uint64_t memory_mib;           /* of the physical device (GPU or MIG) */
+    bool memory_unknown;           /* NVML reports none (unified memory): memory_mib is 0 */
     int cc_major, cc_minor;
 };
 

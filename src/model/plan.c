@@ -30,7 +30,8 @@ static bool same_kind(const struct inv_inventory *inv, const struct model_device
            a->replicas == b->replicas;
 }
 
-/* "1 × NVIDIA L20 (46068 MiB, ~5758 MiB per replica)"; kinds joined by "; ". */
+/* "1 × NVIDIA L20 (46068 MiB, ~5758 MiB per replica)", "1 × NVIDIA GB10 (memory unknown)";
+ * kinds joined by "; ". */
 int model_resource_gpus_text(const struct model_resource *res, const struct inv_inventory *inv,
                              struct strbuf *sb)
 {
@@ -56,9 +57,11 @@ int model_resource_gpus_text(const struct model_resource *res, const struct inv_
             r = strbuf_printf(sb, "%zu × MIG %s on %s", count, d->profile, g ? g->name : "GPU");
         else if (r == 0)
             r = strbuf_printf(sb, "%zu × %s", count, g ? g->name : "GPU");
-        if (r == 0)
+        if (r == 0 && d->memory_unknown) /* unified memory: NVML reports no size */
+            r = strbuf_puts(sb, " (memory unknown");
+        else if (r == 0)
             r = strbuf_printf(sb, " (%llu MiB", (unsigned long long)d->memory_mib);
-        if (r == 0 && d->replicas > 1)
+        if (r == 0 && d->replicas > 1 && !d->memory_unknown)
             r = strbuf_printf(sb, ", ~%llu MiB per replica",
                               (unsigned long long)(d->memory_mib / d->replicas));
         if (r == 0)

@@ -146,6 +146,7 @@ static bool describe_held(const struct inv_inventory *inv, const char *id, struc
                                      .gi_id = mig ? mig->gi_id : INV_ID_NONE,
                                      .ci_id = mig ? mig->ci_id : INV_ID_NONE,
                                      .memory_mib = mig ? mig->memory_mib : gpu->memory_mib,
+                                     .memory_unknown = !mig && gpu->memory_unknown,
                                      .cc_major = gpu->cc_major,
                                      .cc_minor = gpu->cc_minor};
         memcpy(ret->uuid, id, ulen);

@@ -5,7 +5,7 @@
 # 0600 sockets, admission outcomes and Allocate responses (envvar and volume-mounts
 # strategies, NVIDIA's error for 2 shared GPUs), pod-resources List, a kubelet restart
 # (re-registered, timed), an XID through the fake NVML turning a GPU Unhealthy so a new pod
-# stays Pending, and SIGTERM removing the sockets. Reuses the node plumbing of scripts/demo.
+# stays Pending, SIGTERM removing the sockets, and a unified-memory GPU (GB10) served. Reuses the node plumbing of scripts/demo.
 # Usage: test_sim_daemon.py SOURCE_DIR BUILD_DIR
 import importlib.machinery
 import importlib.util
@@ -98,6 +98,18 @@ class DaemonWithSim(unittest.TestCase):
         n.sim.must("delete p2")
         pods = n.sim.must("schedule")["pods"]
         self.assertEqual([p["phase"] for p in pods if p["name"] == "p9"], ["Running"])
+
+    def test_unified_memory_gpu_served(self):
+        """A GB10 (NVML's memory query NOT_SUPPORTED) is served like any GPU, as NVIDIA's
+        plugin serves it: registered, admitted, its UUID in the Allocate response."""
+        n = self.node("gb10-spark")
+        n.wait_allocatable(1)
+        self.assertEqual(self.capacity(n), {GPU: (1, 1)})
+        pod = self.admit(n, "u1", 1)
+        self.assertEqual(pod["phase"], "Running")
+        envs = n.sim.must("pod u1")["pod"]["allocate_responses"][0]["envs"]
+        self.assertEqual(envs["NVIDIA_VISIBLE_DEVICES"], pod["devices"][GPU][0])
+        self.assertTrue(pod["devices"][GPU][0].startswith("GPU-"))
 
     def test_volume_mounts_strategy(self):
         n = self.node("l20-node", args=["--device-list-strategy", "volume-mounts"])

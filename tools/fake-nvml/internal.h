@@ -125,6 +125,9 @@ struct fake_gpu {
     unsigned links[NVML_NVLINK_MAX_LINKS]; /* peer GPU index, FAKE_LINK_SWITCH or _NONE */
     unsigned compute_mode;                 /* nvmlComputeMode_t, kept in the state file like MIG */
     bool mig_needs_reset; /* MIG mode changes stay pending until FAKE_NVML_REBOOT (a reboot) */
+    /* unified memory (machine file `unified_memory: true`, GB10 / DGX Spark): no framebuffer
+     * of its own, so nvmlDeviceGetMemoryInfo[_v2] answer NOT_SUPPORTED */
+    bool unified_memory;
     /* telemetry (machine file `telemetry:`, `telemetry` event lines); has_telemetry false:
      * derived from whether processes run (fake_telemetry_of) */
     bool has_telemetry;

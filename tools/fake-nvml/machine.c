@@ -220,10 +220,11 @@ static int parse_unknown_model(const struct parse *ps, struct fy_node *e, const 
         r = get_str(ps, e, "architecture", &arch);
     if (r < 0)
         return r;
-    if (!get(e, "memory_mib") || !cc || !arch)
+    if ((!get(e, "memory_mib") && !get(e, "unified_memory")) || !cc || !arch)
         return perr(ps, e,
-                    "model '%s' is not in the catalog: give memory_mib, compute_capability "
-                    "and architecture (see docs/fake-nvml.md for the known models)",
+                    "model '%s' is not in the catalog: give memory_mib (or unified_memory), "
+                    "compute_capability and architecture (see docs/fake-nvml.md for the known "
+                    "models)",
                     name);
     if (sscanf(cc, "%u.%u", &major, &minor) != 2 || major > 20 || minor > 9)
         return perr(ps, get(e, "compute_capability"),
@@ -463,6 +464,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
                                        "multiprocessors",
                                        "fabric",
                                        "mig_needs_reset",
+                                       "unified_memory",
                                        "telemetry",
                                        NULL};
     struct fake_mig_request reqs[FAKE_MAX_GI];
@@ -472,7 +474,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
     const char *name = NULL;
     unsigned count = 1, numa = 0, clique = 0;
     unsigned char cluster[16] = {0};
-    bool fabric = false, needs_reset = false;
+    bool fabric = false, needs_reset = false, unified = false;
     struct fake_telemetry tele = {0};
     bool has_tele = false;
     size_t n_reqs = 0;
@@ -521,9 +523,15 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         r = parse_fabric(ps, get(e, "fabric"), cluster, &clique);
         fabric = r == 0;
     }
+    if (r == 0 && get(e, "unified_memory"))
+        r = get_bool(ps, e, "unified_memory", &unified);
     if (r < 0)
         return r;
-    if (count == 0 || model.memory_mib == 0)
+    if (unified && model.mem_slices)
+        return perr(ps, get(e, "unified_memory"),
+                    "unified_memory: '%s' is MIG capable; unified-memory GPUs (GB10) are not",
+                    name);
+    if (count == 0 || (model.memory_mib == 0 && !unified))
         return perr(ps, e, "count and memory_mib must be at least 1");
     if (ec->m->n_gpus + count > FAKE_MAX_GPUS)
         return perr(ps, e, "more than %d GPUs in one machine", FAKE_MAX_GPUS);
@@ -548,6 +556,7 @@ static int parse_gpu_entry(const struct parse *ps, struct fy_node *e, struct ent
         g->mig_current = g->mig_pending = mig_enabled;
         g->fabric = fabric;
         g->mig_needs_reset = needs_reset;
+        g->unified_memory = unified;
         g->has_telemetry = has_tele;
         g->tele = tele;
         memcpy(g->fabric_cluster, cluster, sizeof(cluster));

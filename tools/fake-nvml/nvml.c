@@ -623,6 +623,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 
     if (!memory)
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (g->unified_memory)
+        return fake_leave(NVML_ERROR_NOT_SUPPORTED);
     memory_of(g, ci, &total, &used, &reserved);
     memory->total = total;
     memory->used = used + reserved;
@@ -639,6 +641,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
         return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
     if (memory->version != nvmlMemory_v2)
         return fake_leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (g->unified_memory)
+        return fake_leave(NVML_ERROR_NOT_SUPPORTED);
     memory_of(g, ci, &total, &used, &reserved);
     memory->total = total;
     memory->reserved = reserved;

@@ -339,6 +339,42 @@ static void test_unknown_model_all_fields(void **state)
     OK(nvmlShutdown());
 }
 
+/* unified_memory: true (GB10): both memory queries NOT_SUPPORTED, as driver 580 answers on
+ * a DGX Spark; the rest of the GPU and its processes answer as usual; a catalog model can
+ * take the flag, memory_mib may be left out. */
+static void test_unified_memory_not_supported(void **state)
+{
+    nvmlMemory_t mem;
+    nvmlMemory_v2_t mem2 = {.version = nvmlMemory_v2};
+    nvmlProcessInfo_t procs[2];
+    unsigned count = 2, mode = 0, pending = 0;
+    char name[96];
+    int major, minor;
+    (void)state;
+
+    use_example("gb10-spark.yaml");
+    OK(nvmlInit_v2());
+    assert_int_equal(nvmlDeviceGetMemoryInfo(dev(0), &mem), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceGetMemoryInfo_v2(dev(0), &mem2), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceGetMemoryInfo(dev(0), NULL), NVML_ERROR_INVALID_ARGUMENT);
+    OK(nvmlDeviceGetName(dev(0), name, sizeof(name)));
+    assert_string_equal(name, "NVIDIA GB10");
+    OK(nvmlDeviceGetCudaComputeCapability(dev(0), &major, &minor));
+    assert_int_equal(major * 10 + minor, 121);
+    assert_int_equal(nvmlDeviceGetMigMode(dev(0), &mode, &pending), NVML_ERROR_NOT_SUPPORTED);
+    OK(nvmlDeviceGetComputeRunningProcesses_v3(dev(0), &count, procs));
+    assert_int_equal(count, 1);
+    assert_int_equal(procs[0].usedGpuMemory, 43ULL << 20);
+    OK(nvmlShutdown());
+
+    use_yaml("gpus:\n  - model: NVIDIA L20\n    unified_memory: true\n  - model: NVIDIA L20\n");
+    OK(nvmlInit_v2());
+    assert_int_equal(nvmlDeviceGetMemoryInfo(dev(0), &mem), NVML_ERROR_NOT_SUPPORTED);
+    OK(nvmlDeviceGetMemoryInfo(dev(1), &mem));
+    assert_int_equal(mem.total, 46068ULL << 20);
+    OK(nvmlShutdown());
+}
+
 static void test_topology_nvswitch_and_pairs(void **state)
 {
     nvmlEnableState_t on;
@@ -1372,6 +1408,11 @@ static const struct bad_machine bad_machines[] = {
     {"gpus:\n  - model: NVIDIA L20\n    cont: 2\n", ":3: unknown key 'cont'",
      "did you mean 'count'"},
     {"gpus:\n  - model: Foo GPU\n", ":2:", "not in the catalog"},
+    {"gpus:\n  - model: NVIDIA A100-SXM4-80GB\n    unified_memory: true\n",
+     ":3:", "is MIG capable; unified-memory GPUs (GB10) are not"},
+    {"gpus:\n  - model: Foo GPU\n    unified_memory: false\n    compute_capability: '8.9'\n"
+     "    architecture: ada\n",
+     ":2:", "memory_mib must be at least 1"},
     {"gpus:\n  - model: Tesla T4\n    mig: {enabled: true}\n", ":3:", "not MIG capable"},
     {"gpus:\n  - model: NVIDIA A100-SXM4-80GB\n    mig:\n      enabled: true\n"
      "      instances:\n        - {profile: 3g.40gb, start: 4}\n"
@@ -1434,6 +1475,7 @@ int main(void)
         cmocka_unit_test_teardown(test_uuid_deterministic_across_runs_and_paths, teardown),
         cmocka_unit_test_teardown(test_device_fields_seed_nodes, teardown),
         cmocka_unit_test_teardown(test_unknown_model_all_fields, teardown),
+        cmocka_unit_test_teardown(test_unified_memory_not_supported, teardown),
         cmocka_unit_test_teardown(test_topology_nvswitch_and_pairs, teardown),
         cmocka_unit_test_teardown(test_possible_placements_per_model, teardown),
         cmocka_unit_test_teardown(test_profile_info_names_match_go_nvlib_formula, teardown),

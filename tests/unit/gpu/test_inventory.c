@@ -127,7 +127,8 @@ static void check_invariants(const char *machine, const struct inv_inventory *in
                      g->name);
         if (strcmp(g->brand, "unknown") == 0 || strcmp(g->architecture, "unknown") == 0)
             fail_msg("%s GPU %zu: brand '%s' arch '%s'", machine, i, g->brand, g->architecture);
-        if (g->cc_major < 7 || g->memory_mib < 8192 || g->numa_node < -1)
+        if (g->cc_major < 7 || (g->memory_unknown ? g->memory_mib != 0 : g->memory_mib < 8192) ||
+            g->numa_node < -1)
             fail_msg("%s GPU %zu: cc %d.%d memory %llu numa %d", machine, i, g->cc_major,
                      g->cc_minor, (unsigned long long)g->memory_mib, g->numa_node);
         if (gpu_pci_sysfs_name(g->pci_bus_id, name, sizeof(name)) < 0 ||
@@ -163,7 +164,8 @@ static void check_invariants(const char *machine, const struct inv_inventory *in
             }
         }
         for (size_t k = 0; k < g->n_procs; k++)
-            if (g->procs[k].pid == 0 || g->procs[k].used_mib > g->memory_mib ||
+            if (g->procs[k].pid == 0 ||
+                (!g->memory_unknown && g->procs[k].used_mib > g->memory_mib) ||
                 (!g->mig_enabled && g->procs[k].gi_id != INV_ID_NONE))
                 fail_msg("%s GPU %zu: bad process %zu (pid %u)", machine, i, k, g->procs[k].pid);
     }
@@ -914,12 +916,96 @@ static void test_gpu_nvml_open_found_under_driver_root(void **state)
     strbuf_release(&ctr);
 }
 
+/* A unified-memory GPU (GB10 / DGX Spark) answers the memory query NOT_SUPPORTED: memory
+ * unknown, not a failed read, and no warning (it is what the hardware is); NVIDIA's DRA
+ * driver v0.4.0 and device plugin serve it so. */
+static void test_gpu_inventory_read_unified_memory_is_unknown(void **state)
+{
+    struct fixture *f = *state;
+    struct inv_inventory *inv = NULL, *copy = NULL;
+    struct error err = {0};
+    char **w = NULL;
+
+    use_machine(f, "gb10-spark");
+    if (read_fake(f, NULL, &inv, &w, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(strv_length(w), 0);
+    assert_int_equal(inv->n_gpus, 1);
+    assert_string_equal(inv->gpus[0].name, "NVIDIA GB10");
+    assert_string_equal(inv->gpus[0].architecture, "blackwell");
+    assert_true(inv->gpus[0].memory_unknown);
+    assert_int_equal(inv->gpus[0].memory_mib, 0);
+    assert_false(inv->gpus[0].mig_capable);
+    assert_int_equal(inv->gpus[0].n_procs, 1);
+    assert_int_equal(inv->gpus[0].procs[0].used_mib, 43);
+    copy = inv_dup(inv);
+    assert_non_null(copy);
+    assert_true(copy->gpus[0].memory_unknown);
+    inv_free(copy);
+    inv_free(inv);
+    strv_free(w);
+
+    /* A discrete GPU reads as known. */
+    use_machine(f, "l20-node");
+    assert_int_equal(read_fake(f, NULL, &inv, &w, &err), 0);
+    assert_false(inv->gpus[0].memory_unknown);
+    assert_int_equal(inv->gpus[0].memory_mib, 46068);
+    inv_free(inv);
+    strv_free(w);
+}
+
+/* Only NOT_SUPPORTED means "unknown": on one GPU of several, the others keep their memory;
+ * any other error still fails the read; and a MIG-enabled GPU cannot be read without its
+ * memory (its profile names come from it). */
+static void test_gpu_inventory_read_memory_not_supported_only(void **state)
+{
+    struct fixture *f = *state;
+    struct inv_inventory *inv = NULL;
+    struct error err = {0};
+    char **w = NULL;
+
+    use_machine(f, "h100-nvswitch-8");
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetMemoryInfo@1=3", 1);
+    if (read_fake(f, NULL, &inv, &w, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(strv_length(w), 0);
+    assert_false(inv->gpus[0].memory_unknown);
+    assert_int_equal(inv->gpus[0].memory_mib, 81559);
+    assert_true(inv->gpus[1].memory_unknown);
+    assert_int_equal(inv->gpus[1].memory_mib, 0);
+    inv_free(inv);
+    strv_free(w);
+    inv = NULL;
+    w = NULL;
+
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetMemoryInfo@1=999", 1);
+    assert_true(read_fake(f, NULL, &inv, &w, &err) < 0);
+    assert_null(inv);
+    assert_non_null(strstr(err.msg, "nvmlDeviceGetMemoryInfo failed for GPU 1"));
+    assert_non_null(strstr(err.msg, "Unknown Error"));
+    strv_free(w);
+    w = NULL;
+
+    use_machine(f, FAULT_MACHINE);
+    setenv("FAKE_NVML_FAIL", "nvmlDeviceGetMemoryInfo@0=3", 1);
+    assert_int_equal(read_fake(f, NULL, &inv, &w, &err), -EOPNOTSUPP);
+    assert_null(inv);
+    assert_non_null(strstr(err.msg, "GPU 0 ("));
+    assert_non_null(strstr(err.msg, "MIG enabled"));
+    assert_non_null(strstr(err.msg, "Not Supported"));
+    strv_free(w);
+}
+
 int run_inventory_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_example_machine, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_exact_values_per_machine, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_unified_memory_is_unknown, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_inventory_read_memory_not_supported_only, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gpu_inventory_read_every_call_failing, setup,
                                         teardown),

@@ -70,6 +70,51 @@ static void test_labels_seed_l20_time_slicing(void **state)
     inv_free(inv);
 }
 
+/* A unified-memory GPU (GB10: memory query NOT_SUPPORTED): GFD leaves nvidia.com/gpu.memory
+ * out instead of labelling 0, and takes it from the device it labels per model: the last
+ * GPU of that name. */
+static void test_labels_memory_unknown_leaves_memory_out(void **state)
+{
+    struct inv_inventory *inv = fx_l20();
+    struct cfg_config cfg;
+    struct model *m;
+    struct labels_set *s;
+
+    (void)state;
+    inv->gpus[0].memory_unknown = true;
+    inv->gpus[0].memory_mib = 0;
+    fx_cfg_init(&cfg);
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/gpu.product", "NVIDIA-L20");
+    expect(s, "nvidia.com/gpu.count", "1");
+    expect(s, "nvidia.com/gpu.replicas", "1");
+    expect(s, "nvidia.com/gpu.memory", NULL);
+    labels_set_free(s);
+    model_free(m);
+    inv_free(inv);
+
+    inv = fx_generic(2);
+    inv->gpus[1].memory_unknown = true; /* the one GFD labels */
+    inv->gpus[1].memory_mib = 0;
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/gpu.count", "2");
+    expect(s, "nvidia.com/gpu.memory", NULL);
+    labels_set_free(s);
+    model_free(m);
+    inv->gpus[1].memory_unknown = false;
+    inv->gpus[1].memory_mib = 81920;
+    inv->gpus[0].memory_unknown = true;
+    inv->gpus[0].memory_mib = 0;
+    m = fx_build(inv, &cfg);
+    s = compute(inv, m, &no_ts);
+    expect(s, "nvidia.com/gpu.memory", "81920");
+    labels_set_free(s);
+    model_free(m);
+    inv_free(inv);
+}
+
 /* seed 000: the T4 node with t4 (3 replicas); renameByDefault drops -SHARED and adds the
  * per-resource labels NVIDIA's README promises. */
 static void test_labels_seed_t4_and_renamed(void **state)
@@ -537,6 +582,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_labels_seed_l20_time_slicing),
+        cmocka_unit_test(test_labels_memory_unknown_leaves_memory_out),
         cmocka_unit_test(test_labels_seed_t4_and_renamed),
         cmocka_unit_test(test_labels_mps),
         cmocka_unit_test(test_labels_mig_single_and_mixed),

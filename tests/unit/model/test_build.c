@@ -745,6 +745,52 @@ static void test_model_build_mps_errors(void **state)
     inv_free(mig);
 }
 
+/* A unified-memory GPU (GB10: NVML's memory query NOT_SUPPORTED) has no size to split: MPS's
+ * equal shares are refused with what to do, a memoryLimit from the config is applied
+ * unchecked, and time-slicing serves it without the per-replica memory warning. */
+static void test_model_build_unknown_memory(void **state)
+{
+    struct inv_inventory *inv = fx_t4();
+    struct cfg_replicated_resource rule;
+    struct cfg_config cfg;
+    struct error err = {0};
+    const struct model_resource *res;
+    struct strbuf sb = STRBUF_INIT;
+    struct model *m;
+
+    (void)state;
+    inv->gpus[0].memory_unknown = true;
+    inv->gpus[0].memory_mib = 0;
+    mps_cfg(&cfg, &rule, 4);
+    assert_int_equal(build_err(inv, &cfg, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "does not report its memory (unified memory)"));
+    assert_non_null(strstr(err.msg, "set memoryLimit for nvidia.com/gpu"));
+
+    rule.memory_limit_mib = 2048;
+    m = fx_build(inv, &cfg);
+    res = model_find_resource(m, "nvidia.com/gpu");
+    assert_int_equal(res->n_mps_limits, 1);
+    assert_int_equal(res->mps_limits[0].pinned_memory_limit_mib, 2048);
+    assert_true(
+        has_diag(m, MODEL_DIAG_WARNING, "memoryLimit 2048 MiB x 4 replicas is applied unchecked"));
+    assert_true(res->devices[0].memory_unknown);
+    assert_int_equal(model_resource_gpus_text(res, inv, &sb), 0);
+    assert_string_equal(strbuf_str(&sb), "1 × Tesla T4 (memory unknown)");
+    model_free(m);
+
+    /* time-slicing: served, and the 4401 MiB process is not compared with a share of 0 */
+    rule = fx_rule("nvidia.com/gpu", 4);
+    fx_cfg_init(&cfg);
+    fx_cfg_sharing(&cfg, CFG_SHARING_TIME_SLICING, &rule, 1, true, false);
+    m = fx_build(inv, &cfg);
+    assert_int_equal(fx_count(m, "nvidia.com/gpu.shared"), 4);
+    assert_false(has_diag(m, MODEL_DIAG_WARNING, "less than the"));
+    assert_false(has_diag(m, MODEL_DIAG_ERROR, ""));
+    model_free(m);
+    strbuf_release(&sb);
+    inv_free(inv);
+}
+
 /* ---- warnings -------------------------------------------------------------------------------- */
 
 static void test_model_build_warns_memory_per_replica(void **state)
@@ -841,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_model_build_list_and_watch_too_large),
         cmocka_unit_test(test_model_build_mps_limits),
         cmocka_unit_test(test_model_build_mps_errors),
+        cmocka_unit_test(test_model_build_unknown_memory),
         cmocka_unit_test(test_model_build_warns_memory_per_replica),
         cmocka_unit_test(test_model_set_health_marks_replicas),
         cmocka_unit_test(test_model_build_rejects_bad_args),
