@@ -140,7 +140,7 @@ static int specs_add(struct daemon__dra_effects *e, const struct dra_plan *plan,
         struct mps_daemon_spec *sp;
         char name[sizeof(sp->resource)];
         size_t k = 0, u = 0;
-        if (pd->sharing.strategy != DRA_SHARING_MPS)
+        if (!pd->sharing.mode->control_daemon)
             continue;
         if (dra_mps_daemon_name(plan, pd->group, name, sizeof(name)) < 0)
             return error_set(err, -ENAMETOOLONG, "claim uid %s is too long", plan->claim_uid);

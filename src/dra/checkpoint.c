@@ -11,7 +11,8 @@
 #define STATE_STARTED "PrepareStarted"
 #define STATE_COMPLETED "PrepareCompleted"
 
-static const char *const strategy_names[] = {"None", "TimeSlicing", "MPS"};
+/* sharing.strategy of a device that is not shared (the rows name only the modes that share) */
+#define STRATEGY_NONE "None"
 
 struct dra_checkpoint *dra_checkpoint_new(void)
 {
@@ -103,7 +104,7 @@ static json_t *device_json(const struct dra_plan_device *d)
         (json_int_t)i->mig_index, "giId", (json_int_t)i->gi_id, "ciId", (json_int_t)i->ci_id,
         "profile", i->profile, "cdiDeviceIDs", d->cdi_device_id, "deviceNodes", nodes,
         "adminAccess", d->admin_access, "group", (json_int_t)d->group, "sharing", "strategy",
-        strategy_names[d->sharing.strategy], "interval", (json_int_t)d->sharing.interval,
+        d->sharing.mode->dra_name ? d->sharing.mode->dra_name : STRATEGY_NONE, "interval", (json_int_t)d->sharing.interval,
         "activeThreadPercentage", (json_int_t)d->sharing.active_thread_percentage,
         "pinnedMemoryLimitMiB", (json_int_t)d->sharing.pinned_limit_mib);
 }
@@ -185,15 +186,14 @@ static int decode_sharing(json_t *s, struct dra_plan_sharing *sh)
                     "activeThreadPercentage", &atp, "pinnedMemoryLimitMiB", &pinned) < 0 ||
         interval < 0 || interval > DRA_TIMESLICE_LONG || atp < -1 || atp > 100 || pinned < 0)
         return -EBADMSG;
-    for (size_t i = 0; i < GS_ARRAY_SIZE(strategy_names); i++)
-        if (strcmp(strategy, strategy_names[i]) == 0) {
-            sh->strategy = (enum dra_sharing_strategy)i;
-            sh->interval = (enum dra_timeslice)interval;
-            sh->active_thread_percentage = (int)atp;
-            sh->pinned_limit_mib = (uint64_t)pinned;
-            return 0;
-        }
-    return -EBADMSG;
+    sh->mode = strcmp(strategy, STRATEGY_NONE) == 0 ? cfg_sharing_mode(CFG_SHARING_NONE)
+                                                   : cfg_sharing_mode_by_dra_name(strategy);
+    if (!sh->mode)
+        return -EBADMSG;
+    sh->interval = (enum dra_timeslice)interval;
+    sh->active_thread_percentage = (int)atp;
+    sh->pinned_limit_mib = (uint64_t)pinned;
+    return 0;
 }
 
 static int decode_ids(json_t *ids, json_t *nodes, const char *uid, struct dra_plan_device *d)

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "base/base.h"
+#include "config/config.h"
 #include "gpu/inventory.h"
 
 #define DRA_DRIVER_NAME "gpu.nvidia.com"
@@ -190,7 +191,6 @@ void dra_claim_free(struct dra_claim *claim);
 /* ---- opaque config (GpuConfig, MigDeviceConfig) ------------------------------------------- */
 
 enum dra_config_kind { DRA_CONFIG_GPU = 0, DRA_CONFIG_MIG };
-enum dra_sharing_strategy { DRA_SHARING_NONE = 0, DRA_SHARING_TIME_SLICING, DRA_SHARING_MPS };
 
 /* nvidia-smi compute-policy --set-timeslice values */
 enum dra_timeslice {
@@ -216,9 +216,11 @@ struct dra_mps_config {
 
 struct dra_opaque_config {
     enum dra_config_kind kind;
-    enum dra_sharing_strategy strategy; /* NONE when `sharing` is absent */
-    enum dra_timeslice interval;        /* TimeSlicing: Default unless set */
-    struct dra_mps_config mps;          /* MPS */
+    /* sharing.strategy's row (cfg_sharing_mode_by_dra_name); the none row when `sharing` is
+     * absent. Static, never NULL. */
+    const struct cfg_sharing_mode *mode;
+    enum dra_timeslice interval; /* dra_time_slice: Default unless set */
+    struct dra_mps_config mps;   /* control_daemon */
 };
 
 /* Decodes opaque parameters strictly, as NVIDIA's StrictDecoder: apiVersion must be
@@ -238,8 +240,8 @@ int dra_quantity_parse(const char *text, uint64_t *ret, struct error *err);
 /* ---- prepare plan ------------------------------------------------------------------------- */
 
 struct dra_plan_sharing {
-    enum dra_sharing_strategy strategy;
-    /* TIME_SLICING: the interval to set on a whole GPU. On a MIG device TimeSlicing sets
+    const struct cfg_sharing_mode *mode; /* the none row when not shared; never NULL */
+    /* dra_time_slice: the interval to set on a whole GPU. On a MIG device TimeSlicing sets
      * nothing (MIG devices have no time-slice of their own; NVIDIA sets none either). */
     enum dra_timeslice interval;
     int active_thread_percentage; /* MPS, -1 when not set */

@@ -155,6 +155,7 @@ static int add_device(const struct ctx *c, const struct dra_result *res,
     pd->pool = str_dup(res->pool);
     pd->device = dev->info;
     pd->admin_access = res->admin_access;
+    pd->sharing.mode = cfg_sharing_mode(CFG_SHARING_NONE);
     pd->sharing.active_thread_percentage = -1;
     if (asprintf(&pd->cdi_device_name, "%s-%s", c->claim->uid, dev->info.name) < 0)
         pd->cdi_device_name = NULL;
@@ -237,10 +238,10 @@ static int apply_sharing(const struct ctx *c, struct dra_plan *plan, size_t i, s
     if (cfg_index >= c->n_configs)
         return 0;
     cfg = &c->configs[cfg_index].cfg;
-    pd->sharing.strategy = cfg->strategy;
-    if (cfg->strategy == DRA_SHARING_TIME_SLICING)
+    pd->sharing.mode = cfg->mode;
+    if (cfg->mode->dra_time_slice)
         pd->sharing.interval = cfg->interval;
-    if (cfg->strategy != DRA_SHARING_MPS)
+    if (!cfg->mode->control_daemon)
         return 0;
     pd->sharing.active_thread_percentage = cfg->mps.active_thread_percentage;
     if (cfg->mps.has_pinned_limit)

@@ -21,8 +21,6 @@ struct dra_state {
     char *node_name, *mps_root; /* fixed */
 };
 
-static const char *const strategy_names[] = {"None", "TimeSlicing", "MPS"};
-
 int dra_state_new(const struct dra_state_options *o, struct dra_checkpoint *cp,
                   struct dra_state **ret, struct error *err)
 {
@@ -124,14 +122,14 @@ int dra_mps_daemon_name(const struct dra_plan *plan, unsigned group, char *buf, 
 /* A whole GPU under TimeSlicing of a claim that owns it (not admin access: refused). */
 static bool sets_timeslice(const struct dra_plan_device *pd)
 {
-    return pd->sharing.strategy == DRA_SHARING_TIME_SLICING && pd->device.type == DRA_DEVICE_GPU &&
+    return pd->sharing.mode->dra_time_slice && pd->device.type == DRA_DEVICE_GPU &&
            !pd->admin_access;
 }
 
 static bool has_mps(const struct dra_plan *plan)
 {
     for (size_t i = 0; i < plan->n_devices; i++)
-        if (plan->devices[i].sharing.strategy == DRA_SHARING_MPS)
+        if (plan->devices[i].sharing.mode->control_daemon)
             return true;
     return false;
 }
@@ -180,7 +178,7 @@ static int write_spec(const struct dra_state *s, const struct dra_prepare_ops *o
                                             .is_mig = pd->device.type == DRA_DEVICE_MIG,
                                             .gi_id = pd->device.gi_id,
                                             .ci_id = pd->device.ci_id};
-        if (pd->sharing.strategy == DRA_SHARING_MPS &&
+        if (pd->sharing.mode->control_daemon &&
             mps_edits_of(s->mps_root, plan, pd, &mps[i], &devs[i]) < 0)
             r = error_set(err, -ENAMETOOLONG, "the MPS root %s is too long", s->mps_root);
     }
@@ -261,7 +259,7 @@ static int admin_guard(const struct dra_plan *plan, struct error *err)
 {
     for (size_t i = 0; i < plan->n_devices; i++) {
         const struct dra_plan_device *pd = &plan->devices[i];
-        if (!pd->admin_access || pd->sharing.strategy == DRA_SHARING_NONE)
+        if (!pd->admin_access || !cfg_sharing_mode_shares(pd->sharing.mode))
             continue;
         return error_set(err, -EPERM,
                          "ResourceClaim %s/%s: request %s has adminAccess and a %s sharing "
@@ -269,7 +267,7 @@ static int admin_guard(const struct dra_plan *plan, struct error *err)
                          "sharing settings of a device another claim allocated; remove the "
                          "sharing config for this request (claim or DeviceClass config)",
                          plan->claim_namespace ? plan->claim_namespace : "", plan->claim_name,
-                         pd->request, strategy_names[pd->sharing.strategy], pd->device.name);
+                         pd->request, pd->sharing.mode->dra_name, pd->device.name);
     }
     return 0;
 }

@@ -80,7 +80,7 @@ static void test_dra_plan_build_without_config(void **state)
     assert_string_equal(d->cdi_device_name, "uid-1-gpu-0");
     assert_string_equal(d->device_nodes[0], "/dev/nvidia0");
     assert_null(d->device_nodes[1]);
-    assert_int_equal(d->sharing.strategy, DRA_SHARING_NONE);
+    assert_ptr_equal(d->sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
     assert_int_equal(d->sharing.active_thread_percentage, -1);
     d = &p->devices[1];
     assert_string_equal(d->device.name, MIG2);
@@ -119,9 +119,9 @@ static void test_dra_plan_build_precedence(void **state)
     (void)state;
 
     assert_int_equal(p->n_devices, 2);
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_TIME_SLICING);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_TIME_SLICING));
     assert_int_equal(p->devices[0].sharing.interval, DRA_TIMESLICE_SHORT);
-    assert_int_equal(p->devices[1].sharing.strategy, DRA_SHARING_MPS);
+    assert_ptr_equal(p->devices[1].sharing.mode, cfg_sharing_mode(CFG_SHARING_MPS));
     assert_int_equal(p->devices[1].sharing.active_thread_percentage, 30);
     assert_int_equal(p->devices[1].sharing.pinned_limit_mib, 0);
     dra_plan_free(p);
@@ -144,7 +144,7 @@ static void test_dra_plan_build_requests(void **state)
     struct dra_plan *p = plan_ok(c, NULL);
     (void)state;
 
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_TIME_SLICING);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_TIME_SLICING));
     assert_int_equal(p->devices[0].sharing.interval, DRA_TIMESLICE_MEDIUM);
     dra_plan_free(p);
     dra_claim_free(c);
@@ -157,7 +157,7 @@ static void test_dra_plan_build_requests(void **state)
               " {\"source\": \"FromClaim\", \"opaque\": {\"driver\": \"gpu.nvidia.com\","
               "   \"parameters\": {" API "\"kind\": \"GpuConfig\"}}}]");
     p = plan_ok(c, NULL);
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_NONE);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
     dra_plan_free(p);
     dra_claim_free(c);
 }
@@ -193,12 +193,12 @@ static void test_dra_plan_build_mps_limits(void **state)
     c = claim(three_migs, configs);
     p = plan_ok(c, NULL);
     assert_int_equal(p->n_devices, 3);
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_MPS);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_MPS));
     assert_int_equal(p->devices[0].sharing.active_thread_percentage, 25);
     assert_int_equal(p->devices[0].sharing.pinned_limit_mib, 1024);
     assert_int_equal(p->devices[1].sharing.pinned_limit_mib, 3072);
     assert_int_equal(p->devices[0].group, p->devices[1].group);
-    assert_int_equal(p->devices[2].sharing.strategy, DRA_SHARING_NONE);
+    assert_ptr_equal(p->devices[2].sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
     assert_int_not_equal(p->devices[2].group, p->devices[0].group);
     assert_int_equal(p->n_groups, 2);
     dra_plan_free(p);
