@@ -161,6 +161,13 @@ static int answer(const struct dra_plan *plan, struct kdra_result *res)
         const char *ids[] = {pd->cdi_device_id, NULL};
         if (kdra_result_add_device(res, pd->pool, pd->device.name, requests, ids) < 0)
             return kdra_result_set_error(res, "out of memory");
+        /* a share: the answer names it (v1; kdra leaves it out of v1beta1) */
+        if (pd->share.id[0]) {
+            char **sid = &res->devices[res->n_devices - 1].share_id;
+            *sid = str_dup(pd->share.id);
+            if (!*sid)
+                return kdra_result_set_error(res, "out of memory");
+        }
     }
     return 0;
 }

@@ -95,7 +95,7 @@ static json_t *device_json(const struct dra_plan_device *d)
             json_decref(nodes);
             return NULL;
         }
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:s,s:[s],s:o,s:b,s:I,"
         "s:{s:s,s:I,s:I,s:I}}",
         "request", d->request, "pool", d->pool, "device", i->name, "type",
@@ -107,6 +107,16 @@ static json_t *device_json(const struct dra_plan_device *d)
         d->sharing.mode->dra_name ? d->sharing.mode->dra_name : STRATEGY_NONE, "interval", (json_int_t)d->sharing.interval,
         "activeThreadPercentage", (json_int_t)d->sharing.active_thread_percentage,
         "pinnedMemoryLimitMiB", (json_int_t)d->sharing.pinned_limit_mib);
+    /* a share only: files without shares stay as they were */
+    if (o && d->share.id[0] &&
+        json_object_set_new(o, "share",
+                            json_pack("{s:s,s:I,s:I}", "id", d->share.id, "memoryMiB",
+                                      (json_int_t)d->share.memory_mib, "threadPercentage",
+                                      (json_int_t)d->share.thread_pct)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static json_t *claim_json(const struct dra_checkpoint_claim *c)
@@ -196,6 +206,25 @@ static int decode_sharing(json_t *s, struct dra_plan_sharing *sh)
     return 0;
 }
 
+/* "share": {"id", "memoryMiB", "threadPercentage"}, absent when the device is not a share. */
+static int decode_share(json_t *s, struct dra_plan_device *d)
+{
+    const char *id = NULL;
+    json_int_t mib = 0, pct = -1;
+
+    d->share.thread_pct = -1;
+    if (!s)
+        return 0;
+    if (json_unpack(s, "{s:s,s:I,s:I}", "id", &id, "memoryMiB", &mib, "threadPercentage", &pct) <
+            0 ||
+        !id[0] || strlen(id) >= sizeof(d->share.id) || mib < 1 || pct < -1 || pct > 100)
+        return -EBADMSG;
+    str_copy(d->share.id, id, sizeof(d->share.id));
+    d->share.memory_mib = (uint64_t)mib;
+    d->share.thread_pct = (int)pct;
+    return 0;
+}
+
 static int decode_ids(json_t *ids, json_t *nodes, const char *uid, struct dra_plan_device *d)
 {
     size_t i;
@@ -253,7 +282,7 @@ static int decode_device(json_t *o, const char *uid, struct dra_plan_device *d)
     d->pool = str_dup(pool);
     if (!d->request || !d->pool)
         return -ENOMEM;
-    if (decode_sharing(sharing, &d->sharing) < 0)
+    if (decode_sharing(sharing, &d->sharing) < 0 || decode_share(json_object_get(o, "share"), d) < 0)
         return -EBADMSG;
     return decode_ids(ids, nodes, uid, d);
 }

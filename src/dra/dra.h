@@ -31,6 +31,15 @@
 #define DRA_MAX_PINNED_LIMITS 64
 #define DRA_SLICE_MAX_DEVICES 128 /* resource.k8s.io/v1 ResourceSliceMaxDevices */
 
+/* Consumable capacity (KEP-5075) of a GPU published as shareable: a result that holds a share
+ * of it carries a shareID and consumedCapacity with these names. Prepare reads them; the slice
+ * publishes them. "memory" is NVIDIA's GPU capacity; the compute capacity is a percentage of
+ * the GPU's SMs (MPS: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE). Defined here, in one place, until
+ * the publishing side settles the names. */
+#define DRA_CAPACITY_MEMORY "memory"
+#define DRA_CAPACITY_COMPUTE "compute"
+#define DRA_SHARE_ID_MAX 64 /* a UID (36 characters) with room */
+
 /* ---- slice devices ------------------------------------------------------------------------ */
 
 enum dra_attr_kind { DRA_ATTR_STRING = 0, DRA_ATTR_INT, DRA_ATTR_BOOL, DRA_ATTR_VERSION };
@@ -154,6 +163,11 @@ int dra_slice_json(const struct dra_devices *devs, const struct dra_slice_meta *
 struct dra_result {
     char *request, *driver, *pool, *device; /* owned */
     bool admin_access;
+    /* consumable capacity (resource.k8s.io/v1 DeviceRequestAllocationResult): set when the
+     * device was allocated as a share of a device that allows several allocations */
+    char *share_id;                /* shareID (owned), NULL when absent */
+    uint64_t consumed_memory_bytes; /* consumedCapacity.memory, 0 when absent */
+    int64_t consumed_compute_pct;   /* consumedCapacity.compute (0..100), -1 when absent */
 };
 
 enum dra_config_source { DRA_SOURCE_CLASS = 0, DRA_SOURCE_CLAIM };
@@ -248,6 +262,14 @@ struct dra_plan_sharing {
     uint64_t pinned_limit_mib;    /* MPS, 0 when not set */
 };
 
+/* A share of a GPU (a result with a shareID): the claim's containers are clients of the
+ * GPU's one MPS control daemon, held to the consumed memory and compute. */
+struct dra_plan_share {
+    char id[DRA_SHARE_ID_MAX]; /* the result's shareID; "" when the device is not a share */
+    uint64_t memory_mib;       /* the consumed memory, rounded down to whole MiB (>= 1) */
+    int thread_pct;            /* the consumed compute (1..100), -1 when none was consumed */
+};
+
 struct dra_plan_device {
     char *request, *pool; /* owned */
     struct dra_device_info device;
@@ -256,6 +278,7 @@ struct dra_plan_device {
     char **device_nodes;   /* owned strv: "/dev/nvidia<minor>"; MIG cap nodes are the
                             * caller's (it resolves gi/ci ids under /proc) */
     struct dra_plan_sharing sharing;
+    struct dra_plan_share share;
     unsigned group; /* devices with one config share one group (one MPS daemon) */
     bool admin_access;
 };
@@ -343,6 +366,13 @@ struct dra_prepare_ops {
     int (*mps_start)(void *ctx, const struct dra_plan *plan, struct error *err);
     /* Stops the claim's MPS daemons; none running is success. */
     int (*mps_stop)(void *ctx, const char *claim_uid, struct error *err);
+    /* Makes the plan's shares real: each GPU's one MPS control daemon (dra_share_daemon_name,
+     * started with the GPU's first share) serving, with limits that hold the shares on it.
+     * 0 only once that is so (fail closed: a daemon that does not serve or refuses a limit
+     * fails it, err says which); on failure nothing of this claim's shares is left. */
+    int (*share_start)(void *ctx, const struct dra_plan *plan, struct error *err);
+    /* Releases the claim's shares; a GPU's daemon stops with its last share. None: 0. */
+    int (*share_stop)(void *ctx, const char *claim_uid, struct error *err);
     /* Writes the claim's CDI spec (replacing one already there) / removes it (none: 0). */
     int (*cdi_write)(void *ctx, const struct cdi_claim *claim, struct error *err);
     int (*cdi_remove)(void *ctx, const char *claim_uid, struct error *err);
@@ -410,6 +440,10 @@ int dra_prepare(struct dra_state *s, const struct dra_prepare_ops *ops,
  * entry (as PrepareStarted) so that the kubelet's retry finishes the job. */
 int dra_unprepare(struct dra_state *s, const struct dra_prepare_ops *ops, const char *claim_uid,
                   struct error *err);
+
+/* The MPS control daemon of a GPU whose memory is shared: "share-<gpu uuid>" (its folder's
+ * name), one for all the claims holding shares of it. */
+int dra_share_daemon_name(const char *gpu_uuid, char *buf, size_t size);
 
 /* The MPS control daemon of group g of a claim: "claim-<uid>-<g>" (its folder's name). */
 int dra_mps_daemon_name(const struct dra_plan *plan, unsigned group, char *buf, size_t size);
