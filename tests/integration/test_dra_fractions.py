@@ -12,8 +12,10 @@ import itertools
 import json
 import os
 import sys
+import socket
 import threading
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dra_harness import DRIVER, NODE, DraNode, wait_for  # noqa: E402
@@ -42,11 +44,14 @@ class DraFractions(DraNode, unittest.TestCase):
     def env(self):
         env = DraNode.env(self)
         env["FAKE_MPS_REFUSE_LIMITS_FILE"] = self.refuse
+        env["GPUSLICE_HOST_PROC"] = self.proc_root
+        if getattr(self, "machine_file", None):
+            env["FAKE_NVML_MACHINE"] = self.machine_file
         return env
 
     # ---- helpers --------------------------------------------------------------------------
 
-    def share(self, name, device, gib, compute=None, share_id=None):
+    def share(self, name, device, gib, compute=None, share_id=None, pod_uid=None):
         """An allocated claim holding a share of device: shareID and consumedCapacity as the
         scheduler's allocator records them; its uid."""
         consumed = {"memory": "%dGi" % gib}
@@ -60,7 +65,7 @@ class DraFractions(DraNode, unittest.TestCase):
                     {"request": "r0", "driver": DRIVER, "pool": NODE, "device": device,
                      "shareID": share_id or "share-" + name, "consumedCapacity": consumed}]}},
                     "reservedFor": [{"resource": "pods", "name": name + "-pod",
-                                     "uid": "pod-uid-" + name}]}}
+                                     "uid": pod_uid or "pod-uid-" + name}]}}
         code, made = self.http(
             "POST", "/apis/resource.k8s.io/v1/namespaces/team/resourceclaims", body)
         self.assertEqual(code, 201, made)
@@ -232,6 +237,54 @@ class DraFractions(DraNode, unittest.TestCase):
         err = self.prepare("nomem", made["metadata"]["uid"])["claims"][0]["error"]
         self.assertIn("never prepared without its memory limit", err)
         self.assertFalse(os.path.exists(self.daemon("gpu-0")))
+
+    def test_metrics_per_share_and_lost_gpu_event(self):
+        """/metrics: each share's consumed memory and what its pod's processes use on the GPU
+        (found through their cgroup); an XID on the GPU: a PreparedDeviceLost Event on the
+        share's pod naming the share."""
+        pod_uid = "0b6f6e4c-3b1e-4a52-9a55-5d8e2c1f7a10"
+        self.assertEqual(self.stop_plugin(), [])
+        self.machine_file = os.path.join(self.root, "machine.yaml")
+        with open(self.machine_file, "w") as f:
+            f.write("gpus:\n  - model: NVIDIA H100 80GB HBM3\n    count: 1\n"
+                    "    processes: [{pid: 4001, used_mib: 3000}, {pid: 4002, used_mib: 500}]\n"
+                    "  - model: NVIDIA H100 80GB HBM3\n    count: 7\n"
+                    "topology:\n  nvlink: all\n")
+        for pid, cg in ((4001, "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-"
+                               "besteffort-pod%s.slice/cri-containerd-%s.scope\n" %
+                         (pod_uid.replace("-", "_"), "ab" * 32)),
+                        (4002, "0::/system.slice/other.scope\n")):
+            os.makedirs(os.path.join(self.proc_root, str(pid)), exist_ok=True)
+            with open(os.path.join(self.proc_root, str(pid), "cgroup"), "w") as f:
+                f.write(cg)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        self.start_plugin("--metrics-address", "127.0.0.1:%d" % port)
+        self.slice_devices(8)
+        uid = self.share("mx", "gpu-0", 10, pod_uid=pod_uid)
+        self.ok("mx", uid)
+
+        def metrics():
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+                return r.read().decode()
+        labels = ('namespace="team",claim="mx",claim_uid="%s",pod="mx-pod",device="gpu-0",'
+                  'UUID="%s",share="share-mx"' % (uid, self.uuid_of("gpu-0")))
+        text = wait_for(lambda: "gpuslice_dra_share_memory_bytes" in metrics() and metrics(),
+                        "the share's series")
+        self.assertIn("gpuslice_dra_share_memory_bytes{%s} %d" % (labels, 10 << 30), text)
+        self.assertIn("gpuslice_dra_share_memory_used_bytes{%s} %d" % (labels, 3000 << 20),
+                      text)
+        self.xid(0)
+        ev = wait_for(lambda: [e for e in self.api_events() if e.get("reason") ==
+                               "PreparedDeviceLost"], "the PreparedDeviceLost Event")
+        self.assertIn("share share-mx", ev[0]["message"])
+        self.assertEqual(ev[0]["involvedObject"]["name"], "mx-pod")
+
+    def api_events(self):
+        with self.api.state.cond:
+            return list(self.api.state.events)
 
 
 if __name__ == "__main__":
