@@ -340,6 +340,66 @@ static void test_dra_plan_build_already_prepared(void **state)
     dra_checkpoint_free(cp);
 }
 
+
+#define SHARE(dev, extra)                                                                   \
+    "[{\"request\": \"r\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","        \
+    "  \"device\": \"" dev "\"" extra "}]"
+
+/* Shares: the share's limits in the plan; a share is refused without consumed memory, on a
+ * MIG device or with a sharing config; shares of one GPU live side by side, but not with
+ * the GPU held whole, either way round. */
+static void test_dra_plan_build_shares(void **state)
+{
+    struct dra_claim *a = claim(SHARE("gpu-0", ", \"shareID\": \"s-a\", \"consumedCapacity\":"
+                                               " {\"memory\": \"1536Mi\", \"compute\": \"30\"}"),
+                                "[]");
+    struct dra_claim *b = claim(
+        SHARE("gpu-0", ", \"shareID\": \"s-b\", \"consumedCapacity\": {\"memory\": \"10Gi\"}"),
+        "[]");
+    struct dra_claim *whole = claim(SHARE("gpu-0", ""), "[]");
+    struct dra_claim *nomem = claim(SHARE("gpu-0", ", \"shareID\": \"s-n\""), "[]");
+    struct dra_claim *mig = claim(
+        SHARE(MIG0, ", \"shareID\": \"s-m\", \"consumedCapacity\": {\"memory\": \"1Gi\"}"),
+        "[]");
+    struct dra_claim *cfg =
+        claim(SHARE("gpu-0", ", \"shareID\": \"s-c\", \"consumedCapacity\": {\"memory\": "
+                             "\"1Gi\"}"),
+              "[{\"source\": \"FromClaim\", \"opaque\": {\"driver\": \"gpu.nvidia.com\","
+              " \"parameters\": {" API "\"kind\": \"GpuConfig\", \"sharing\": "
+              "{\"strategy\": \"TimeSlicing\"}}}}]");
+    struct dra_checkpoint *cp = dra_checkpoint_new();
+    struct dra_plan *p = plan_ok(a, NULL);
+    (void)state;
+
+    assert_string_equal(p->devices[0].share.id, "s-a");
+    assert_int_equal(p->devices[0].share.memory_mib, 1536);
+    assert_int_equal(p->devices[0].share.thread_pct, 30);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
+    plan_fails(nomem, NULL, NULL, -EINVAL, "has no consumedCapacity.memory");
+    plan_fails(mig, NULL, NULL, -EINVAL, "only whole GPUs are shared by memory");
+    plan_fails(cfg, NULL, NULL, -EINVAL, "has a TimeSlicing sharing config");
+    /* a share of gpu-0 prepared for uid-a */
+    free(p->claim_uid);
+    p->claim_uid = str_dup("uid-a");
+    assert_int_equal(dra_checkpoint_put(cp, DRA_PREPARE_COMPLETED, p, NULL), 0);
+    dra_plan_free(plan_ok(b, cp));
+    plan_fails(whole, NULL, cp, -EBUSY, "is held in shares by claim uid-a (share s-a)");
+    /* gpu-0 prepared whole for uid-w: no share of it */
+    assert_true(dra_checkpoint_remove(cp, "uid-a"));
+    p = plan_ok(whole, NULL);
+    free(p->claim_uid);
+    p->claim_uid = str_dup("uid-w");
+    assert_int_equal(dra_checkpoint_put(cp, DRA_PREPARE_COMPLETED, p, NULL), 0);
+    plan_fails(b, NULL, cp, -EBUSY, "(share s-b) is already allocated whole to different claim");
+    dra_checkpoint_free(cp);
+    dra_claim_free(a);
+    dra_claim_free(b);
+    dra_claim_free(whole);
+    dra_claim_free(nomem);
+    dra_claim_free(mig);
+    dra_claim_free(cfg);
+}
+
 int run_plan_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +411,7 @@ int run_plan_tests(void)
         cmocka_unit_test(test_dra_plan_build_refusals),
         cmocka_unit_test(test_dra_plan_build_unhealthy),
         cmocka_unit_test(test_dra_plan_build_already_prepared),
+        cmocka_unit_test(test_dra_plan_build_shares),
     };
     return cmocka_run_group_tests_name("dra plan", tests, NULL, NULL);
 }
