@@ -296,8 +296,9 @@ static int shares_sync(struct daemon__dra_effects *e, const char *gpu, struct er
     if (k >= 0) {
         r = mps_supervisor_set_limits(e->mps, &sp, err);
         if (r < 0) {
-            error_prefix(err, "the limits of the shares of GPU %s could not be applied; a share "
-                              "is never prepared without its limit in force",
+            error_prefix(err,
+                         "the limits of the shares of GPU %s could not be applied; a share "
+                         "is never prepared without its limit in force",
                          gpu);
             return r;
         }
@@ -327,8 +328,7 @@ static void shares_drop(struct daemon__dra_effects *e, const char *claim_uid)
     e->n_shares = j;
 }
 
-static int shares_add(struct daemon__dra_effects *e, const struct dra_plan *plan,
-                      struct error *err)
+static int shares_add(struct daemon__dra_effects *e, const struct dra_plan *plan, struct error *err)
 {
     for (size_t i = 0; i < plan->n_devices; i++) {
         const struct dra_plan_device *pd = &plan->devices[i];
@@ -409,8 +409,8 @@ static int op_share_stop(void *ctx, const char *claim_uid, struct error *err)
         if (q == -E2BIG || q == -ENOMEM)
             r = r ? r : error_set(err, q, "%s", w.msg);
         else if (q < 0) /* a daemon down keeps its larger default until it is back: logged */
-            log_warn("DRA: releasing the shares of claim %s on GPU %s: %s, continuing",
-                     claim_uid, gpus[i], w.msg);
+            log_warn("DRA: releasing the shares of claim %s on GPU %s: %s, continuing", claim_uid,
+                     gpus[i], w.msg);
     }
     pthread_mutex_unlock(&e->mps_lock);
     return r;

@@ -95,18 +95,19 @@ static json_t *device_json(const struct dra_plan_device *d)
             json_decref(nodes);
             return NULL;
         }
-    json_t *o = json_pack(
-        "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:s,s:[s],s:o,s:b,s:I,"
-        "s:{s:s,s:I,s:I,s:I}}",
-        "request", d->request, "pool", d->pool, "device", i->name, "type",
-        i->type == DRA_DEVICE_GPU ? "gpu" : "mig", "uuid", i->uuid, "parentUUID", i->parent_uuid,
-        "gpuIndex", (json_int_t)i->gpu_index, "minor", (json_int_t)i->minor, "migIndex",
-        (json_int_t)i->mig_index, "giId", (json_int_t)i->gi_id, "ciId", (json_int_t)i->ci_id,
-        "profile", i->profile, "cdiDeviceIDs", d->cdi_device_id, "deviceNodes", nodes,
-        "adminAccess", d->admin_access, "group", (json_int_t)d->group, "sharing", "strategy",
-        d->sharing.mode->dra_name ? d->sharing.mode->dra_name : STRATEGY_NONE, "interval", (json_int_t)d->sharing.interval,
-        "activeThreadPercentage", (json_int_t)d->sharing.active_thread_percentage,
-        "pinnedMemoryLimitMiB", (json_int_t)d->sharing.pinned_limit_mib);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:s,s:[s],s:o,s:b,s:I,"
+                          "s:{s:s,s:I,s:I,s:I}}",
+                          "request", d->request, "pool", d->pool, "device", i->name, "type",
+                          i->type == DRA_DEVICE_GPU ? "gpu" : "mig", "uuid", i->uuid, "parentUUID",
+                          i->parent_uuid, "gpuIndex", (json_int_t)i->gpu_index, "minor",
+                          (json_int_t)i->minor, "migIndex", (json_int_t)i->mig_index, "giId",
+                          (json_int_t)i->gi_id, "ciId", (json_int_t)i->ci_id, "profile", i->profile,
+                          "cdiDeviceIDs", d->cdi_device_id, "deviceNodes", nodes, "adminAccess",
+                          d->admin_access, "group", (json_int_t)d->group, "sharing", "strategy",
+                          d->sharing.mode->dra_name ? d->sharing.mode->dra_name : STRATEGY_NONE,
+                          "interval", (json_int_t)d->sharing.interval, "activeThreadPercentage",
+                          (json_int_t)d->sharing.active_thread_percentage, "pinnedMemoryLimitMiB",
+                          (json_int_t)d->sharing.pinned_limit_mib);
     /* a share only: files without shares stay as they were */
     if (o && d->share.id[0] &&
         json_object_set_new(o, "share",
@@ -197,7 +198,7 @@ static int decode_sharing(json_t *s, struct dra_plan_sharing *sh)
         interval < 0 || interval > DRA_TIMESLICE_LONG || atp < -1 || atp > 100 || pinned < 0)
         return -EBADMSG;
     sh->mode = strcmp(strategy, STRATEGY_NONE) == 0 ? cfg_sharing_mode(CFG_SHARING_NONE)
-                                                   : cfg_sharing_mode_by_dra_name(strategy);
+                                                    : cfg_sharing_mode_by_dra_name(strategy);
     if (!sh->mode)
         return -EBADMSG;
     sh->interval = (enum dra_timeslice)interval;
@@ -282,7 +283,8 @@ static int decode_device(json_t *o, const char *uid, struct dra_plan_device *d)
     d->pool = str_dup(pool);
     if (!d->request || !d->pool)
         return -ENOMEM;
-    if (decode_sharing(sharing, &d->sharing) < 0 || decode_share(json_object_get(o, "share"), d) < 0)
+    if (decode_sharing(sharing, &d->sharing) < 0 ||
+        decode_share(json_object_get(o, "share"), d) < 0)
         return -EBADMSG;
     return decode_ids(ids, nodes, uid, d);
 }

@@ -65,8 +65,7 @@ static int parse_consumed(const json_t *cc, const char *path, struct dra_result 
         return 0;
     if (!json_is_object(cc))
         return error_set(err, -EINVAL,
-                         "ResourceClaim: %s.consumedCapacity is not an object of quantities",
-                         path);
+                         "ResourceClaim: %s.consumedCapacity is not an object of quantities", path);
     const json_t *m = json_object_get(cc, DRA_CAPACITY_MEMORY);
     const json_t *c = json_object_get(cc, DRA_CAPACITY_COMPUTE);
     if ((m && !json_is_string(m)) || (c && !json_is_string(c)))

@@ -347,8 +347,7 @@ static int decode_strategy(const json_t *sharing, const char *where,
 
     strategy_list(list, sizeof(list));
     if (v && !json_is_null(v) && !s)
-        return error_set(err, -EINVAL, "%s: sharing.strategy is not a string; use %s", where,
-                         list);
+        return error_set(err, -EINVAL, "%s: sharing.strategy is not a string; use %s", where, list);
     *ret = cfg_sharing_mode_by_dra_name(s);
     if (!*ret)
         return error_set(err, -EINVAL,

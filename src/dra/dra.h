@@ -165,7 +165,7 @@ struct dra_result {
     bool admin_access;
     /* consumable capacity (resource.k8s.io/v1 DeviceRequestAllocationResult): set when the
      * device was allocated as a share of a device that allows several allocations */
-    char *share_id;                /* shareID (owned), NULL when absent */
+    char *share_id;                 /* shareID (owned), NULL when absent */
     uint64_t consumed_memory_bytes; /* consumedCapacity.memory, 0 when absent */
     int64_t consumed_compute_pct;   /* consumedCapacity.compute (0..100), -1 when absent */
 };

@@ -340,9 +340,8 @@ static void test_dra_plan_build_already_prepared(void **state)
     dra_checkpoint_free(cp);
 }
 
-
-#define SHARE(dev, extra)                                                                   \
-    "[{\"request\": \"r\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","        \
+#define SHARE(dev, extra)                                                                          \
+    "[{\"request\": \"r\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","                  \
     "  \"device\": \"" dev "\"" extra "}]"
 
 /* Shares: the share's limits in the plan; a share is refused without consumed memory, on a
@@ -359,8 +358,7 @@ static void test_dra_plan_build_shares(void **state)
     struct dra_claim *whole = claim(SHARE("gpu-0", ""), "[]");
     struct dra_claim *nomem = claim(SHARE("gpu-0", ", \"shareID\": \"s-n\""), "[]");
     struct dra_claim *mig = claim(
-        SHARE(MIG0, ", \"shareID\": \"s-m\", \"consumedCapacity\": {\"memory\": \"1Gi\"}"),
-        "[]");
+        SHARE(MIG0, ", \"shareID\": \"s-m\", \"consumedCapacity\": {\"memory\": \"1Gi\"}"), "[]");
     struct dra_claim *cfg =
         claim(SHARE("gpu-0", ", \"shareID\": \"s-c\", \"consumedCapacity\": {\"memory\": "
                              "\"1Gi\"}"),

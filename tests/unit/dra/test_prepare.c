@@ -652,7 +652,6 @@ static void test_dra_prepare_concurrent_claims(void **state)
     fake_free(f);
 }
 
-
 /* ---- shares of one GPU (consumable capacity) -------------------------------------------- */
 
 /* A claim holding a share of gpu-0: shareID and consumed memory (and compute when pct >= 0). */
