@@ -308,7 +308,13 @@ static int shares_sync(struct daemon__dra_effects *e, const char *gpu, struct er
     if (e->n_specs == MPS_MAX_DAEMONS)
         return error_set(err, -E2BIG, "more than %d MPS daemons on one node", MPS_MAX_DAEMONS);
     e->specs[e->n_specs++] = sp;
-    (void)mps_supervisor_set(e->mps, e->specs, e->n_specs, &why);
+    r = mps_supervisor_set(e->mps, e->specs, e->n_specs, &why);
+    if (r == -E2BIG || r == -ENOMEM) { /* not started at all: up() would not know it */
+        e->n_specs--;
+        (void)mps_supervisor_set(e->mps, e->specs, e->n_specs, NULL);
+        return error_set(err, r, "starting the MPS control daemon %s of GPU %s: %s", sp.resource,
+                         gpu, why.msg);
+    }
     if (mps_supervisor_up(e->mps, sp.resource))
         return 0;
     return error_set(err, -EAGAIN,

@@ -4,7 +4,8 @@
  * point (claim read, nvidia-smi, MPS, CDI write, each checkpoint save) leaving nothing
  * behind, every crash point between the two checkpoint writes (rebuilt from the saved text
  * and retried: the same result, nothing leaked), unprepare's failures, the admin-access
- * guard, an unusable claim as the claim's own error, and concurrent claims. */
+ * guard, an unusable claim as the claim's own error, concurrent claims, and shares of one GPU
+ * (their limits in the spec, the checkpoint, a whole claim refused, fail closed). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
