@@ -234,7 +234,8 @@ static int decode_ids(json_t *ids, json_t *nodes, const char *uid, struct dra_pl
     if (!json_is_string(json_array_get(ids, 0)))
         return -EBADMSG;
     d->cdi_device_id = str_dup(json_string_value(json_array_get(ids, 0)));
-    if (asprintf(&d->cdi_device_name, "%s-%s", uid, d->device.name) < 0)
+    if (asprintf(&d->cdi_device_name, "%s-%s%s%s", uid, d->device.name, d->share.id[0] ? "-" : "",
+                 d->share.id) < 0)
         d->cdi_device_name = NULL;
     d->device_nodes = strv_new();
     if (!d->cdi_device_id || !d->cdi_device_name || !d->device_nodes)

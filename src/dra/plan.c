@@ -142,9 +142,12 @@ static int apply_share(const struct ctx *c, const struct dra_result *res,
                          "GPUs are shared by memory (a MIG device has its own memory): check "
                          "the DeviceClass and the ResourceSlice",
                          res->request, res->device, res->share_id);
-    if (strlen(res->share_id) >= sizeof(pd->share.id) || !res->share_id[0])
-        return error_set(c->err, -EINVAL, "request %s: shareID '%s' is empty or too long",
-                         res->request, res->share_id);
+    if (strlen(res->share_id) >= sizeof(pd->share.id) || !res->share_id[0] ||
+        res->share_id[strspn(res->share_id, "abcdefghijklmnopqrstuvwxyz0123456789-")])
+        return error_set(c->err, -EINVAL,
+                         "request %s: shareID '%s' is not a UID (lower-case letters, digits and "
+                         "'-', at most %d characters)",
+                         res->request, res->share_id, DRA_SHARE_ID_MAX - 1);
     if (mib == 0)
         return error_set(c->err, -EINVAL,
                          "request %s: share %s of device %s has no consumedCapacity.%s (or "
@@ -159,6 +162,18 @@ static int apply_share(const struct ctx *c, const struct dra_result *res,
                          "for this request (claim or DeviceClass config)",
                          res->request, res->share_id, res->device, pd->sharing.mode->dra_name);
     str_copy(pd->share.id, res->share_id, sizeof(pd->share.id));
+    /* two shares of one GPU may serve one claim: each its own CDI device */
+    free(pd->cdi_device_name);
+    free(pd->cdi_device_id);
+    pd->cdi_device_id = NULL;
+    if (asprintf(&pd->cdi_device_name, "%s-%s-%s", c->claim->uid, pd->device.name, res->share_id) <
+        0)
+        pd->cdi_device_name = NULL;
+    if (pd->cdi_device_name &&
+        asprintf(&pd->cdi_device_id, "%s=%s", DRA_CDI_KIND, pd->cdi_device_name) < 0)
+        pd->cdi_device_id = NULL;
+    if (!pd->cdi_device_name || !pd->cdi_device_id)
+        return error_set(c->err, -ENOMEM, "out of memory");
     pd->share.memory_mib = mib;
     pd->share.thread_pct = res->consumed_compute_pct > 0 ? (int)res->consumed_compute_pct : -1;
     return 0;

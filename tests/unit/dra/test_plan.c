@@ -373,6 +373,27 @@ static void test_dra_plan_build_shares(void **state)
     assert_int_equal(p->devices[0].share.memory_mib, 1536);
     assert_int_equal(p->devices[0].share.thread_pct, 30);
     assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
+    assert_string_equal(p->devices[0].cdi_device_id, "k8s.gpu.nvidia.com/claim=uid-1-gpu-0-s-a");
+    {
+        /* two shares of one GPU in one claim: two CDI devices; a shareID that is no UID */
+        struct dra_claim *two =
+            claim("[{\"request\": \"a\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","
+                  " \"device\": \"gpu-0\", \"shareID\": \"s-1\", \"consumedCapacity\": {\"memory\":"
+                  " \"1Gi\"}}, {\"request\": \"b\", \"driver\": \"gpu.nvidia.com\", \"pool\":"
+                  " \"node-a\", \"device\": \"gpu-0\", \"shareID\": \"s-2\", \"consumedCapacity\":"
+                  " {\"memory\": \"2Gi\"}}]",
+                  "[]");
+        struct dra_claim *bad = claim(
+            SHARE("gpu-0", ", \"shareID\": \"../x\", \"consumedCapacity\": {\"memory\": \"1Gi\"}"),
+            "[]");
+        struct dra_plan *q = plan_ok(two, NULL);
+        assert_string_equal(q->devices[0].cdi_device_name, "uid-1-gpu-0-s-1");
+        assert_string_equal(q->devices[1].cdi_device_name, "uid-1-gpu-0-s-2");
+        plan_fails(bad, NULL, NULL, -EINVAL, "shareID '../x' is not a UID");
+        dra_plan_free(q);
+        dra_claim_free(two);
+        dra_claim_free(bad);
+    }
     plan_fails(nomem, NULL, NULL, -EINVAL, "has no consumedCapacity.memory");
     plan_fails(mig, NULL, NULL, -EINVAL, "only whole GPUs are shared by memory");
     plan_fails(cfg, NULL, NULL, -EINVAL, "has a TimeSlicing sharing config");
