@@ -64,8 +64,7 @@ static json_t *resource_json(const struct model_resource *res, const struct inv_
             goto fail;
     if (json_object_set_new(o, "name", json_string(res->name)) < 0 ||
         json_object_set_new(o, "count", json_integer((json_int_t)res->n_devices)) < 0 ||
-        json_object_set_new(o, "sharing", json_string(cfg_sharing_strategy_name(res->sharing))) <
-            0 ||
+        json_object_set_new(o, "sharing", json_string(res->mode->name)) < 0 ||
         json_object_set_new(o, "replicas", json_integer(res->replicas)) < 0 ||
         json_object_set_new(o, "socket", json_string(res->socket_name)) < 0 ||
         json_object_set_new(o, "gpus", json_text(strbuf_str(&gpus))) < 0)

@@ -164,6 +164,13 @@ static int answer(const struct dra_plan *plan, struct kdra_result *res)
         const char *ids[] = {pd->cdi_device_id, NULL};
         if (kdra_result_add_device(res, pd->pool, pd->device.name, requests, ids) < 0)
             return kdra_result_set_error(res, "out of memory");
+        /* a share: the answer names it (v1; kdra leaves it out of v1beta1) */
+        if (pd->share.id[0]) {
+            char **sid = &res->devices[res->n_devices - 1].share_id;
+            *sid = str_dup(pd->share.id);
+            if (!*sid)
+                return kdra_result_set_error(res, "out of memory");
+        }
     }
     return 0;
 }
@@ -265,15 +272,16 @@ static bool device_ok(const struct dra_devices *devs, const char *name)
 
 /* The Event about one lost device: on each pod of the claim, or on the node. */
 static void tell_lost(struct daemon *d, struct daemon__dra *x, const struct dra_plan *p,
-                      const struct dra_device_info *dev)
+                      const struct dra_device_info *dev, const char *share)
 {
     char msg[512];
     bool any = false;
 
     snprintf(msg, sizeof(msg),
-             "GPU %s of ResourceClaim %s/%s (device %s) is unhealthy or gone; the pods "
+             "GPU %s of ResourceClaim %s/%s (device %s%s%s) is unhealthy or gone; the pods "
              "using it may fail: delete them to get another device",
-             dev->parent_uuid, p->claim_namespace, p->claim_name, dev->name);
+             dev->parent_uuid, p->claim_namespace, p->claim_name, dev->name,
+             share && share[0] ? ", share " : "", share ? share : "");
     log_warn("DRA: %s", msg);
     pthread_mutex_lock(&x->pods_lock);
     for (size_t k = 0; k < x->n_pods; k++)
@@ -305,7 +313,7 @@ static void report_lost(struct daemon *d, struct daemon__dra *x)
                 strv_drop(x->lost_reported, key);
             if (ok || told || strv_push(&x->lost_reported, key) < 0)
                 continue;
-            tell_lost(d, x, p, dev);
+            tell_lost(d, x, p, dev, p->devices[i].share.id);
         }
     }
     dra_checkpoint_free(cp);
@@ -480,6 +488,105 @@ static void dra_stop(struct daemon *d)
     d->dra = NULL;
 }
 
+/* ---- /metrics: the shares (the loop) --------------------------------------------------------- */
+
+/* The memory the processes of a claim's pods use on a GPU (NVML's processes as the inventory
+ * has them, each process's pod from its cgroup under --host-proc). */
+static uint64_t share_used_bytes(const struct daemon *d, struct daemon__dra *x,
+                                 const struct dra_plan *p, const char *gpu)
+{
+    const struct inv_inventory *inv = d->snap ? dp_snapshot_inventory(d->snap) : NULL;
+    uint64_t used_mib = 0;
+
+    for (size_t g = 0; inv && g < inv->n_gpus; g++) {
+        if (strcmp(inv->gpus[g].uuid, gpu) != 0)
+            continue;
+        for (size_t k = 0; k < inv->gpus[g].n_procs; k++) {
+            const struct inv_process *pr = &inv->gpus[g].procs[k];
+            char path[256], uid[64], cid[128];
+            char *text = NULL;
+            bool ours = false;
+            snprintf(path, sizeof(path), "%s/%u/cgroup",
+                     d->o->host_proc ? d->o->host_proc : "/proc", pr->pid);
+            if (file_read_all(path, 65536, &text, NULL, NULL) == 0 &&
+                metrics_cgroup_pod(text, uid, sizeof(uid), cid, sizeof(cid)) == 1) {
+                pthread_mutex_lock(&x->pods_lock);
+                for (size_t i = 0; !ours && i < x->n_pods; i++)
+                    ours = strcmp(x->pods[i].claim_uid, p->claim_uid) == 0 &&
+                           strcmp(x->pods[i].uid, uid) == 0;
+                pthread_mutex_unlock(&x->pods_lock);
+            }
+            free(text);
+            used_mib += ours ? pr->used_mib : 0;
+        }
+    }
+    return used_mib << 20;
+}
+
+/* The first pod of a claim (NVIDIA's claims serve one pod each, usually): "" when unknown. */
+static void share_pod(struct daemon__dra *x, const char *claim_uid, char *name, size_t size)
+{
+    name[0] = '\0';
+    pthread_mutex_lock(&x->pods_lock);
+    for (size_t i = 0; !name[0] && i < x->n_pods; i++)
+        if (strcmp(x->pods[i].claim_uid, claim_uid) == 0)
+            str_copy(name, x->pods[i].name, size);
+    pthread_mutex_unlock(&x->pods_lock);
+}
+
+static int share_sample(struct strbuf *sb, const char *metric, const struct dra_plan *p,
+                        const struct dra_plan_device *pd, const char *pod, uint64_t v)
+{
+    int r = strbuf_printf(sb, "%s{namespace=\"", metric);
+
+    r = r == 0 ? metrics_escape(sb, p->claim_namespace) : r;
+    r = r == 0 ? strbuf_puts(sb, "\",claim=\"") : r;
+    r = r == 0 ? metrics_escape(sb, p->claim_name) : r;
+    r = r == 0 ? strbuf_printf(sb, "\",claim_uid=\"%s\",pod=\"", p->claim_uid) : r;
+    r = r == 0 ? metrics_escape(sb, pod) : r;
+    r = r == 0 ? strbuf_printf(sb, "\",device=\"%s\",UUID=\"%s\",share=\"", pd->device.name,
+                               pd->device.uuid)
+               : r;
+    r = r == 0 ? metrics_escape(sb, pd->share.id) : r;
+    return r == 0 ? strbuf_printf(sb, "\"} %llu\n", (unsigned long long)v) : r;
+}
+
+/* Per share: the memory it consumed (its limit) and what its pods use now. */
+static int share_metrics(struct daemon *d, struct daemon__dra *x, struct strbuf *sb)
+{
+    struct dra_checkpoint *cp = dra_state_checkpoint(x->state);
+    int r = cp ? 0 : -ENOMEM;
+
+    if (r == 0)
+        r = metrics_family(sb, "gpuslice_dra_share_memory_bytes", "gauge",
+                           "GPU memory a share consumed (its MPS limit), per prepared share.");
+    for (size_t c = 0; r == 0 && c < cp->n_claims; c++)
+        for (size_t i = 0; r == 0 && i < cp->claims[c].plan->n_devices; i++) {
+            const struct dra_plan *p = cp->claims[c].plan;
+            char pod[254];
+            if (!p->devices[i].share.id[0])
+                continue;
+            share_pod(x, p->claim_uid, pod, sizeof(pod));
+            r = share_sample(sb, "gpuslice_dra_share_memory_bytes", p, &p->devices[i], pod,
+                             p->devices[i].share.memory_mib << 20);
+        }
+    if (r == 0)
+        r = metrics_family(sb, "gpuslice_dra_share_memory_used_bytes", "gauge",
+                           "GPU memory the processes of a share's pods use on its GPU.");
+    for (size_t c = 0; r == 0 && c < cp->n_claims; c++)
+        for (size_t i = 0; r == 0 && i < cp->claims[c].plan->n_devices; i++) {
+            const struct dra_plan *p = cp->claims[c].plan;
+            char pod[254];
+            if (!p->devices[i].share.id[0])
+                continue;
+            share_pod(x, p->claim_uid, pod, sizeof(pod));
+            r = share_sample(sb, "gpuslice_dra_share_memory_used_bytes", p, &p->devices[i], pod,
+                             share_used_bytes(d, x, p, p->devices[i].device.uuid));
+        }
+    dra_checkpoint_free(cp);
+    return r;
+}
+
 static int dra_metrics(struct daemon *d, struct strbuf *sb)
 {
     struct daemon__dra *x = d->dra;
@@ -500,6 +607,8 @@ static int dra_metrics(struct daemon *d, struct strbuf *sb)
     if (r == 0)
         r = strbuf_printf(sb, "gpuslice_dra_prepared_claims %zu\n",
                           daemon__dra_effects_n_claims(x->effects));
+    if (r == 0)
+        r = share_metrics(d, x, sb);
     return r;
 }
 

@@ -26,8 +26,18 @@
 #include "mps/mps.h"
 
 #define DRA_SMI_TIMEOUT_MS 10000
+#define DRA_MAX_SHARES 256 /* shares prepared on one node (7 a GPU on 8 GPUs is 56) */
 
 extern char **environ;
+
+/* A share of a GPU held by a claim: what its GPU's daemon must hold. */
+struct share_ref {
+    char claim_uid[64];
+    char gpu[INV_UUID_MAX];
+    char id[DRA_SHARE_ID_MAX];
+    uint64_t memory_mib;
+    int thread_pct; /* -1: none consumed */
+};
 
 struct daemon__dra_effects {
     struct kube_client *kube; /* borrowed */
@@ -44,6 +54,9 @@ struct daemon__dra_effects {
     int stop_fd;
     pthread_t mps_thread;
     bool mps_started;
+    /* the shares prepared (under mps_lock): each GPU with shares has one daemon in specs */
+    struct share_ref *shares; /* DRA_MAX_SHARES */
+    size_t n_shares;
 };
 
 /* ---- nvidia-smi ------------------------------------------------------------------------- */
@@ -140,7 +153,7 @@ static int specs_add(struct daemon__dra_effects *e, const struct dra_plan *plan,
         struct mps_daemon_spec *sp;
         char name[sizeof(sp->resource)];
         size_t k = 0, u = 0;
-        if (pd->sharing.strategy != DRA_SHARING_MPS)
+        if (!pd->sharing.mode->control_daemon)
             continue;
         if (dra_mps_daemon_name(plan, pd->group, name, sizeof(name)) < 0)
             return error_set(err, -ENAMETOOLONG, "claim uid %s is too long", plan->claim_uid);
@@ -214,6 +227,201 @@ static int op_mps_stop(void *ctx, const char *claim_uid, struct error *err)
     return r == -E2BIG || r == -ENOMEM ? r : 0; /* the others' restarts are the supervisor's */
 }
 
+/* ---- shares: one MPS control daemon per GPU whose memory is sold in shares ---------------- */
+
+/* The daemon spec of a GPU's shares (*ret_n: how many shares it holds). Its default limits
+ * are the largest share's memory and, when every share consumed compute, the largest
+ * share's threads: a client that drops its own limits (the container's environment) gets no
+ * more than that; each client's own limit is its share's (CDI env). Under mps_lock. */
+static size_t share_spec(const struct daemon__dra_effects *e, const char *gpu,
+                         struct mps_daemon_spec *sp)
+{
+    size_t n = 0;
+    bool all_threads = true;
+
+    *sp = (struct mps_daemon_spec){.n = 1};
+    (void)dra_share_daemon_name(gpu, sp->resource, sizeof(sp->resource));
+    str_copy(sp->uuids[0], gpu, INV_UUID_MAX);
+    for (size_t i = 0; i < e->n_shares; i++) {
+        const struct share_ref *sh = &e->shares[i];
+        if (strcmp(sh->gpu, gpu) != 0)
+            continue;
+        n++;
+        if (sh->memory_mib > sp->mem_limit_mib[0])
+            sp->mem_limit_mib[0] = sh->memory_mib;
+        all_threads &= sh->thread_pct > 0;
+        if (sh->thread_pct > 0 && (unsigned)sh->thread_pct > sp->thread_pct)
+            sp->thread_pct = (unsigned)sh->thread_pct;
+    }
+    if (!all_threads)
+        sp->thread_pct = 0;
+    return n;
+}
+
+static ssize_t spec_index(const struct daemon__dra_effects *e, const char *resource)
+{
+    for (size_t k = 0; k < e->n_specs; k++)
+        if (strcmp(e->specs[k].resource, resource) == 0)
+            return (ssize_t)k;
+    return -1;
+}
+
+/* Makes the daemon of gpu match its shares: started with the first (serving before this
+ * returns 0), its limits changed in place when they change (no restart: the other shares'
+ * clients keep running), stopped with the last. Under mps_lock. */
+static int shares_sync(struct daemon__dra_effects *e, const char *gpu, struct error *err)
+{
+    struct mps_daemon_spec sp;
+    size_t n = share_spec(e, gpu, &sp);
+    ssize_t k = spec_index(e, sp.resource);
+    struct error why = {0};
+    int r;
+
+    if (n == 0 && k < 0)
+        return 0;
+    if (n == 0) { /* the last share went: the daemon stops */
+        e->specs[k] = e->specs[--e->n_specs];
+        r = mps_supervisor_set(e->mps, e->specs, e->n_specs, err);
+        return r == -E2BIG || r == -ENOMEM ? r : 0;
+    }
+    if (k >= 0 && e->specs[k].mem_limit_mib[0] == sp.mem_limit_mib[0] &&
+        e->specs[k].thread_pct == sp.thread_pct)
+        return mps_supervisor_up(e->mps, sp.resource)
+                   ? 0
+                   : error_set(err, -EAGAIN,
+                               "the MPS control daemon %s of GPU %s does not serve; a share is "
+                               "never prepared without its limit in force: the prepare fails "
+                               "until it serves again (the kubelet retries)",
+                               sp.resource, gpu);
+    if (k >= 0) {
+        r = mps_supervisor_set_limits(e->mps, &sp, err);
+        if (r < 0) {
+            error_prefix(err,
+                         "the limits of the shares of GPU %s could not be applied; a share "
+                         "is never prepared without its limit in force",
+                         gpu);
+            return r;
+        }
+        e->specs[k] = sp;
+        return 0;
+    }
+    if (e->n_specs == MPS_MAX_DAEMONS)
+        return error_set(err, -E2BIG, "more than %d MPS daemons on one node", MPS_MAX_DAEMONS);
+    e->specs[e->n_specs++] = sp;
+    r = mps_supervisor_set(e->mps, e->specs, e->n_specs, &why);
+    if (r == -E2BIG || r == -ENOMEM) { /* not started at all: up() would not know it */
+        e->n_specs--;
+        (void)mps_supervisor_set(e->mps, e->specs, e->n_specs, NULL);
+        return error_set(err, r, "starting the MPS control daemon %s of GPU %s: %s", sp.resource,
+                         gpu, why.msg);
+    }
+    if (mps_supervisor_up(e->mps, sp.resource))
+        return 0;
+    return error_set(err, -EAGAIN,
+                     "the MPS control daemon %s of GPU %s does not serve%s%s; a share is never "
+                     "prepared without its limit in force: the prepare fails until it does (the "
+                     "kubelet retries)",
+                     sp.resource, gpu, *why.msg ? ": " : "", why.msg);
+}
+
+static void shares_drop(struct daemon__dra_effects *e, const char *claim_uid)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < e->n_shares; i++)
+        if (strcmp(e->shares[i].claim_uid, claim_uid) != 0)
+            e->shares[j++] = e->shares[i];
+    e->n_shares = j;
+}
+
+static int shares_add(struct daemon__dra_effects *e, const struct dra_plan *plan, struct error *err)
+{
+    for (size_t i = 0; i < plan->n_devices; i++) {
+        const struct dra_plan_device *pd = &plan->devices[i];
+        struct share_ref *sh;
+        if (!pd->share.id[0])
+            continue;
+        if (e->n_shares == DRA_MAX_SHARES)
+            return error_set(err, -E2BIG, "more than %d shares prepared on one node",
+                             DRA_MAX_SHARES);
+        sh = &e->shares[e->n_shares++];
+        *sh = (struct share_ref){.memory_mib = pd->share.memory_mib,
+                                 .thread_pct = pd->share.thread_pct};
+        str_copy(sh->claim_uid, plan->claim_uid, sizeof(sh->claim_uid));
+        str_copy(sh->gpu, pd->device.uuid, sizeof(sh->gpu));
+        str_copy(sh->id, pd->share.id, sizeof(sh->id));
+    }
+    return 0;
+}
+
+/* The GPUs of the claim's shares (up to n), for the daemons to sync after a change. */
+static size_t claim_gpus(const struct daemon__dra_effects *e, const char *claim_uid,
+                         char (*gpus)[INV_UUID_MAX], size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < e->n_shares; i++) {
+        bool seen = false;
+        if (strcmp(e->shares[i].claim_uid, claim_uid) != 0)
+            continue;
+        for (size_t j = 0; j < k; j++)
+            seen |= strcmp(gpus[j], e->shares[i].gpu) == 0;
+        if (!seen && k < n)
+            str_copy(gpus[k++], e->shares[i].gpu, INV_UUID_MAX);
+    }
+    return k;
+}
+
+static int op_share_start(void *ctx, const struct dra_plan *plan, struct error *err)
+{
+    struct daemon__dra_effects *e = ctx;
+    char gpus[MPS_MAX_DEVICES][INV_UUID_MAX];
+    size_t n;
+    int r;
+
+    if (!e->mps)
+        return error_set(err, -ENODEV, "claim %s holds a share but no MPS supervisor runs",
+                         plan->claim_uid);
+    pthread_mutex_lock(&e->mps_lock);
+    shares_drop(e, plan->claim_uid); /* a retry: the plan's shares replace what was there */
+    r = shares_add(e, plan, err);
+    n = claim_gpus(e, plan->claim_uid, gpus, MPS_MAX_DEVICES);
+    for (size_t i = 0; r == 0 && i < n; i++)
+        r = shares_sync(e, gpus[i], err);
+    if (r < 0) { /* nothing of this claim's shares is left: the others' limits as they were */
+        shares_drop(e, plan->claim_uid);
+        for (size_t i = 0; i < n; i++)
+            (void)shares_sync(e, gpus[i], NULL);
+    }
+    pthread_mutex_unlock(&e->mps_lock);
+    return r;
+}
+
+static int op_share_stop(void *ctx, const char *claim_uid, struct error *err)
+{
+    struct daemon__dra_effects *e = ctx;
+    char gpus[MPS_MAX_DEVICES][INV_UUID_MAX];
+    struct error w = {0};
+    size_t n;
+    int r = 0;
+
+    if (!e->mps)
+        return 0;
+    pthread_mutex_lock(&e->mps_lock);
+    n = claim_gpus(e, claim_uid, gpus, MPS_MAX_DEVICES);
+    shares_drop(e, claim_uid);
+    for (size_t i = 0; i < n; i++) {
+        int q = shares_sync(e, gpus[i], &w);
+        if (q == -E2BIG || q == -ENOMEM)
+            r = r ? r : error_set(err, q, "%s", w.msg);
+        else if (q < 0) /* a daemon down keeps its larger default until it is back: logged */
+            log_warn("DRA: releasing the shares of claim %s on GPU %s: %s, continuing", claim_uid,
+                     gpus[i], w.msg);
+    }
+    pthread_mutex_unlock(&e->mps_lock);
+    return r;
+}
+
 /* The supervisor's deaths, restarts and probes, off the loop. */
 static void *mps_main(void *arg)
 {
@@ -247,8 +455,9 @@ static int mps_new(struct daemon__dra_effects *e, const struct daemon *d, struct
         log_warn("DRA: MPS: no NVML (%s): compute modes are left as they are", w.msg);
     mo.nvml = e->nvml;
     e->specs = calloc(MPS_MAX_DAEMONS, sizeof(*e->specs));
+    e->shares = calloc(DRA_MAX_SHARES, sizeof(*e->shares));
     e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!e->specs || e->stop_fd < 0)
+    if (!e->specs || !e->shares || e->stop_fd < 0)
         return error_set(err, -ENOMEM, "out of memory");
     if (mps_supervisor_new(&mo, &e->mps, err) < 0)
         return -EIO;
@@ -267,6 +476,20 @@ int daemon__dra_effects_mps_restore(struct daemon__dra_effects *e, const struct 
     for (size_t i = 0; r == 0 && i < cp->n_claims; i++)
         if (cp->claims[i].state == DRA_PREPARE_COMPLETED)
             r = specs_add(e, cp->claims[i].plan, err);
+    for (size_t i = 0; r == 0 && i < cp->n_claims; i++)
+        if (cp->claims[i].state == DRA_PREPARE_COMPLETED)
+            r = shares_add(e, cp->claims[i].plan, err);
+    /* each GPU with shares: its daemon with the limits that hold them all */
+    for (size_t i = 0; r == 0 && i < e->n_shares; i++) {
+        struct mps_daemon_spec sp;
+        (void)share_spec(e, e->shares[i].gpu, &sp);
+        if (spec_index(e, sp.resource) >= 0)
+            continue;
+        if (e->n_specs == MPS_MAX_DAEMONS)
+            r = error_set(err, -E2BIG, "more than %d MPS daemons on one node", MPS_MAX_DAEMONS);
+        else
+            e->specs[e->n_specs++] = sp;
+    }
     if (r == 0 && e->n_specs) {
         struct error w = {0};
         if (mps_supervisor_set(e->mps, e->specs, e->n_specs, &w) < 0)
@@ -324,6 +547,8 @@ void daemon__dra_effects_ops(struct daemon__dra_effects *e, struct dra_prepare_o
                                     .timeslice = op_timeslice,
                                     .mps_start = op_mps_start,
                                     .mps_stop = op_mps_stop,
+                                    .share_start = op_share_start,
+                                    .share_stop = op_share_stop,
                                     .cdi_write = op_cdi_write,
                                     .cdi_remove = op_cdi_remove,
                                     .checkpoint_save = op_checkpoint_save,
@@ -446,6 +671,7 @@ void daemon__dra_effects_free(struct daemon__dra_effects *e)
     if (e->stop_fd >= 0)
         close(e->stop_fd);
     free(e->specs);
+    free(e->shares);
     free(e->plugin_dir);
     free(e->cp_path);
     free(e->mps_root);

@@ -121,8 +121,7 @@ static void log_resource(const char *what, const struct model_resource *res,
                          const struct dp_plugin *p)
 {
     log_info("%s resource=%s count=%zu sharing=%s replicas=%u endpoint=%s", what, res->name,
-             res->n_devices, cfg_sharing_strategy_name(res->sharing), res->replicas,
-             dp_plugin_endpoint(p));
+             res->n_devices, res->mode->name, res->replicas, dp_plugin_endpoint(p));
 }
 
 /* A stop signal is waiting on the signalfd (not consumed). Checked between Register calls,

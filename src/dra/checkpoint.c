@@ -11,7 +11,8 @@
 #define STATE_STARTED "PrepareStarted"
 #define STATE_COMPLETED "PrepareCompleted"
 
-static const char *const strategy_names[] = {"None", "TimeSlicing", "MPS"};
+/* sharing.strategy of a device that is not shared (the rows name only the modes that share) */
+#define STRATEGY_NONE "None"
 
 struct dra_checkpoint *dra_checkpoint_new(void)
 {
@@ -94,18 +95,29 @@ static json_t *device_json(const struct dra_plan_device *d)
             json_decref(nodes);
             return NULL;
         }
-    return json_pack(
-        "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:s,s:[s],s:o,s:b,s:I,"
-        "s:{s:s,s:I,s:I,s:I}}",
-        "request", d->request, "pool", d->pool, "device", i->name, "type",
-        i->type == DRA_DEVICE_GPU ? "gpu" : "mig", "uuid", i->uuid, "parentUUID", i->parent_uuid,
-        "gpuIndex", (json_int_t)i->gpu_index, "minor", (json_int_t)i->minor, "migIndex",
-        (json_int_t)i->mig_index, "giId", (json_int_t)i->gi_id, "ciId", (json_int_t)i->ci_id,
-        "profile", i->profile, "cdiDeviceIDs", d->cdi_device_id, "deviceNodes", nodes,
-        "adminAccess", d->admin_access, "group", (json_int_t)d->group, "sharing", "strategy",
-        strategy_names[d->sharing.strategy], "interval", (json_int_t)d->sharing.interval,
-        "activeThreadPercentage", (json_int_t)d->sharing.active_thread_percentage,
-        "pinnedMemoryLimitMiB", (json_int_t)d->sharing.pinned_limit_mib);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:s,s:[s],s:o,s:b,s:I,"
+                          "s:{s:s,s:I,s:I,s:I}}",
+                          "request", d->request, "pool", d->pool, "device", i->name, "type",
+                          i->type == DRA_DEVICE_GPU ? "gpu" : "mig", "uuid", i->uuid, "parentUUID",
+                          i->parent_uuid, "gpuIndex", (json_int_t)i->gpu_index, "minor",
+                          (json_int_t)i->minor, "migIndex", (json_int_t)i->mig_index, "giId",
+                          (json_int_t)i->gi_id, "ciId", (json_int_t)i->ci_id, "profile", i->profile,
+                          "cdiDeviceIDs", d->cdi_device_id, "deviceNodes", nodes, "adminAccess",
+                          d->admin_access, "group", (json_int_t)d->group, "sharing", "strategy",
+                          d->sharing.mode->dra_name ? d->sharing.mode->dra_name : STRATEGY_NONE,
+                          "interval", (json_int_t)d->sharing.interval, "activeThreadPercentage",
+                          (json_int_t)d->sharing.active_thread_percentage, "pinnedMemoryLimitMiB",
+                          (json_int_t)d->sharing.pinned_limit_mib);
+    /* a share only: files without shares stay as they were */
+    if (o && d->share.id[0] &&
+        json_object_set_new(o, "share",
+                            json_pack("{s:s,s:I,s:I}", "id", d->share.id, "memoryMiB",
+                                      (json_int_t)d->share.memory_mib, "threadPercentage",
+                                      (json_int_t)d->share.thread_pct)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static json_t *claim_json(const struct dra_checkpoint_claim *c)
@@ -185,15 +197,33 @@ static int decode_sharing(json_t *s, struct dra_plan_sharing *sh)
                     "activeThreadPercentage", &atp, "pinnedMemoryLimitMiB", &pinned) < 0 ||
         interval < 0 || interval > DRA_TIMESLICE_LONG || atp < -1 || atp > 100 || pinned < 0)
         return -EBADMSG;
-    for (size_t i = 0; i < GS_ARRAY_SIZE(strategy_names); i++)
-        if (strcmp(strategy, strategy_names[i]) == 0) {
-            sh->strategy = (enum dra_sharing_strategy)i;
-            sh->interval = (enum dra_timeslice)interval;
-            sh->active_thread_percentage = (int)atp;
-            sh->pinned_limit_mib = (uint64_t)pinned;
-            return 0;
-        }
-    return -EBADMSG;
+    sh->mode = strcmp(strategy, STRATEGY_NONE) == 0 ? cfg_sharing_mode(CFG_SHARING_NONE)
+                                                    : cfg_sharing_mode_by_dra_name(strategy);
+    if (!sh->mode)
+        return -EBADMSG;
+    sh->interval = (enum dra_timeslice)interval;
+    sh->active_thread_percentage = (int)atp;
+    sh->pinned_limit_mib = (uint64_t)pinned;
+    return 0;
+}
+
+/* "share": {"id", "memoryMiB", "threadPercentage"}, absent when the device is not a share. */
+static int decode_share(json_t *s, struct dra_plan_device *d)
+{
+    const char *id = NULL;
+    json_int_t mib = 0, pct = -1;
+
+    d->share.thread_pct = -1;
+    if (!s)
+        return 0;
+    if (json_unpack(s, "{s:s,s:I,s:I}", "id", &id, "memoryMiB", &mib, "threadPercentage", &pct) <
+            0 ||
+        !id[0] || strlen(id) >= sizeof(d->share.id) || mib < 1 || pct < -1 || pct > 100)
+        return -EBADMSG;
+    str_copy(d->share.id, id, sizeof(d->share.id));
+    d->share.memory_mib = (uint64_t)mib;
+    d->share.thread_pct = (int)pct;
+    return 0;
 }
 
 static int decode_ids(json_t *ids, json_t *nodes, const char *uid, struct dra_plan_device *d)
@@ -204,7 +234,8 @@ static int decode_ids(json_t *ids, json_t *nodes, const char *uid, struct dra_pl
     if (!json_is_string(json_array_get(ids, 0)))
         return -EBADMSG;
     d->cdi_device_id = str_dup(json_string_value(json_array_get(ids, 0)));
-    if (asprintf(&d->cdi_device_name, "%s-%s", uid, d->device.name) < 0)
+    if (asprintf(&d->cdi_device_name, "%s-%s%s%s", uid, d->device.name, d->share.id[0] ? "-" : "",
+                 d->share.id) < 0)
         d->cdi_device_name = NULL;
     d->device_nodes = strv_new();
     if (!d->cdi_device_id || !d->cdi_device_name || !d->device_nodes)
@@ -253,7 +284,8 @@ static int decode_device(json_t *o, const char *uid, struct dra_plan_device *d)
     d->pool = str_dup(pool);
     if (!d->request || !d->pool)
         return -ENOMEM;
-    if (decode_sharing(sharing, &d->sharing) < 0)
+    if (decode_sharing(sharing, &d->sharing) < 0 ||
+        decode_share(json_object_get(o, "share"), d) < 0)
         return -EBADMSG;
     return decode_ids(ids, nodes, uid, d);
 }

@@ -51,6 +51,49 @@ static int str_member(const json_t *obj, const char *key, bool required, const c
     return *ret ? 0 : error_set(err, -ENOMEM, "out of memory");
 }
 
+/* consumedCapacity: {<capacity name>: <quantity>}; the names prepare acts on are read, the
+ * others are left (the scheduler's bookkeeping). */
+static int parse_consumed(const json_t *cc, const char *path, struct dra_result *res,
+                          struct error *err)
+{
+    const char *mem = NULL, *cpu = NULL;
+    uint64_t v = 0;
+    int r;
+
+    res->consumed_compute_pct = -1;
+    if (!cc || json_is_null(cc))
+        return 0;
+    if (!json_is_object(cc))
+        return error_set(err, -EINVAL,
+                         "ResourceClaim: %s.consumedCapacity is not an object of quantities", path);
+    const json_t *m = json_object_get(cc, DRA_CAPACITY_MEMORY);
+    const json_t *c = json_object_get(cc, DRA_CAPACITY_COMPUTE);
+    if ((m && !json_is_string(m)) || (c && !json_is_string(c)))
+        return error_set(err, -EINVAL,
+                         "ResourceClaim: %s.consumedCapacity.%s is not a quantity string", path,
+                         m && !json_is_string(m) ? DRA_CAPACITY_MEMORY : DRA_CAPACITY_COMPUTE);
+    mem = json_string_value(m);
+    cpu = json_string_value(c);
+    r = mem ? dra_quantity_parse(mem, &res->consumed_memory_bytes, err) : 0;
+    if (r < 0) {
+        error_prefix(err, "ResourceClaim: %s.consumedCapacity.%s", path, DRA_CAPACITY_MEMORY);
+        return r;
+    }
+    r = cpu ? dra_quantity_parse(cpu, &v, err) : 0;
+    if (r < 0) {
+        error_prefix(err, "ResourceClaim: %s.consumedCapacity.%s", path, DRA_CAPACITY_COMPUTE);
+        return r;
+    }
+    if (cpu && v > 100)
+        return error_set(err, -EINVAL,
+                         "ResourceClaim: %s.consumedCapacity.%s is %s, more than 100 (percent "
+                         "of the GPU)",
+                         path, DRA_CAPACITY_COMPUTE, cpu);
+    if (cpu)
+        res->consumed_compute_pct = (int64_t)v;
+    return 0;
+}
+
 static int parse_result(const json_t *r, size_t idx, struct dra_result *res, struct error *err)
 {
     static const char *const keys[] = {"request", "driver", "pool", "device"};
@@ -70,7 +113,10 @@ static int parse_result(const json_t *r, size_t idx, struct dra_result *res, str
     if (admin && !json_is_boolean(admin) && !json_is_null(admin))
         return error_set(err, -EINVAL, "ResourceClaim: %s.adminAccess is not true or false", path);
     res->admin_access = json_is_true(admin);
-    return 0;
+    rc = str_member(r, "shareID", false, path, &res->share_id, err);
+    if (rc == 0)
+        rc = parse_consumed(json_object_get(r, "consumedCapacity"), path, res, err);
+    return rc;
 }
 
 static int parse_requests(const json_t *reqs, const char *path, char ***ret, struct error *err)
@@ -560,6 +606,7 @@ void dra_claim_free(struct dra_claim *c)
         free(c->results[i].driver);
         free(c->results[i].pool);
         free(c->results[i].device);
+        free(c->results[i].share_id);
     }
     for (size_t i = 0; i < c->n_configs; i++) {
         strv_free(c->configs[i].requests);

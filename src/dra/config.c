@@ -320,56 +320,101 @@ static int decode_interval(json_t *ts, const char *where, enum dra_timeslice *re
                      where, json_is_string(v) ? json_string_value(v) : "(not a string)");
 }
 
-static int decode_strategy(const json_t *sharing, const char *where, enum dra_sharing_strategy *ret,
-                           struct error *err)
+/* "TimeSlicing or MPS": the strategies the rows name, for messages. */
+static void strategy_list(char *buf, size_t size)
+{
+    size_t n = 0, k = 0;
+
+    for (int i = 0; i < CFG_SHARING__N; i++)
+        n += cfg_sharing_mode((enum cfg_sharing_strategy)i)->dra_name != NULL;
+    buf[0] = '\0';
+    for (int i = 0; i < CFG_SHARING__N; i++) {
+        const char *name = cfg_sharing_mode((enum cfg_sharing_strategy)i)->dra_name;
+        size_t len = strlen(buf);
+        if (!name)
+            continue;
+        k++;
+        snprintf(buf + len, size - len, "%s%s", k == 1 ? "" : k == n ? " or " : ", ", name);
+    }
+}
+
+static int decode_strategy(const json_t *sharing, const char *where,
+                           const struct cfg_sharing_mode **ret, struct error *err)
 {
     const json_t *v = json_object_get(sharing, "strategy");
     const char *s = json_string_value(v);
+    char list[128];
 
+    strategy_list(list, sizeof(list));
     if (v && !json_is_null(v) && !s)
+        return error_set(err, -EINVAL, "%s: sharing.strategy is not a string; use %s", where, list);
+    *ret = cfg_sharing_mode_by_dra_name(s);
+    if (!*ret)
         return error_set(err, -EINVAL,
-                         "%s: sharing.strategy is not a string; use TimeSlicing or MPS", where);
-    if (str_eq(s, "TimeSlicing"))
-        *ret = DRA_SHARING_TIME_SLICING;
-    else if (str_eq(s, "MPS"))
-        *ret = DRA_SHARING_MPS;
-    else
+                         "%s: unknown GPU sharing strategy: %s (sharing.strategy); use %s", where,
+                         s ? s : "(none)", list);
+    return 0;
+}
+
+/* The settings blocks a config of kind may carry: each row's dra_config_key (on MIG only
+ * the rows whose block a MigDeviceConfig takes), after "strategy". */
+static void sharing_fields(enum dra_config_kind kind, const char **fields, size_t size)
+{
+    size_t n = 0;
+
+    fields[n++] = "strategy";
+    for (int i = 0; i < CFG_SHARING__N && n + 1 < size; i++) {
+        const struct cfg_sharing_mode *m = cfg_sharing_mode((enum cfg_sharing_strategy)i);
+        if (m->dra_config_key && (kind == DRA_CONFIG_GPU || m->dra_config_on_mig))
+            fields[n++] = m->dra_config_key;
+    }
+    fields[n] = NULL;
+}
+
+/* A block of another mode than the chosen one: "cannot use MpsConfig with the 'TimeSlicing'
+ * strategy" (NVIDIA's text names the Go type: the key with a capital). */
+static int other_blocks(const json_t *sharing, const struct cfg_sharing_mode *mode,
+                        const char *where, struct error *err)
+{
+    for (int i = 0; i < CFG_SHARING__N; i++) {
+        const struct cfg_sharing_mode *m = cfg_sharing_mode((enum cfg_sharing_strategy)i);
+        const json_t *v = m->dra_config_key ? json_object_get(sharing, m->dra_config_key) : NULL;
+        if (m == mode || !v || json_is_null(v))
+            continue;
+        if (!m->dra_name)
+            return error_set(err, -EINVAL,
+                             "%s: cannot use sharing.%s with the '%s' strategy; remove it", where,
+                             m->dra_config_key, mode->dra_name);
         return error_set(err, -EINVAL,
-                         "%s: unknown GPU sharing strategy: %s (sharing.strategy); use "
-                         "TimeSlicing or MPS",
-                         where, s ? s : "(none)");
+                         "%s: cannot use %c%s with the '%s' strategy; remove sharing.%s or set "
+                         "sharing.strategy to %s",
+                         where, m->dra_config_key[0] - 'a' + 'A', m->dra_config_key + 1,
+                         mode->dra_name, m->dra_config_key, m->dra_name);
+    }
     return 0;
 }
 
 static int decode_sharing(json_t *sharing, enum dra_config_kind kind, const char *where,
                           struct dra_opaque_config *c, struct error *err)
 {
-    static const char *const gpu_fields[] = {"strategy", "timeSlicingConfig", "mpsConfig", NULL};
-    static const char *const mig_fields[] = {"strategy", "mpsConfig", NULL};
+    const char *fields[CFG_SHARING__N + 2];
     json_t *ts = NULL, *mps = NULL;
     int r;
 
-    r = check_fields(sharing, kind == DRA_CONFIG_GPU ? gpu_fields : mig_fields, "sharing.", where,
-                     err);
+    sharing_fields(kind, fields, GS_ARRAY_SIZE(fields));
+    r = check_fields(sharing, fields, "sharing.", where, err);
     if (r == 0)
-        r = decode_strategy(sharing, where, &c->strategy, err);
+        r = decode_strategy(sharing, where, &c->mode, err);
+    for (int i = 0; r == 0 && i < CFG_SHARING__N; i++) {
+        const struct cfg_sharing_mode *m = cfg_sharing_mode((enum cfg_sharing_strategy)i);
+        json_t **slot = m->dra_time_slice ? &ts : m->control_daemon ? &mps : NULL;
+        if (m->dra_config_key && slot)
+            r = object_member(sharing, m->dra_config_key, "sharing.", where, slot, err);
+    }
     if (r == 0)
-        r = object_member(sharing, "timeSlicingConfig", "sharing.", where, &ts, err);
+        r = other_blocks(sharing, c->mode, where, err);
     if (r == 0)
-        r = object_member(sharing, "mpsConfig", "sharing.", where, &mps, err);
-    if (r < 0)
-        return r;
-    if (c->strategy == DRA_SHARING_TIME_SLICING && mps)
-        return error_set(err, -EINVAL,
-                         "%s: cannot use MpsConfig with the 'TimeSlicing' strategy; remove "
-                         "sharing.mpsConfig or set sharing.strategy to MPS",
-                         where);
-    if (c->strategy == DRA_SHARING_MPS && ts)
-        return error_set(err, -EINVAL,
-                         "%s: cannot use TimeSlicingConfig with the 'MPS' strategy; remove "
-                         "sharing.timeSlicingConfig or set sharing.strategy to TimeSlicing",
-                         where);
-    r = decode_interval(ts, where, &c->interval, err);
+        r = decode_interval(ts, where, &c->interval, err);
     if (r == 0)
         r = decode_mps(mps, where, &c->mps, err);
     return r;
@@ -414,6 +459,7 @@ int dra_opaque_config_decode(json_t *parameters, const char *where, struct dra_o
     int r;
 
     memset(&c, 0, sizeof(c));
+    c.mode = cfg_sharing_mode(CFG_SHARING_NONE);
     c.mps.active_thread_percentage = -1;
     where = where ? where : "opaque config";
     if (!json_is_object(parameters))

@@ -51,6 +51,7 @@
 #define DRA_SHARE_MIN_MEMORY_MIB 1024u
 #define DRA_SHARE_MEMORY_STEP_MIB 1u
 #define DRA_COMPUTE_PERCENT_TOTAL 100u
+#define DRA_SHARE_ID_MAX 64 /* a UID (36 characters) with room */
 
 /* ---- slice devices ------------------------------------------------------------------------ */
 
@@ -197,6 +198,11 @@ int dra_slice_json(const struct dra_devices *devs, const struct dra_slice_meta *
 struct dra_result {
     char *request, *driver, *pool, *device; /* owned */
     bool admin_access;
+    /* consumable capacity (resource.k8s.io/v1 DeviceRequestAllocationResult): set when the
+     * device was allocated as a share of a device that allows several allocations */
+    char *share_id;                 /* shareID (owned), NULL when absent */
+    uint64_t consumed_memory_bytes; /* consumedCapacity.memory, 0 when absent */
+    int64_t consumed_compute_pct;   /* consumedCapacity.compute (0..100), -1 when absent */
 };
 
 enum dra_config_source { DRA_SOURCE_CLASS = 0, DRA_SOURCE_CLAIM };
@@ -234,7 +240,6 @@ void dra_claim_free(struct dra_claim *claim);
 /* ---- opaque config (GpuConfig, MigDeviceConfig) ------------------------------------------- */
 
 enum dra_config_kind { DRA_CONFIG_GPU = 0, DRA_CONFIG_MIG };
-enum dra_sharing_strategy { DRA_SHARING_NONE = 0, DRA_SHARING_TIME_SLICING, DRA_SHARING_MPS };
 
 /* nvidia-smi compute-policy --set-timeslice values */
 enum dra_timeslice {
@@ -260,9 +265,11 @@ struct dra_mps_config {
 
 struct dra_opaque_config {
     enum dra_config_kind kind;
-    enum dra_sharing_strategy strategy; /* NONE when `sharing` is absent */
-    enum dra_timeslice interval;        /* TimeSlicing: Default unless set */
-    struct dra_mps_config mps;          /* MPS */
+    /* sharing.strategy's row (cfg_sharing_mode_by_dra_name); the none row when `sharing` is
+     * absent. Static, never NULL. */
+    const struct cfg_sharing_mode *mode;
+    enum dra_timeslice interval; /* dra_time_slice: Default unless set */
+    struct dra_mps_config mps;   /* control_daemon */
 };
 
 /* Decodes opaque parameters strictly, as NVIDIA's StrictDecoder: apiVersion must be
@@ -282,12 +289,20 @@ int dra_quantity_parse(const char *text, uint64_t *ret, struct error *err);
 /* ---- prepare plan ------------------------------------------------------------------------- */
 
 struct dra_plan_sharing {
-    enum dra_sharing_strategy strategy;
-    /* TIME_SLICING: the interval to set on a whole GPU. On a MIG device TimeSlicing sets
+    const struct cfg_sharing_mode *mode; /* the none row when not shared; never NULL */
+    /* dra_time_slice: the interval to set on a whole GPU. On a MIG device TimeSlicing sets
      * nothing (MIG devices have no time-slice of their own; NVIDIA sets none either). */
     enum dra_timeslice interval;
     int active_thread_percentage; /* MPS, -1 when not set */
     uint64_t pinned_limit_mib;    /* MPS, 0 when not set */
+};
+
+/* A share of a GPU (a result with a shareID): the claim's containers are clients of the
+ * GPU's one MPS control daemon, held to the consumed memory and compute. */
+struct dra_plan_share {
+    char id[DRA_SHARE_ID_MAX]; /* the result's shareID; "" when the device is not a share */
+    uint64_t memory_mib;       /* the consumed memory, rounded down to whole MiB (>= 1) */
+    int thread_pct;            /* the consumed compute (1..100), -1 when none was consumed */
 };
 
 struct dra_plan_device {
@@ -298,6 +313,7 @@ struct dra_plan_device {
     char **device_nodes;   /* owned strv: "/dev/nvidia<minor>"; MIG cap nodes are the
                             * caller's (it resolves gi/ci ids under /proc) */
     struct dra_plan_sharing sharing;
+    struct dra_plan_share share;
     unsigned group; /* devices with one config share one group (one MPS daemon) */
     bool admin_access;
 };
@@ -385,6 +401,13 @@ struct dra_prepare_ops {
     int (*mps_start)(void *ctx, const struct dra_plan *plan, struct error *err);
     /* Stops the claim's MPS daemons; none running is success. */
     int (*mps_stop)(void *ctx, const char *claim_uid, struct error *err);
+    /* Makes the plan's shares real: each GPU's one MPS control daemon (dra_share_daemon_name,
+     * started with the GPU's first share) serving, with limits that hold the shares on it.
+     * 0 only once that is so (fail closed: a daemon that does not serve or refuses a limit
+     * fails it, err says which); on failure nothing of this claim's shares is left. */
+    int (*share_start)(void *ctx, const struct dra_plan *plan, struct error *err);
+    /* Releases the claim's shares; a GPU's daemon stops with its last share. None: 0. */
+    int (*share_stop)(void *ctx, const char *claim_uid, struct error *err);
     /* Writes the claim's CDI spec (replacing one already there) / removes it (none: 0). */
     int (*cdi_write)(void *ctx, const struct cdi_claim *claim, struct error *err);
     int (*cdi_remove)(void *ctx, const char *claim_uid, struct error *err);
@@ -452,6 +475,10 @@ int dra_prepare(struct dra_state *s, const struct dra_prepare_ops *ops,
  * entry (as PrepareStarted) so that the kubelet's retry finishes the job. */
 int dra_unprepare(struct dra_state *s, const struct dra_prepare_ops *ops, const char *claim_uid,
                   struct error *err);
+
+/* The MPS control daemon of a GPU whose memory is shared: "share-<gpu uuid>" (its folder's
+ * name), one for all the claims holding shares of it. */
+int dra_share_daemon_name(const char *gpu_uuid, char *buf, size_t size);
 
 /* The MPS control daemon of group g of a claim: "claim-<uid>-<g>" (its folder's name). */
 int dra_mps_daemon_name(const struct dra_plan *plan, unsigned group, char *buf, size_t size);

@@ -71,8 +71,37 @@ static bool ours(const struct ctx *c, const struct dra_result *res)
     return strcmp(res->driver, DRA_DRIVER_NAME) == 0 && strcmp(res->pool, c->pool) == 0;
 }
 
+/* The refusal of a result on a device another claim holds: NVIDIA's text for a whole device
+ * held whole; shares of one GPU live side by side, but a GPU held in shares is not handed
+ * out whole, nor a GPU held whole in shares (the scheduler's to refuse: this is defence in
+ * depth against a stale allocation). */
+static int overlap_error(const struct ctx *c, const struct dra_result *res,
+                         const struct dra_plan_device *held, const char *holder)
+{
+    bool held_shared = held->share.id[0] != '\0', shared = res->share_id != NULL;
+
+    if (held_shared && shared)
+        return 0;
+    if (held_shared)
+        return error_set(c->err, -EBUSY,
+                         "requested device %s is held in shares by claim %s (share %s): a "
+                         "whole-GPU allocation (no shareID) cannot be prepared on a GPU whose "
+                         "memory is sold in shares; the scheduler should not have allocated it: "
+                         "delete the pod so that the claim is allocated again",
+                         res->device, holder, held->share.id);
+    if (shared)
+        return error_set(c->err, -EBUSY,
+                         "requested device %s (share %s) is already allocated whole to "
+                         "different claim %s; unprepare that claim (delete its pod) first",
+                         res->device, res->share_id, holder);
+    return error_set(c->err, -EBUSY,
+                     "requested device %s is already allocated to different "
+                     "claim %s; unprepare that claim (delete its pod) first",
+                     res->device, holder);
+}
+
 /* NVIDIA's overlap check: a non-admin device of this claim that a claim prepared completely
- * (another uid) already holds. */
+ * (another uid) already holds; shares of one GPU excepted. */
 static int check_overlap(const struct ctx *c, const struct dra_checkpoint *cp)
 {
     for (size_t i = 0; cp && i < c->claim->n_results; i++) {
@@ -84,15 +113,69 @@ static int check_overlap(const struct ctx *c, const struct dra_checkpoint *cp)
             if (cp->claims[k].state != DRA_PREPARE_COMPLETED ||
                 strcmp(p->claim_uid, c->claim->uid) == 0)
                 continue;
-            for (size_t d = 0; d < p->n_devices; d++)
+            for (size_t d = 0; d < p->n_devices; d++) {
+                int r = 0;
                 if (!p->devices[d].admin_access &&
                     strcmp(p->devices[d].device.name, res->device) == 0)
-                    return error_set(c->err, -EBUSY,
-                                     "requested device %s is already allocated to different "
-                                     "claim %s; unprepare that claim (delete its pod) first",
-                                     res->device, p->claim_uid);
+                    r = overlap_error(c, res, &p->devices[d], p->claim_uid);
+                if (r < 0)
+                    return r;
+            }
         }
     }
+    return 0;
+}
+
+/* A result with a shareID: a share of a whole GPU, which is never prepared without its limit
+ * (fail closed): the consumed memory must be there, and no sharing config may say otherwise
+ * (the share's MPS settings are the consumed capacity's). */
+static int apply_share(const struct ctx *c, const struct dra_result *res,
+                       struct dra_plan_device *pd)
+{
+    uint64_t mib = res->consumed_memory_bytes >> 20;
+
+    if (!res->share_id)
+        return 0;
+    if (pd->device.type != DRA_DEVICE_GPU)
+        return error_set(c->err, -EINVAL,
+                         "request %s: device %s is a MIG device allocated as share %s; only whole "
+                         "GPUs are shared by memory (a MIG device has its own memory): check "
+                         "the DeviceClass and the ResourceSlice",
+                         res->request, res->device, res->share_id);
+    if (strlen(res->share_id) >= sizeof(pd->share.id) || !res->share_id[0] ||
+        res->share_id[strspn(res->share_id, "abcdefghijklmnopqrstuvwxyz0123456789-")])
+        return error_set(c->err, -EINVAL,
+                         "request %s: shareID '%s' is not a UID (lower-case letters, digits and "
+                         "'-', at most %d characters)",
+                         res->request, res->share_id, DRA_SHARE_ID_MAX - 1);
+    if (mib == 0)
+        return error_set(c->err, -EINVAL,
+                         "request %s: share %s of device %s has no consumedCapacity.%s (or "
+                         "less than 1Mi): a share is never prepared without its memory limit; "
+                         "the device must publish capacity.%s with a requestPolicy",
+                         res->request, res->share_id, res->device, DRA_CAPACITY_MEMORY,
+                         DRA_CAPACITY_MEMORY);
+    if (cfg_sharing_mode_shares(pd->sharing.mode))
+        return error_set(c->err, -EINVAL,
+                         "request %s: share %s of device %s has a %s sharing config; a share's "
+                         "MPS limits come from its consumed capacity: remove the sharing config "
+                         "for this request (claim or DeviceClass config)",
+                         res->request, res->share_id, res->device, pd->sharing.mode->dra_name);
+    str_copy(pd->share.id, res->share_id, sizeof(pd->share.id));
+    /* two shares of one GPU may serve one claim: each its own CDI device */
+    free(pd->cdi_device_name);
+    free(pd->cdi_device_id);
+    pd->cdi_device_id = NULL;
+    if (asprintf(&pd->cdi_device_name, "%s-%s-%s", c->claim->uid, pd->device.name, res->share_id) <
+        0)
+        pd->cdi_device_name = NULL;
+    if (pd->cdi_device_name &&
+        asprintf(&pd->cdi_device_id, "%s=%s", DRA_CDI_KIND, pd->cdi_device_name) < 0)
+        pd->cdi_device_id = NULL;
+    if (!pd->cdi_device_name || !pd->cdi_device_id)
+        return error_set(c->err, -ENOMEM, "out of memory");
+    pd->share.memory_mib = mib;
+    pd->share.thread_pct = res->consumed_compute_pct > 0 ? (int)res->consumed_compute_pct : -1;
     return 0;
 }
 
@@ -155,7 +238,9 @@ static int add_device(const struct ctx *c, const struct dra_result *res,
     pd->pool = str_dup(res->pool);
     pd->device = dev->info;
     pd->admin_access = res->admin_access;
+    pd->sharing.mode = cfg_sharing_mode(CFG_SHARING_NONE);
     pd->sharing.active_thread_percentage = -1;
+    pd->share.thread_pct = -1;
     if (asprintf(&pd->cdi_device_name, "%s-%s", c->claim->uid, dev->info.name) < 0)
         pd->cdi_device_name = NULL;
     if (asprintf(&pd->cdi_device_id, "%s=%s-%s", DRA_CDI_KIND, c->claim->uid, dev->info.name) < 0)
@@ -237,10 +322,10 @@ static int apply_sharing(const struct ctx *c, struct dra_plan *plan, size_t i, s
     if (cfg_index >= c->n_configs)
         return 0;
     cfg = &c->configs[cfg_index].cfg;
-    pd->sharing.strategy = cfg->strategy;
-    if (cfg->strategy == DRA_SHARING_TIME_SLICING)
+    pd->sharing.mode = cfg->mode;
+    if (cfg->mode->dra_time_slice)
         pd->sharing.interval = cfg->interval;
-    if (cfg->strategy != DRA_SHARING_MPS)
+    if (!cfg->mode->control_daemon)
         return 0;
     pd->sharing.active_thread_percentage = cfg->mps.active_thread_percentage;
     if (cfg->mps.has_pinned_limit)
@@ -310,6 +395,9 @@ static int build_devices(const struct ctx *c, struct dra_plan *plan)
     }
     for (size_t i = 0; i < plan->n_devices && r == 0; i++)
         r = apply_sharing(c, plan, i, cfg_of[i]);
+    for (size_t i = 0, k = 0; i < c->claim->n_results && r == 0; i++)
+        if (ours(c, &c->claim->results[i]))
+            r = apply_share(c, &c->claim->results[i], &plan->devices[k++]);
 out:
     free(cfg_of);
     free(group_cfg);

@@ -21,8 +21,6 @@ struct dra_state {
     char *node_name, *mps_root; /* fixed */
 };
 
-static const char *const strategy_names[] = {"None", "TimeSlicing", "MPS"};
-
 int dra_state_new(const struct dra_state_options *o, struct dra_checkpoint *cp,
                   struct dra_state **ret, struct error *err)
 {
@@ -119,27 +117,45 @@ int dra_mps_daemon_name(const struct dra_plan *plan, unsigned group, char *buf, 
     return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+int dra_share_daemon_name(const char *gpu_uuid, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "share-%s", gpu_uuid);
+
+    return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
 /* ---- the effects of one claim (no lock held) ---------------------------------------------- */
 
 /* A whole GPU under TimeSlicing of a claim that owns it (not admin access: refused). */
 static bool sets_timeslice(const struct dra_plan_device *pd)
 {
-    return pd->sharing.strategy == DRA_SHARING_TIME_SLICING && pd->device.type == DRA_DEVICE_GPU &&
+    return pd->sharing.mode->dra_time_slice && pd->device.type == DRA_DEVICE_GPU &&
            !pd->admin_access;
 }
 
 static bool has_mps(const struct dra_plan *plan)
 {
     for (size_t i = 0; i < plan->n_devices; i++)
-        if (plan->devices[i].sharing.strategy == DRA_SHARING_MPS)
+        if (plan->devices[i].sharing.mode->control_daemon)
             return true;
     return false;
 }
 
-/* A device's MPS edits: its daemon's pipe folder (same path inside) and the variable. */
+static bool has_share(const struct dra_plan *plan)
+{
+    for (size_t i = 0; i < plan->n_devices; i++)
+        if (plan->devices[i].share.id[0])
+            return true;
+    return false;
+}
+
+/* A device's MPS edits: its daemon's pipe folder (same path inside) and the variables. A
+ * share's client also gets its limits (device 0: the share's daemon serves that GPU only, so
+ * its clients see it as device 0); the daemon holds them too (docs/dra.md, what a share's
+ * limit enforces). */
 struct mps_edits {
-    char pipe[4096], env[4200];
-    const char *envs[2];
+    char pipe[4096], env[4200], limit[96], threads[64];
+    const char *envs[4];
     struct cdi_mount mount;
 };
 
@@ -148,13 +164,25 @@ static int mps_edits_of(const char *mps_root, const struct dra_plan *plan,
                         struct cdi_claim_device *dev)
 {
     char name[160];
-    int r = dra_mps_daemon_name(plan, pd->group, name, sizeof(name));
+    size_t k = 0;
+    int r = pd->share.id[0] ? dra_share_daemon_name(pd->device.uuid, name, sizeof(name))
+                            : dra_mps_daemon_name(plan, pd->group, name, sizeof(name));
     int n = r == 0 ? snprintf(e->pipe, sizeof(e->pipe), "%s/%s/pipe", mps_root, name) : -1;
 
     if (n < 0 || (size_t)n >= sizeof(e->pipe))
         return -ENAMETOOLONG;
     snprintf(e->env, sizeof(e->env), "CUDA_MPS_PIPE_DIRECTORY=%s", e->pipe);
-    e->envs[0] = e->env;
+    e->envs[k++] = e->env;
+    if (pd->share.id[0]) {
+        snprintf(e->limit, sizeof(e->limit), "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%lluM",
+                 (unsigned long long)pd->share.memory_mib);
+        e->envs[k++] = e->limit;
+    }
+    if (pd->share.id[0] && pd->share.thread_pct > 0) {
+        snprintf(e->threads, sizeof(e->threads), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d",
+                 pd->share.thread_pct);
+        e->envs[k++] = e->threads;
+    }
     e->mount = (struct cdi_mount){.host_path = e->pipe, .container_path = e->pipe};
     dev->edits = (struct cdi_edits){.env = e->envs, .mounts = &e->mount, .n_mounts = 1};
     return 0;
@@ -180,7 +208,7 @@ static int write_spec(const struct dra_state *s, const struct dra_prepare_ops *o
                                             .is_mig = pd->device.type == DRA_DEVICE_MIG,
                                             .gi_id = pd->device.gi_id,
                                             .ci_id = pd->device.ci_id};
-        if (pd->sharing.strategy == DRA_SHARING_MPS &&
+        if ((pd->sharing.mode->control_daemon || pd->share.id[0]) &&
             mps_edits_of(s->mps_root, plan, pd, &mps[i], &devs[i]) < 0)
             r = error_set(err, -ENAMETOOLONG, "the MPS root %s is too long", s->mps_root);
     }
@@ -225,6 +253,10 @@ static int effects_undo(const struct dra_prepare_ops *ops, const struct dra_plan
         q = ops->mps_stop(ops->ctx, plan->claim_uid, r < 0 ? &e : err);
         r = r < 0 ? r : q;
     }
+    if (has_share(plan)) {
+        q = ops->share_stop(ops->ctx, plan->claim_uid, r < 0 ? &e : err);
+        r = r < 0 ? r : q;
+    }
     return r;
 }
 
@@ -239,6 +271,8 @@ static int effects_apply(const struct dra_state *s, const struct dra_prepare_ops
 
     if (r == 0 && has_mps(plan))
         r = ops->mps_start(ops->ctx, plan, err);
+    if (r == 0 && has_share(plan))
+        r = ops->share_start(ops->ctx, plan, err);
     if (r == 0)
         r = write_spec(s, ops, plan, driver_version, err);
     *ret_undone = r < 0 && effects_undo(ops, plan, n_ts, NULL) == 0;
@@ -261,7 +295,7 @@ static int admin_guard(const struct dra_plan *plan, struct error *err)
 {
     for (size_t i = 0; i < plan->n_devices; i++) {
         const struct dra_plan_device *pd = &plan->devices[i];
-        if (!pd->admin_access || pd->sharing.strategy == DRA_SHARING_NONE)
+        if (!pd->admin_access || !cfg_sharing_mode_shares(pd->sharing.mode))
             continue;
         return error_set(err, -EPERM,
                          "ResourceClaim %s/%s: request %s has adminAccess and a %s sharing "
@@ -269,7 +303,7 @@ static int admin_guard(const struct dra_plan *plan, struct error *err)
                          "sharing settings of a device another claim allocated; remove the "
                          "sharing config for this request (claim or DeviceClass config)",
                          plan->claim_namespace ? plan->claim_namespace : "", plan->claim_name,
-                         pd->request, strategy_names[pd->sharing.strategy], pd->device.name);
+                         pd->request, pd->sharing.mode->dra_name, pd->device.name);
     }
     return 0;
 }

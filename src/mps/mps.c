@@ -732,6 +732,46 @@ int mps_supervisor_set(struct mps_supervisor *s, const struct mps_daemon_spec *s
     return first_err;
 }
 
+int mps_supervisor_set_limits(struct mps_supervisor *s, const struct mps_daemon_spec *spec,
+                              struct error *err)
+{
+    struct strbuf cmds = STRBUF_INIT;
+    struct daemon *d = NULL;
+    int r = 0;
+
+    for (size_t i = 0; !d && i < MPS_MAX_DAEMONS; i++)
+        if (s->d[i].in_use && strcmp(s->d[i].spec.resource, spec->resource) == 0)
+            d = &s->d[i];
+    if (!d)
+        return error_set(err, -ENOENT, "%s: no such MPS control daemon", spec->resource);
+    if (!serving(d))
+        return error_set(err, -EAGAIN, "%s: the MPS control daemon does not serve now",
+                         spec->resource);
+    if (d->spec.n != spec->n)
+        return error_set(err, -EINVAL, "%s: the limits name other GPUs than the daemon's",
+                         spec->resource);
+    for (size_t i = 0; i < spec->n; i++)
+        if (strcmp(d->spec.uuids[i], spec->uuids[i]) != 0)
+            return error_set(err, -EINVAL, "%s: the limits name other GPUs than the daemon's",
+                             spec->resource);
+    for (size_t i = 0; r == 0 && i < spec->n; i++)
+        r = strbuf_printf(&cmds, "set_default_device_pinned_mem_limit %zu %lluM\n", i,
+                          (unsigned long long)spec->mem_limit_mib[i]);
+    if (r == 0 && (spec->thread_pct || d->spec.thread_pct))
+        r = strbuf_printf(&cmds, "set_default_active_thread_percentage %u\n",
+                          spec->thread_pct ? spec->thread_pct : 100);
+    if (r < 0)
+        r = error_set(err, -ENOMEM, "out of memory");
+    if (r == 0)
+        r = mps_control_command(&s->o, spec->resource, strbuf_str(&cmds), NULL, err);
+    if (r == 0) {
+        memcpy(d->spec.mem_limit_mib, spec->mem_limit_mib, sizeof(d->spec.mem_limit_mib));
+        d->spec.thread_pct = spec->thread_pct;
+    }
+    strbuf_release(&cmds);
+    return r;
+}
+
 int mps_supervisor_fd(const struct mps_supervisor *s)
 {
     return s ? s->epfd : -1;

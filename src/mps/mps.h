@@ -53,6 +53,13 @@ int mps_supervisor_new(const struct mps_options *o, struct mps_supervisor **ret,
  * with backoff (the error names it). */
 int mps_supervisor_set(struct mps_supervisor *s, const struct mps_daemon_spec *specs, size_t n,
                        struct error *err);
+/* Changes the limits of the running daemon of spec->resource in place, without a restart (its
+ * clients keep running): the defaults for servers it starts from now on, sent over its
+ * control pipe and kept for its restarts. A thread_pct of 0 puts the default back to 100.
+ * -ENOENT: no such daemon; -EAGAIN: it does not serve now; -EINVAL: spec names other GPUs;
+ * the control daemon's refusal (-EIO) or silence (-ETIMEDOUT): the old limits are kept. */
+int mps_supervisor_set_limits(struct mps_supervisor *s, const struct mps_daemon_spec *spec,
+                              struct error *err);
 /* An epoll fd: readable when a daemon exited or a restart/probe is due. */
 int mps_supervisor_fd(const struct mps_supervisor *s);
 /* Handles it; *ret_changed: some daemon went down or came back (health to update). */

@@ -8,7 +8,9 @@
  * <log dir>/fake-mps.state for tests. Test hooks: the command `fake_hang` makes it stop
  * answering, `fake_crash` makes it abort; FAKE_MPS_CRASH_AFTER_MS=<n> makes every daemon die
  * (SIGALRM) n ms after it starts, a crash loop (only while the file FAKE_MPS_CRASH_FILE
- * exists, when that is set). docs/fake-nvml.md (fake MPS). */
+ * exists, when that is set); while the file FAKE_MPS_REFUSE_LIMITS_FILE exists, every
+ * set_default_device_pinned_mem_limit is refused as the real one refuses a bad limit (a limit
+ * that cannot be applied). docs/fake-nvml.md (fake MPS). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -98,6 +100,14 @@ static bool parse_dev(const struct state *s, const char *v, unsigned *ret)
     return true;
 }
 
+/* The test hook: limits refused while FAKE_MPS_REFUSE_LIMITS_FILE exists. */
+static bool refusing_limits(void)
+{
+    const char *f = getenv("FAKE_MPS_REFUSE_LIMITS_FILE");
+    struct stat st;
+    return f && *f && stat(f, &st) == 0;
+}
+
 /* One command; the answer goes to out (may be empty). false: quit. */
 static bool handle(struct state *s, char *line, char *out, size_t size)
 {
@@ -125,7 +135,7 @@ static bool handle(struct state *s, char *line, char *out, size_t size)
     } else if (strcmp(cmd, "set_default_device_pinned_mem_limit") == 0) {
         if (!a1 || !a2 || !parse_dev(s, a1, &dev))
             snprintf(out, size, "Invalid device: %s", a1 ? a1 : "");
-        else if (!valid_limit(a2))
+        else if (!valid_limit(a2) || refusing_limits())
             snprintf(out, size, "Invalid memory limit: %s", a2);
         else
             snprintf(s->mem_limit[dev], sizeof(s->mem_limit[dev]), "%s", a2);

@@ -430,6 +430,8 @@ static void result_text(const struct sim_claim *c, const struct kdra_result *res
     for (size_t j = 0; !res->error && j < res->n_devices; j++) {
         const struct kdra_device *d = &res->devices[j];
         strbuf_printf(out, "%s %s/%s", j ? "," : "", d->pool_name, d->device_name);
+        if (d->share_id)
+            strbuf_printf(out, " share=%s", d->share_id);
         for (size_t k = 0; d->cdi_device_ids && d->cdi_device_ids[k]; k++)
             strbuf_printf(out, " %s", d->cdi_device_ids[k]);
     }

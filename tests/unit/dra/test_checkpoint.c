@@ -76,6 +76,7 @@ static void same_plan(const struct dra_plan *a, const struct dra_plan *b)
         assert_string_equal(x->device_nodes[0], y->device_nodes[0]);
         assert_null(y->device_nodes[1]);
         assert_memory_equal(&x->sharing, &y->sharing, sizeof(x->sharing));
+        assert_memory_equal(&x->share, &y->share, sizeof(x->share));
         assert_int_equal(x->group, y->group);
         assert_int_equal(x->admin_access, y->admin_access);
     }
@@ -139,6 +140,38 @@ static void test_dra_checkpoint_put_find_remove(void **state)
     dra_checkpoint_free(cp);
 }
 
+/* A share keeps its id and limits across a restart; files without shares have no "share". */
+static void test_dra_checkpoint_share_round_trip(void **state)
+{
+    struct dra_checkpoint *cp = sample(), *back = NULL;
+    char *text = NULL;
+    struct error err = {0};
+    (void)state;
+
+    assert_int_equal(dra_checkpoint_encode(cp, &text, &err), 0);
+    assert_null(strstr(text, "\"share\""));
+    free(text);
+    assert_int_equal(
+        dra_checkpoint_put(
+            cp, DRA_PREPARE_COMPLETED,
+            plan_of("u3",
+                    "[{\"request\": \"g\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","
+                    " \"device\": \"gpu-0\", \"shareID\": \"s-3\", \"consumedCapacity\":"
+                    " {\"memory\": \"10Gi\", \"computePercent\": \"20\"}}]",
+                    "[]"),
+            NULL),
+        0);
+    assert_int_equal(dra_checkpoint_encode(cp, &text, &err), 0);
+    assert_non_null(
+        strstr(text, "\"share\":{\"id\":\"s-3\",\"memoryMiB\":10240,\"threadPercentage\":20}"));
+    if (dra_checkpoint_decode(text, strlen(text), &back, &err) < 0)
+        fail_msg("%s", err.msg);
+    same_plan(dra_checkpoint_find(cp, "u3")->plan, dra_checkpoint_find(back, "u3")->plan);
+    free(text);
+    dra_checkpoint_free(back);
+    dra_checkpoint_free(cp);
+}
+
 static void test_dra_checkpoint_decode_refusals(void **state)
 {
     struct dra_checkpoint *cp = sample(), *back = NULL;
@@ -185,6 +218,7 @@ int run_checkpoint_tests(void)
         cmocka_unit_test(test_dra_checkpoint_round_trip),
         cmocka_unit_test(test_dra_checkpoint_put_find_remove),
         cmocka_unit_test(test_dra_checkpoint_decode_refusals),
+        cmocka_unit_test(test_dra_checkpoint_share_round_trip),
     };
     return cmocka_run_group_tests_name("dra checkpoint", tests, NULL, NULL);
 }

@@ -59,6 +59,27 @@ static void test_dra_claim_parse_full(void **state)
     dra_claim_free(c);
 }
 
+/* A share (KEP-5075): shareID and consumedCapacity read; other capacities left alone. */
+static void test_dra_claim_parse_share(void **state)
+{
+    struct dra_claim *c = tx_claim(
+        "{\"metadata\": {\"name\": \"s\", \"uid\": \"u\"}, \"status\": {\"allocation\": "
+        "{\"devices\": {\"results\": [{\"request\": \"r\", \"driver\": \"gpu.nvidia.com\","
+        " \"pool\": \"n\", \"device\": \"gpu-0\", \"shareID\": \"7f3c\", \"consumedCapacity\":"
+        " {\"memory\": \"10Gi\", \"computePercent\": \"25\", \"other\": \"1\"}},"
+        " {\"request\": \"w\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"n\","
+        " \"device\": \"gpu-1\"}]}}}}");
+    (void)state;
+
+    assert_string_equal(c->results[0].share_id, "7f3c");
+    assert_int_equal(c->results[0].consumed_memory_bytes, 10ull << 30);
+    assert_int_equal(c->results[0].consumed_compute_pct, 25);
+    assert_null(c->results[1].share_id);
+    assert_int_equal(c->results[1].consumed_memory_bytes, 0);
+    assert_int_equal(c->results[1].consumed_compute_pct, -1);
+    dra_claim_free(c);
+}
+
 static void test_dra_claim_parse_not_allocated(void **state)
 {
     struct dra_claim *c = tx_claim("{\"metadata\": {\"name\": \"c\", \"uid\": \"u\"}}");
@@ -105,6 +126,22 @@ static void test_dra_claim_parse_errors(void **state)
 {
     static const char *const t[][2] = {
         {"[]", "metadata is missing"},
+        {"{\"metadata\": {\"uid\": \"u\", \"name\": \"c\"}, \"status\": {\"allocation\": "
+         "{\"devices\": {\"results\": [{\"request\": \"r\", \"driver\": \"d\", \"pool\": "
+         "\"p\", \"device\": \"gpu-0\", \"shareID\": 4}]}}}}",
+         "results[0].shareID is not a string"},
+        {"{\"metadata\": {\"uid\": \"u\", \"name\": \"c\"}, \"status\": {\"allocation\": "
+         "{\"devices\": {\"results\": [{\"request\": \"r\", \"driver\": \"d\", \"pool\": "
+         "\"p\", \"device\": \"gpu-0\", \"consumedCapacity\": []}]}}}}",
+         "results[0].consumedCapacity is not an object of quantities"},
+        {"{\"metadata\": {\"uid\": \"u\", \"name\": \"c\"}, \"status\": {\"allocation\": "
+         "{\"devices\": {\"results\": [{\"request\": \"r\", \"driver\": \"d\", \"pool\": "
+         "\"p\", \"device\": \"gpu-0\", \"consumedCapacity\": {\"memory\": \"ten\"}}]}}}}",
+         "results[0].consumedCapacity.memory: 'ten' is not a quantity"},
+        {"{\"metadata\": {\"uid\": \"u\", \"name\": \"c\"}, \"status\": {\"allocation\": "
+         "{\"devices\": {\"results\": [{\"request\": \"r\", \"driver\": \"d\", \"pool\": "
+         "\"p\", \"device\": \"gpu-0\", \"consumedCapacity\": {\"computePercent\": \"101\"}}]}}}}",
+         "consumedCapacity.computePercent is 101, more than 100"},
         {"{\"metadata\": {\"name\": \"c\"}}", "metadata.uid is missing"},
         {"{\"metadata\": {\"uid\": 5, \"name\": \"c\"}}", "metadata.uid is not a string"},
         {"{\"metadata\": {\"uid\": \"u\"}}", "metadata.name is missing"},
@@ -268,6 +305,7 @@ int run_claim_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dra_claim_parse_full),
+        cmocka_unit_test(test_dra_claim_parse_share),
         cmocka_unit_test(test_dra_claim_parse_not_allocated),
         cmocka_unit_test(test_dra_claim_parse_config_not_opaque),
         cmocka_unit_test(test_dra_claim_parse_errors),

@@ -27,13 +27,13 @@ static void test_dra_config_decode_valid(void **state)
 
     assert_int_equal(decode("{" API "\"kind\": \"GpuConfig\"}", &c, &err), 0);
     assert_int_equal(c.kind, DRA_CONFIG_GPU);
-    assert_int_equal(c.strategy, DRA_SHARING_NONE);
+    assert_ptr_equal(c.mode, cfg_sharing_mode(CFG_SHARING_NONE));
 
     assert_int_equal(decode("{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": "
                             "\"TimeSlicing\", \"timeSlicingConfig\": {\"interval\": \"Long\"}}}",
                             &c, &err),
                      0);
-    assert_int_equal(c.strategy, DRA_SHARING_TIME_SLICING);
+    assert_ptr_equal(c.mode, cfg_sharing_mode(CFG_SHARING_TIME_SLICING));
     assert_int_equal(c.interval, DRA_TIMESLICE_LONG);
 
     assert_int_equal(decode("{" API "\"kind\": \"GpuConfig\", \"sharing\": {\"strategy\": "
@@ -50,7 +50,7 @@ static void test_dra_config_decode_valid(void **state)
             "\"defaultPerDevicePinnedMemoryLimit\": {\"0\": \"5Gi\", \"GPU-abc\": 2147483648}}}}",
             &c, &err),
         0);
-    assert_int_equal(c.strategy, DRA_SHARING_MPS);
+    assert_ptr_equal(c.mode, cfg_sharing_mode(CFG_SHARING_MPS));
     assert_int_equal(c.mps.active_thread_percentage, 50);
     assert_true(c.mps.has_pinned_limit);
     assert_int_equal(c.mps.pinned_limit_bytes, 10ull << 30);
@@ -71,7 +71,7 @@ static void test_dra_config_decode_valid(void **state)
                             "\"TimeSlicing\"}}",
                             &c, &err),
                      0);
-    assert_int_equal(c.strategy, DRA_SHARING_TIME_SLICING);
+    assert_ptr_equal(c.mode, cfg_sharing_mode(CFG_SHARING_TIME_SLICING));
 }
 
 /* Every refusal: the message names the config, the field, and what to write instead. */

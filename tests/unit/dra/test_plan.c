@@ -80,7 +80,7 @@ static void test_dra_plan_build_without_config(void **state)
     assert_string_equal(d->cdi_device_name, "uid-1-gpu-0");
     assert_string_equal(d->device_nodes[0], "/dev/nvidia0");
     assert_null(d->device_nodes[1]);
-    assert_int_equal(d->sharing.strategy, DRA_SHARING_NONE);
+    assert_ptr_equal(d->sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
     assert_int_equal(d->sharing.active_thread_percentage, -1);
     d = &p->devices[1];
     assert_string_equal(d->device.name, MIG2);
@@ -119,9 +119,9 @@ static void test_dra_plan_build_precedence(void **state)
     (void)state;
 
     assert_int_equal(p->n_devices, 2);
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_TIME_SLICING);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_TIME_SLICING));
     assert_int_equal(p->devices[0].sharing.interval, DRA_TIMESLICE_SHORT);
-    assert_int_equal(p->devices[1].sharing.strategy, DRA_SHARING_MPS);
+    assert_ptr_equal(p->devices[1].sharing.mode, cfg_sharing_mode(CFG_SHARING_MPS));
     assert_int_equal(p->devices[1].sharing.active_thread_percentage, 30);
     assert_int_equal(p->devices[1].sharing.pinned_limit_mib, 0);
     dra_plan_free(p);
@@ -144,7 +144,7 @@ static void test_dra_plan_build_requests(void **state)
     struct dra_plan *p = plan_ok(c, NULL);
     (void)state;
 
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_TIME_SLICING);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_TIME_SLICING));
     assert_int_equal(p->devices[0].sharing.interval, DRA_TIMESLICE_MEDIUM);
     dra_plan_free(p);
     dra_claim_free(c);
@@ -157,7 +157,7 @@ static void test_dra_plan_build_requests(void **state)
               " {\"source\": \"FromClaim\", \"opaque\": {\"driver\": \"gpu.nvidia.com\","
               "   \"parameters\": {" API "\"kind\": \"GpuConfig\"}}}]");
     p = plan_ok(c, NULL);
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_NONE);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
     dra_plan_free(p);
     dra_claim_free(c);
 }
@@ -193,12 +193,12 @@ static void test_dra_plan_build_mps_limits(void **state)
     c = claim(three_migs, configs);
     p = plan_ok(c, NULL);
     assert_int_equal(p->n_devices, 3);
-    assert_int_equal(p->devices[0].sharing.strategy, DRA_SHARING_MPS);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_MPS));
     assert_int_equal(p->devices[0].sharing.active_thread_percentage, 25);
     assert_int_equal(p->devices[0].sharing.pinned_limit_mib, 1024);
     assert_int_equal(p->devices[1].sharing.pinned_limit_mib, 3072);
     assert_int_equal(p->devices[0].group, p->devices[1].group);
-    assert_int_equal(p->devices[2].sharing.strategy, DRA_SHARING_NONE);
+    assert_ptr_equal(p->devices[2].sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
     assert_int_not_equal(p->devices[2].group, p->devices[0].group);
     assert_int_equal(p->n_groups, 2);
     dra_plan_free(p);
@@ -340,6 +340,86 @@ static void test_dra_plan_build_already_prepared(void **state)
     dra_checkpoint_free(cp);
 }
 
+#define SHARE(dev, extra)                                                                          \
+    "[{\"request\": \"r\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","                  \
+    "  \"device\": \"" dev "\"" extra "}]"
+
+/* Shares: the share's limits in the plan; a share is refused without consumed memory, on a
+ * MIG device or with a sharing config; shares of one GPU live side by side, but not with
+ * the GPU held whole, either way round. */
+static void test_dra_plan_build_shares(void **state)
+{
+    struct dra_claim *a =
+        claim(SHARE("gpu-0", ", \"shareID\": \"s-a\", \"consumedCapacity\":"
+                             " {\"memory\": \"1536Mi\", \"computePercent\": \"30\"}"),
+              "[]");
+    struct dra_claim *b = claim(
+        SHARE("gpu-0", ", \"shareID\": \"s-b\", \"consumedCapacity\": {\"memory\": \"10Gi\"}"),
+        "[]");
+    struct dra_claim *whole = claim(SHARE("gpu-0", ""), "[]");
+    struct dra_claim *nomem = claim(SHARE("gpu-0", ", \"shareID\": \"s-n\""), "[]");
+    struct dra_claim *mig = claim(
+        SHARE(MIG0, ", \"shareID\": \"s-m\", \"consumedCapacity\": {\"memory\": \"1Gi\"}"), "[]");
+    struct dra_claim *cfg =
+        claim(SHARE("gpu-0", ", \"shareID\": \"s-c\", \"consumedCapacity\": {\"memory\": "
+                             "\"1Gi\"}"),
+              "[{\"source\": \"FromClaim\", \"opaque\": {\"driver\": \"gpu.nvidia.com\","
+              " \"parameters\": {" API "\"kind\": \"GpuConfig\", \"sharing\": "
+              "{\"strategy\": \"TimeSlicing\"}}}}]");
+    struct dra_checkpoint *cp = dra_checkpoint_new();
+    struct dra_plan *p = plan_ok(a, NULL);
+    (void)state;
+
+    assert_string_equal(p->devices[0].share.id, "s-a");
+    assert_int_equal(p->devices[0].share.memory_mib, 1536);
+    assert_int_equal(p->devices[0].share.thread_pct, 30);
+    assert_ptr_equal(p->devices[0].sharing.mode, cfg_sharing_mode(CFG_SHARING_NONE));
+    assert_string_equal(p->devices[0].cdi_device_id, "k8s.gpu.nvidia.com/claim=uid-1-gpu-0-s-a");
+    {
+        /* two shares of one GPU in one claim: two CDI devices; a shareID that is no UID */
+        struct dra_claim *two =
+            claim("[{\"request\": \"a\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","
+                  " \"device\": \"gpu-0\", \"shareID\": \"s-1\", \"consumedCapacity\": {\"memory\":"
+                  " \"1Gi\"}}, {\"request\": \"b\", \"driver\": \"gpu.nvidia.com\", \"pool\":"
+                  " \"node-a\", \"device\": \"gpu-0\", \"shareID\": \"s-2\", \"consumedCapacity\":"
+                  " {\"memory\": \"2Gi\"}}]",
+                  "[]");
+        struct dra_claim *bad = claim(
+            SHARE("gpu-0", ", \"shareID\": \"../x\", \"consumedCapacity\": {\"memory\": \"1Gi\"}"),
+            "[]");
+        struct dra_plan *q = plan_ok(two, NULL);
+        assert_string_equal(q->devices[0].cdi_device_name, "uid-1-gpu-0-s-1");
+        assert_string_equal(q->devices[1].cdi_device_name, "uid-1-gpu-0-s-2");
+        plan_fails(bad, NULL, NULL, -EINVAL, "shareID '../x' is not a UID");
+        dra_plan_free(q);
+        dra_claim_free(two);
+        dra_claim_free(bad);
+    }
+    plan_fails(nomem, NULL, NULL, -EINVAL, "has no consumedCapacity.memory");
+    plan_fails(mig, NULL, NULL, -EINVAL, "only whole GPUs are shared by memory");
+    plan_fails(cfg, NULL, NULL, -EINVAL, "has a TimeSlicing sharing config");
+    /* a share of gpu-0 prepared for uid-a */
+    free(p->claim_uid);
+    p->claim_uid = str_dup("uid-a");
+    assert_int_equal(dra_checkpoint_put(cp, DRA_PREPARE_COMPLETED, p, NULL), 0);
+    dra_plan_free(plan_ok(b, cp));
+    plan_fails(whole, NULL, cp, -EBUSY, "is held in shares by claim uid-a (share s-a)");
+    /* gpu-0 prepared whole for uid-w: no share of it */
+    assert_true(dra_checkpoint_remove(cp, "uid-a"));
+    p = plan_ok(whole, NULL);
+    free(p->claim_uid);
+    p->claim_uid = str_dup("uid-w");
+    assert_int_equal(dra_checkpoint_put(cp, DRA_PREPARE_COMPLETED, p, NULL), 0);
+    plan_fails(b, NULL, cp, -EBUSY, "(share s-b) is already allocated whole to different claim");
+    dra_checkpoint_free(cp);
+    dra_claim_free(a);
+    dra_claim_free(b);
+    dra_claim_free(whole);
+    dra_claim_free(nomem);
+    dra_claim_free(mig);
+    dra_claim_free(cfg);
+}
+
 int run_plan_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +431,7 @@ int run_plan_tests(void)
         cmocka_unit_test(test_dra_plan_build_refusals),
         cmocka_unit_test(test_dra_plan_build_unhealthy),
         cmocka_unit_test(test_dra_plan_build_already_prepared),
+        cmocka_unit_test(test_dra_plan_build_shares),
     };
     return cmocka_run_group_tests_name("dra plan", tests, NULL, NULL);
 }

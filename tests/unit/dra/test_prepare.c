@@ -4,7 +4,8 @@
  * point (claim read, nvidia-smi, MPS, CDI write, each checkpoint save) leaving nothing
  * behind, every crash point between the two checkpoint writes (rebuilt from the saved text
  * and retried: the same result, nothing leaked), unprepare's failures, the admin-access
- * guard, an unusable claim as the claim's own error, and concurrent claims. */
+ * guard, an unusable claim as the claim's own error, concurrent claims, and shares of one GPU
+ * (their limits in the spec, the checkpoint, a whole claim refused, fail closed). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ struct fake {
     int crash_after; /* > 0: from effect crash_after + 1 on, nothing happens any more */
     int n_effects;
     char **specs, **mps, **ts; /* claim uids with a spec, with daemons; "<uuid>=<interval>" */
+    char **shares;             /* claim uids whose shares are held */
+    char **env;                /* the last spec's first device's variables */
     char *saved;               /* the checkpoint file */
     size_t meet;               /* > 0: cdi_write waits until this many writers are in it */
     size_t in_write;
@@ -110,6 +113,32 @@ static int f_mps_start(void *ctx, const struct dra_plan *plan, struct error *err
     return r;
 }
 
+static int f_share_start(void *ctx, const struct dra_plan *plan, struct error *err)
+{
+    struct fake *f = ctx;
+    int r;
+
+    pthread_mutex_lock(&f->lock);
+    r = step(f, "share_start", err);
+    if (r == 0 && !strv_contains(f->shares, plan->claim_uid))
+        assert_int_equal(strv_push(&f->shares, plan->claim_uid), 0);
+    pthread_mutex_unlock(&f->lock);
+    return r;
+}
+
+static int f_share_stop(void *ctx, const char *uid, struct error *err)
+{
+    struct fake *f = ctx;
+    int r;
+
+    pthread_mutex_lock(&f->lock);
+    r = step(f, "share_stop", err);
+    if (r == 0)
+        drop(f->shares, uid);
+    pthread_mutex_unlock(&f->lock);
+    return r;
+}
+
 static int f_mps_stop(void *ctx, const char *uid, struct error *err)
 {
     struct fake *f = ctx;
@@ -151,6 +180,10 @@ static int f_cdi_write(void *ctx, const struct cdi_claim *cc, struct error *err)
     assert_non_null(cc->devices[0].name);
     if (r == 0 && !strv_contains(f->specs, cc->uid))
         assert_int_equal(strv_push(&f->specs, cc->uid), 0);
+    strv_free(f->env);
+    f->env = strv_new();
+    for (size_t i = 0; cc->devices[0].edits.env && cc->devices[0].edits.env[i]; i++)
+        assert_int_equal(strv_push(&f->env, cc->devices[0].edits.env[i]), 0);
     pthread_mutex_unlock(&f->lock);
     return r;
 }
@@ -196,6 +229,7 @@ static struct fake *fake_new(void)
     f->specs = strv_new();
     f->mps = strv_new();
     f->ts = strv_new();
+    f->shares = strv_new();
     return f;
 }
 
@@ -204,6 +238,8 @@ static void fake_free(struct fake *f)
     strv_free(f->specs);
     strv_free(f->mps);
     strv_free(f->ts);
+    strv_free(f->shares);
+    strv_free(f->env);
     free(f->saved);
     pthread_mutex_destroy(&f->lock);
     pthread_cond_destroy(&f->cond);
@@ -216,6 +252,8 @@ static struct dra_prepare_ops ops_of(struct fake *f)
                                     .timeslice = f_timeslice,
                                     .mps_start = f_mps_start,
                                     .mps_stop = f_mps_stop,
+                                    .share_start = f_share_start,
+                                    .share_stop = f_share_stop,
                                     .cdi_write = f_cdi_write,
                                     .cdi_remove = f_cdi_remove,
                                     .checkpoint_save = f_save,
@@ -615,6 +653,124 @@ static void test_dra_prepare_concurrent_claims(void **state)
     fake_free(f);
 }
 
+/* ---- shares of one GPU (consumable capacity) -------------------------------------------- */
+
+/* A claim holding a share of gpu-0: shareID and consumed memory (and compute when pct >= 0). */
+static void share_claim(char *buf, size_t size, const char *name, const char *uid,
+                        const char *share, const char *memory, int pct)
+{
+    char id[96] = "", cc[160] = "", mem[64] = "", cpu[32] = "";
+
+    if (share)
+        snprintf(id, sizeof(id), ", \"shareID\": \"%s\"", share);
+    if (memory)
+        snprintf(mem, sizeof(mem), "\"memory\": \"%s\"", memory);
+    if (pct >= 0)
+        snprintf(cpu, sizeof(cpu), "%s\"compute\": \"%d\"", memory ? ", " : "", pct);
+    if (memory || pct >= 0)
+        snprintf(cc, sizeof(cc), ", \"consumedCapacity\": {%s%s}", mem, cpu);
+    snprintf(buf, size,
+             "{\"metadata\": {\"name\": \"%s\", \"namespace\": \"ml\", \"uid\": \"%s\"},"
+             " \"status\": {\"allocation\": {\"devices\": {\"results\": ["
+             "  {\"request\": \"r\", \"driver\": \"gpu.nvidia.com\", \"pool\": \"node-a\","
+             "   \"device\": \"gpu-0\"%s%s}]}}}}",
+             name, uid, id, cc);
+}
+
+/* Two shares of gpu-0 side by side: each prepared with its limits in its spec, the share id
+ * in the plan and the checkpoint (a restarted plugin finds them), a whole-GPU claim refused
+ * while they are held, the last unprepare releasing everything. */
+static void test_dra_prepare_shares_of_one_gpu(void **state)
+{
+    char a[1024], b[1024], whole[1024];
+    struct fake *f = fake_new();
+    struct dra_prepare_ops ops = ops_of(f);
+    struct dra_claim_ref ra = {"ml", "a", "uid-a"}, rb = {"ml", "b", "uid-b"},
+                         rw = {"ml", "w", "uid-w"};
+    struct dra_state *s, *again;
+    struct dra_checkpoint *keep = NULL;
+    struct dra_prepared p;
+    struct error err = {0};
+    (void)state;
+
+    share_claim(a, sizeof(a), "a", "uid-a", "share-a", "10Gi", -1);
+    share_claim(b, sizeof(b), "b", "uid-b", "share-b", "20Gi", 25);
+    share_claim(whole, sizeof(whole), "w", "uid-w", NULL, NULL, -1);
+    add_claim(f, "a", a);
+    add_claim(f, "b", b);
+    add_claim(f, "w", whole);
+    s = state_from(f);
+    assert_int_equal(dra_prepare(s, &ops, &ra, &p, &err), 0);
+    assert_string_equal(p.plan->devices[0].share.id, "share-a");
+    assert_int_equal(p.plan->devices[0].share.memory_mib, 10240);
+    assert_true(strv_contains(f->env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=10240M"));
+    assert_non_null(strstr(f->env[0], "/run/mps/share-"));
+    dra_prepared_release(&p);
+    assert_int_equal(dra_prepare(s, &ops, &rb, &p, &err), 0);
+    assert_int_equal(p.plan->devices[0].share.thread_pct, 25);
+    assert_true(strv_contains(f->env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20480M"));
+    assert_true(strv_contains(f->env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
+    dra_prepared_release(&p);
+    assert_true(strv_contains(f->shares, "uid-a") && strv_contains(f->shares, "uid-b"));
+    assert_int_equal(strv_length(f->mps), 0); /* no per-claim daemon for a share */
+    /* defence in depth: the GPU whole while shares are held */
+    assert_int_equal(dra_prepare(s, &ops, &rw, &p, &err), -EBUSY);
+    assert_non_null(strstr(err.msg, "held in shares by claim uid-"));
+    /* a restarted plugin: the shares from the saved checkpoint */
+    again = state_from(f);
+    assert_string_equal(entry(again, "uid-b", &keep)->plan->devices[0].share.id, "share-b");
+    assert_int_equal(dra_checkpoint_find(keep, "uid-b")->plan->devices[0].share.thread_pct, 25);
+    dra_checkpoint_free(keep);
+    dra_state_free(again);
+    assert_int_equal(dra_unprepare(s, &ops, "uid-a", &err), 0);
+    assert_false(strv_contains(f->shares, "uid-a"));
+    assert_true(strv_contains(f->shares, "uid-b"));
+    assert_int_equal(dra_unprepare(s, &ops, "uid-b", &err), 0);
+    assert_int_equal(strv_length(f->shares), 0);
+    assert_int_equal(strv_length(f->specs), 0);
+    assert_int_equal(dra_state_n_claims(s), 0);
+    dra_state_free(s);
+    fake_free(f);
+}
+
+/* Fail closed: a share whose limit cannot be put in force (share_start fails: the GPU's
+ * daemon does not serve or refuses the limit) is not prepared and leaves nothing; a share
+ * without consumed memory is refused before any effect. */
+static void test_dra_prepare_share_fails_closed(void **state)
+{
+    char a[1024], nomem[1024];
+    struct fake *f = fake_new();
+    struct dra_prepare_ops ops = ops_of(f);
+    struct dra_claim_ref ra = {"ml", "a", "uid-a"}, rn = {"ml", "n", "uid-n"};
+    struct dra_state *s;
+    struct dra_prepared p;
+    struct error err = {0};
+    (void)state;
+
+    share_claim(a, sizeof(a), "a", "uid-a", "share-a", "10Gi", -1);
+    share_claim(nomem, sizeof(nomem), "n", "uid-n", "share-n", NULL, -1);
+    add_claim(f, "a", a);
+    add_claim(f, "n", nomem);
+    s = state_from(f);
+    f->fail_op = "share_start";
+    f->fail_nth = 1;
+    assert_int_equal(dra_prepare(s, &ops, &ra, &p, &err), -EIO);
+    assert_non_null(strstr(err.msg, "share_start failed"));
+    assert_int_equal(strv_length(f->shares), 0);
+    assert_int_equal(strv_length(f->specs), 0);
+    assert_int_equal(dra_state_n_claims(s), 0);
+    /* the retry, once the limit holds */
+    assert_int_equal(dra_prepare(s, &ops, &ra, &p, &err), 0);
+    dra_prepared_release(&p);
+    f->n_effects = 0;
+    assert_int_equal(dra_prepare(s, &ops, &rn, &p, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "never prepared without its memory limit"));
+    assert_int_equal(f->n_effects, 1); /* the read only: refused before any effect */
+    assert_int_equal(dra_state_n_claims(s), 1);
+    dra_state_free(s);
+    fake_free(f);
+}
+
 int run_prepare_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -626,6 +782,8 @@ int run_prepare_tests(void)
         cmocka_unit_test(test_dra_prepare_admin_access_with_sharing),
         cmocka_unit_test(test_dra_prepare_unusable_claim_is_its_own_error),
         cmocka_unit_test(test_dra_prepare_concurrent_claims),
+        cmocka_unit_test(test_dra_prepare_shares_of_one_gpu),
+        cmocka_unit_test(test_dra_prepare_share_fails_closed),
     };
     return cmocka_run_group_tests_name("prepare", tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /* test_mps.c: the MPS supervisor (src/mps/) against tools/fake-mps and the fake NVML: start
  * with limits by device index and EXCLUSIVE_PROCESS, .started/.ready; a killed daemon seen
  * through the supervisor fd, restarted with its limits; a changed spec restarts only its
- * daemon; an empty set stops everything; a missing binary is an error that names it; free
+ * daemon; limits changed in place (no restart, a refusal keeps the old ones, a restart applies
+ * the last); an empty set stops everything; a missing binary is an error that names it; free
  * leaves no process, file (also those only the real daemon writes) or changed compute mode. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -295,6 +296,56 @@ static void test_set_changes_only_what_changed(void **state)
     f->s = NULL;
 }
 
+/* Limits changed in place: the same daemon (its clients keep running), the new values held
+ * and kept for a restart; a refusal keeps the old ones; an unknown daemon or other GPUs are
+ * refused. */
+static void test_set_limits_in_place(void **state)
+{
+    struct fixture *f = *state;
+    struct mps_daemon_spec sp;
+    struct error err = {0};
+    char refuse[512];
+    bool changed = false;
+
+    /* the daemon reads the hook's name at start; the file appears later */
+    snprintf(refuse, sizeof(refuse), "%s/refuse", f->dir);
+    setenv("FAKE_MPS_REFUSE_LIMITS_FILE", refuse, 1);
+    assert_int_equal(mps_supervisor_new(&f->o, &f->s, &err), 0);
+    assert_int_equal(mps_supervisor_set(f->s, f->specs, 1, &err), 0);
+    pid_t a = fake_pid(f, "nvidia.com/gpu");
+    sp = f->specs[0];
+    sp.mem_limit_mib[0] = 4096;
+    sp.thread_pct = 0; /* back to the whole GPU */
+    if (mps_supervisor_set_limits(f->s, &sp, &err) < 0)
+        fail_msg("mps_supervisor_set_limits: %s", err.msg);
+    assert_int_equal(fake_pid(f, "nvidia.com/gpu"), a);
+    assert_value(f, "nvidia.com/gpu", "pinned_mem_limit.0", "4096M");
+    assert_value(f, "nvidia.com/gpu", "active_thread_percentage", "100");
+    /* the same spec given to set: nothing restarts */
+    assert_int_equal(mps_supervisor_set(f->s, &sp, 1, &err), 0);
+    assert_int_equal(fake_pid(f, "nvidia.com/gpu"), a);
+    /* refused: the old limits stay */
+    assert_int_equal(file_write_atomic(refuse, "", 0, 0644, NULL), 0);
+    sp.mem_limit_mib[0] = 8192;
+    assert_int_equal(mps_supervisor_set_limits(f->s, &sp, &err), -EIO);
+    assert_non_null(strstr(err.msg, "Invalid memory limit"));
+    assert_value(f, "nvidia.com/gpu", "pinned_mem_limit.0", "4096M");
+    assert_int_equal(unlink(refuse), 0);
+    unsetenv("FAKE_MPS_REFUSE_LIMITS_FILE");
+    /* a restart applies the limits last set */
+    assert_int_equal(kill(a, SIGKILL), 0);
+    assert_true(dispatch_until(f->s, "nvidia.com/gpu", false, 5000, &changed));
+    assert_true(dispatch_until(f->s, "nvidia.com/gpu", true, 5000, &changed));
+    assert_value(f, "nvidia.com/gpu", "pinned_mem_limit.0", "4096M");
+    snprintf(sp.resource, sizeof(sp.resource), "nvidia.com/none");
+    assert_int_equal(mps_supervisor_set_limits(f->s, &sp, &err), -ENOENT);
+    sp = f->specs[1];
+    snprintf(sp.resource, sizeof(sp.resource), "nvidia.com/gpu");
+    assert_int_equal(mps_supervisor_set_limits(f->s, &sp, &err), -EINVAL);
+    mps_supervisor_free(f->s);
+    f->s = NULL;
+}
+
 static void test_missing_binary_named(void **state)
 {
     struct fixture *f = *state;
@@ -363,6 +414,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_start_limits_and_free, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_daemon_restarted_with_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_changes_only_what_changed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_limits_in_place, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_binary_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_control_command_exit_status, setup, teardown),
         cmocka_unit_test(test_paths),
