@@ -666,7 +666,8 @@ static void share_claim(char *buf, size_t size, const char *name, const char *ui
     if (memory)
         snprintf(mem, sizeof(mem), "\"memory\": \"%s\"", memory);
     if (pct >= 0)
-        snprintf(cpu, sizeof(cpu), "%s\"compute\": \"%d\"", memory ? ", " : "", pct);
+        snprintf(cpu, sizeof(cpu), "%s\"" DRA_CAPACITY_COMPUTE "\": \"%d\"", memory ? ", " : "",
+                 pct);
     if (memory || pct >= 0)
         snprintf(cc, sizeof(cc), ", \"consumedCapacity\": {%s%s}", mem, cpu);
     snprintf(buf, size,
