@@ -552,37 +552,39 @@ static int share_sample(struct strbuf *sb, const char *metric, const struct dra_
 }
 
 /* Per share: the memory it consumed (its limit) and what its pods use now. */
+/* One family of per-share series: what each prepared share consumed (its MPS limit), or what
+ * its pods' processes use on its GPU (used). */
+static int share_family(struct daemon *d, struct daemon__dra *x, const struct dra_checkpoint *cp,
+                        struct strbuf *sb, const char *name, const char *help, bool used)
+{
+    int r = metrics_family(sb, name, "gauge", help);
+
+    for (size_t c = 0; r == 0 && c < cp->n_claims; c++)
+        for (size_t i = 0; r == 0 && i < cp->claims[c].plan->n_devices; i++) {
+            const struct dra_plan *p = cp->claims[c].plan;
+            const struct dra_plan_device *pd = &p->devices[i];
+            char pod[254];
+            if (!pd->share.id[0])
+                continue;
+            share_pod(x, p->claim_uid, pod, sizeof(pod));
+            r = share_sample(sb, name, p, pd, pod,
+                             used ? share_used_bytes(d, x, p, pd->device.uuid)
+                                  : pd->share.memory_mib << 20);
+        }
+    return r;
+}
+
 static int share_metrics(struct daemon *d, struct daemon__dra *x, struct strbuf *sb)
 {
     struct dra_checkpoint *cp = dra_state_checkpoint(x->state);
     int r = cp ? 0 : -ENOMEM;
 
     if (r == 0)
-        r = metrics_family(sb, "gpuslice_dra_share_memory_bytes", "gauge",
-                           "GPU memory a share consumed (its MPS limit), per prepared share.");
-    for (size_t c = 0; r == 0 && c < cp->n_claims; c++)
-        for (size_t i = 0; r == 0 && i < cp->claims[c].plan->n_devices; i++) {
-            const struct dra_plan *p = cp->claims[c].plan;
-            char pod[254];
-            if (!p->devices[i].share.id[0])
-                continue;
-            share_pod(x, p->claim_uid, pod, sizeof(pod));
-            r = share_sample(sb, "gpuslice_dra_share_memory_bytes", p, &p->devices[i], pod,
-                             p->devices[i].share.memory_mib << 20);
-        }
+        r = share_family(d, x, cp, sb, "gpuslice_dra_share_memory_bytes",
+                         "GPU memory a share consumed (its MPS limit), per prepared share.", false);
     if (r == 0)
-        r = metrics_family(sb, "gpuslice_dra_share_memory_used_bytes", "gauge",
-                           "GPU memory the processes of a share's pods use on its GPU.");
-    for (size_t c = 0; r == 0 && c < cp->n_claims; c++)
-        for (size_t i = 0; r == 0 && i < cp->claims[c].plan->n_devices; i++) {
-            const struct dra_plan *p = cp->claims[c].plan;
-            char pod[254];
-            if (!p->devices[i].share.id[0])
-                continue;
-            share_pod(x, p->claim_uid, pod, sizeof(pod));
-            r = share_sample(sb, "gpuslice_dra_share_memory_used_bytes", p, &p->devices[i], pod,
-                             share_used_bytes(d, x, p, p->devices[i].device.uuid));
-        }
+        r = share_family(d, x, cp, sb, "gpuslice_dra_share_memory_used_bytes",
+                         "GPU memory the processes of a share's pods use on its GPU.", true);
     dra_checkpoint_free(cp);
     return r;
 }
