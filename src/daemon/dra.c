@@ -362,14 +362,41 @@ static int dra_kube(struct daemon *d, struct daemon__dra *x, struct error *err)
     return 0;
 }
 
+/* This boot's id (/proc/sys/kernel/random/boot_id: the host's, also in a container), "" when
+ * it cannot be read. */
+static void boot_id(const struct daemon *d, char *buf, size_t size)
+{
+    struct strbuf path = STRBUF_INIT;
+    char *text = NULL;
+
+    buf[0] = '\0';
+    if (strbuf_printf(&path, "%s/sys/kernel/random/boot_id",
+                      d->o->proc_root ? d->o->proc_root : "/proc") == 0 &&
+        file_read_all(strbuf_str(&path), 256, &text, NULL, NULL) == 0) {
+        text[strcspn(text, " \t\r\n")] = '\0';
+        str_copy(buf, text, size);
+    }
+    free(text);
+    strbuf_release(&path);
+}
+
 /* The prepare state from the checkpoint, with the MPS daemons of its claims back. */
 static int dra_state_load(const struct daemon *d, struct daemon__dra *x, struct error *err)
 {
     struct dra_state_options so = {.node_name = d->o->node_name,
                                    .mps_root = daemon__dra_effects_mps_root(x->effects)};
     struct dra_checkpoint *cp = NULL;
+    char boot[DRA_BOOT_ID_MAX];
     int r = daemon__dra_checkpoint_load(x->effects, &cp, err);
 
+    if (r == 0) { /* after a reboot nothing of the claims is in place: NVIDIA forgets them too */
+        boot_id(d, boot, sizeof(boot));
+        size_t forgotten = dra_checkpoint_for_boot(cp, boot);
+        if (forgotten)
+            log_warn("DRA: the checkpoint was written before the node rebooted: its %zu "
+                     "prepared claim%s forgotten; the kubelet prepares its pods' claims again",
+                     forgotten, forgotten == 1 ? " is" : "s are");
+    }
     if (r == 0 && cp->n_claims) /* a restart: the claims' daemons */
         r = daemon__dra_effects_mps_restore(x->effects, cp, err);
     if (r < 0) {

@@ -145,7 +145,13 @@ static json_t *v1_json(const struct dra_checkpoint *cp)
             json_decref(claims);
             return NULL;
         }
-    return json_pack("{s:o}", "preparedClaims", claims);
+    json_t *v1 = json_pack("{s:o}", "preparedClaims", claims);
+    if (v1 && cp->boot_id[0] &&
+        json_object_set_new(v1, "nodeBootID", json_string(cp->boot_id)) < 0) {
+        json_decref(v1);
+        return NULL;
+    }
+    return v1;
 }
 
 /* The checksum covers the canonical text of "v1": compact, keys sorted. */
@@ -347,6 +353,11 @@ static int decode_doc(json_t *doc, struct dra_checkpoint *cp, struct error *err)
         return error_set(err, -ENOMEM, "out of memory");
     if (sum != (json_int_t)want)
         return bad(err, "checksum mismatch");
+    const json_t *boot = json_object_get(v1, "nodeBootID");
+    if (boot && (!json_is_string(boot) || json_string_length(boot) >= sizeof(cp->boot_id)))
+        return bad(err, "nodeBootID is not a boot id");
+    if (boot)
+        str_copy(cp->boot_id, json_string_value(boot), sizeof(cp->boot_id));
     json_object_foreach(claims, uid, v)
     {
         r = decode_claim(uid, v, cp, err);
@@ -377,4 +388,20 @@ int dra_checkpoint_decode(const char *text, size_t n, struct dra_checkpoint **re
     }
     *ret = cp;
     return 0;
+}
+
+size_t dra_checkpoint_for_boot(struct dra_checkpoint *cp, const char *boot_id)
+{
+    size_t forgotten = 0;
+
+    if (!boot_id || !boot_id[0])
+        return 0;
+    if (cp->boot_id[0] && strcmp(cp->boot_id, boot_id) != 0) {
+        forgotten = cp->n_claims;
+        for (size_t i = 0; i < cp->n_claims; i++)
+            dra_plan_free(cp->claims[i].plan);
+        cp->n_claims = 0;
+    }
+    str_copy(cp->boot_id, boot_id, sizeof(cp->boot_id));
+    return forgotten;
 }

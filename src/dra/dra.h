@@ -355,9 +355,14 @@ struct dra_checkpoint_claim {
     struct dra_plan *plan; /* owned; claim uid, name, namespace and prepared devices */
 };
 
+#define DRA_BOOT_ID_MAX 64 /* /proc/sys/kernel/random/boot_id: a UUID (36 characters) */
+
 struct dra_checkpoint {
     struct dra_checkpoint_claim *claims;
     size_t n_claims;
+    /* the node's boot the claims were prepared in ("": not known), as NVIDIA's v0.4.0
+     * checkpoint's nodeBootID: after a reboot nothing prepared is in place any more */
+    char boot_id[DRA_BOOT_ID_MAX];
 };
 
 struct dra_checkpoint *dra_checkpoint_new(void); /* empty; NULL on out of memory */
@@ -373,12 +378,18 @@ bool dra_checkpoint_remove(struct dra_checkpoint *cp, const char *claim_uid);
 
 /* {"checksum": <FNV-1a 32 of the compact, key-sorted "v1" text>, "v1": {"preparedClaims":
  * {<uid>: {"checkpointState": "PrepareStarted"|"PrepareCompleted", "name", "namespace",
- * "preparedDevices": [...]}}}}. *ret owned (free()). */
+ * "preparedDevices": [...]}}, "nodeBootID" (when known)}}. *ret owned (free()). */
 int dra_checkpoint_encode(const struct dra_checkpoint *cp, char **ret, struct error *err);
 /* Refuses text that is not such a document or whose checksum does not match (-EBADMSG,
  * saying the file was changed or cut short and that removing it forgets prepared claims). */
 int dra_checkpoint_decode(const char *text, size_t n, struct dra_checkpoint **ret,
                           struct error *err);
+/* The checkpoint for this boot (boot_id "" or NULL: not known, nothing is decided). One written
+ * in another boot is emptied, as NVIDIA's driver does since v0.4.0 (after a reboot no CDI
+ * spec, MPS daemon or time-slice of it is in place, and the kubelet prepares its pods'
+ * claims again): returns the number of claims forgotten. One without a boot is adopted.
+ * Either way it is stamped with boot_id, so the next save records it. */
+size_t dra_checkpoint_for_boot(struct dra_checkpoint *cp, const char *boot_id);
 
 /* ---- the prepare transaction (prepare.c) ---------------------------------------------------- */
 

@@ -91,6 +91,8 @@ struct dra_checkpoint *dra_state_checkpoint(struct dra_state *s)
     int r = copy ? 0 : -ENOMEM;
 
     pthread_mutex_lock(&s->lock);
+    if (copy)
+        str_copy(copy->boot_id, s->cp->boot_id, sizeof(copy->boot_id));
     for (size_t i = 0; r == 0 && i < s->cp->n_claims; i++) {
         struct dra_plan *p = dra_plan_dup(s->cp->claims[i].plan);
         r = p ? dra_checkpoint_put(copy, s->cp->claims[i].state, p, NULL) : -ENOMEM;

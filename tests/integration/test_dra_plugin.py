@@ -85,6 +85,30 @@ class DraPlugin(DraNode, unittest.TestCase):
         un = self.prepare("one", uid, verb="dra-unprepare")
         self.assertIsNone(un["claims"][0]["error"], un)
 
+    def test_reboot_forgets_prepared_claims(self):
+        """NVIDIA's v0.4.0 records the node's boot in its checkpoint and forgets what was
+        prepared in another boot (nothing of it is in place after a reboot); a plain restart
+        keeps it (test_prepare_repeat_restart_unprepare)."""
+        boot = os.path.join(self.proc_root, "sys", "kernel", "random", "boot_id")
+        os.makedirs(os.path.dirname(boot), exist_ok=True)
+        with open(boot, "w") as f:
+            f.write("11111111-1111-1111-1111-111111111111\n")
+        self.assertEqual(self.stop_plugin(), [])  # started before the boot had an id
+        self.start_plugin()
+        self.slice_devices(8)
+        uid = self.claim("rb", ["gpu-4"])
+        self.assertIsNone(self.prepare("rb", uid)["claims"][0]["error"])
+        self.assertEqual(self.stop_plugin(), [])
+        with open(os.path.join(self.plugins, DRIVER, "checkpoint.json")) as f:
+            self.assertIn('"nodeBootID":"11111111-1111-1111-1111-111111111111"', f.read())
+        with open(boot, "w") as f:
+            f.write("22222222-2222-2222-2222-222222222222\n")
+        self.start_plugin()
+        wait_for(lambda: "1 prepared claim is forgotten" in self.log_text(), "the reboot seen")
+        # the GPU is free again: another claim gets it
+        other = self.claim("rb2", ["gpu-4"])
+        self.assertIsNone(self.prepare("rb2", other)["claims"][0]["error"])
+
     def test_refusals(self):
         self.slice_devices(8)
         a = self.claim("a", ["gpu-2"])
@@ -399,6 +423,7 @@ class DraPluginV1beta1(DraPlugin):
     test_config_the_parser_refuses_is_the_claims_error = None
     test_slice_watch_reconnects_after_a_drop = None
     test_empty_checkpoint_is_logged = None
+    test_reboot_forgets_prepared_claims = None
 
 
 class DraPluginMig(DraPlugin):
@@ -415,6 +440,7 @@ class DraPluginMig(DraPlugin):
 
     # the GPU-claim tests above are about whole GPUs
     test_prepare_repeat_restart_unprepare = None
+    test_reboot_forgets_prepared_claims = None
     test_refusals = None
     test_time_slicing_applied_and_undone = None
     test_mps_daemon_for_the_claim = None

@@ -212,6 +212,49 @@ static void test_dra_checkpoint_decode_refusals(void **state)
     dra_checkpoint_free(cp);
 }
 
+/* NVIDIA's v0.4.0 nodeBootID: the boot is kept through a save, a checkpoint of another boot
+ * is emptied (and says how many claims went), one without a boot is adopted, an unknown boot
+ * decides nothing. */
+static void test_dra_checkpoint_for_boot(void **state)
+{
+    struct dra_checkpoint *cp = sample(), *back = NULL;
+    char *text = NULL, *old = NULL;
+    struct error err = {0};
+    (void)state;
+
+    assert_int_equal(dra_checkpoint_encode(cp, &old, &err), 0);
+    assert_null(strstr(old, "nodeBootID")); /* unknown: files stay as they were */
+    assert_int_equal(dra_checkpoint_for_boot(cp, NULL), 0);
+    assert_int_equal(dra_checkpoint_for_boot(cp, ""), 0);
+    assert_int_equal(cp->n_claims, 2);
+    assert_string_equal(cp->boot_id, "");
+    /* adopted and stamped */
+    assert_int_equal(dra_checkpoint_for_boot(cp, "boot-a"), 0);
+    assert_int_equal(cp->n_claims, 2);
+    assert_int_equal(dra_checkpoint_encode(cp, &text, &err), 0);
+    assert_non_null(strstr(text, "\"nodeBootID\":\"boot-a\""));
+    if (dra_checkpoint_decode(text, strlen(text), &back, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(back->boot_id, "boot-a");
+    /* the same boot: kept */
+    assert_int_equal(dra_checkpoint_for_boot(back, "boot-a"), 0);
+    assert_int_equal(back->n_claims, 2);
+    /* another boot: forgotten, stamped with the new one */
+    assert_int_equal(dra_checkpoint_for_boot(back, "boot-b"), 2);
+    assert_int_equal(back->n_claims, 0);
+    assert_string_equal(back->boot_id, "boot-b");
+    dra_checkpoint_free(back);
+    back = NULL;
+    /* a file without the field (older gpuslice) decodes as unknown */
+    if (dra_checkpoint_decode(old, strlen(old), &back, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(back->boot_id, "");
+    free(text);
+    free(old);
+    dra_checkpoint_free(back);
+    dra_checkpoint_free(cp);
+}
+
 int run_checkpoint_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +262,7 @@ int run_checkpoint_tests(void)
         cmocka_unit_test(test_dra_checkpoint_put_find_remove),
         cmocka_unit_test(test_dra_checkpoint_decode_refusals),
         cmocka_unit_test(test_dra_checkpoint_share_round_trip),
+        cmocka_unit_test(test_dra_checkpoint_for_boot),
     };
     return cmocka_run_group_tests_name("dra checkpoint", tests, NULL, NULL);
 }
