@@ -54,6 +54,9 @@ static void usage(FILE *f)
             "                             by memory (a summary on stderr)\n"
             "      --node-name NAME       node (and pool) name for --dra (env NODE_NAME; default\n"
             "                             the host name)\n"
+            "      --checkpoint PATH      with --dra: what the running plugin has already sold,\n"
+            "                             from its checkpoint (/var/lib/kubelet/plugins/\n"
+            "                             gpu.nvidia.com/checkpoint.json)\n"
             "  -h, --help                 show this help\n"
             "Every NVIDIA device plugin flag and env var is accepted (--mps-root,\n"
             "--device-id-strategy, ...), as the daemon takes them.\n");
@@ -66,7 +69,8 @@ enum {
     OPT_FROM_METRICS,
     OPT_DRA,
     OPT_NODE_NAME,
-    OPT_SYSFS_ROOT
+    OPT_SYSFS_ROOT,
+    OPT_CHECKPOINT
 };
 
 struct size_args {
@@ -76,6 +80,7 @@ struct size_args {
     const char *from_metrics;
     bool dra;
     const char *node_name;
+    const char *checkpoint; /* --dra: the plugin's checkpoint, for what is sold */
 };
 
 static int on_size_option(struct cli_node_args *a, int c, const char *arg, void *ctx)
@@ -92,6 +97,9 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
         return -1;
     case OPT_NODE_NAME:
         z->node_name = arg;
+        return -1;
+    case OPT_CHECKPOINT:
+        z->checkpoint = arg;
         return -1;
     case OPT_SYSFS_ROOT: /* tests: where --dra resolves PCIe roots */
         a->nvml.sysfs_root = arg;
@@ -125,9 +133,37 @@ static int on_size_option(struct cli_node_args *a, int c, const char *arg, void 
     }
 }
 
-/* On stderr, beside the slice: the GPUs sold by memory (sharing.fractions) and their
- * policies. What is sold already lives in the running plugin's checkpoint, not read here. */
-static void print_shareable(const struct dra_devices *devs)
+/* What the checkpoint's claims took of one device: the memory and named compute of its
+ * shares, and whether a claim holds it whole. */
+struct sold {
+    uint64_t memory_mib;
+    unsigned compute_pct, n_shares;
+    bool whole;
+};
+
+static struct sold sold_of(const struct dra_checkpoint *cp, const char *device)
+{
+    struct sold s = {0};
+
+    for (size_t c = 0; cp && c < cp->n_claims; c++)
+        for (size_t i = 0; i < cp->claims[c].plan->n_devices; i++) {
+            const struct dra_plan_device *pd = &cp->claims[c].plan->devices[i];
+            if (strcmp(pd->device.name, device) != 0 || pd->admin_access)
+                continue;
+            if (!pd->share.id[0]) {
+                s.whole = true;
+                continue;
+            }
+            s.memory_mib += pd->share.memory_mib;
+            s.compute_pct += pd->share.thread_pct > 0 ? (unsigned)pd->share.thread_pct : 0;
+            s.n_shares++;
+        }
+    return s;
+}
+
+/* On stderr, beside the slice: the GPUs sold by memory (sharing.fractions), their policies
+ * and, with the running plugin's checkpoint (cp, may be NULL), what each can still sell. */
+static void print_shareable(const struct dra_devices *devs, const struct dra_checkpoint *cp)
 {
     size_t n = 0;
 
@@ -135,6 +171,7 @@ static void print_shareable(const struct dra_devices *devs)
         const struct dra_device *d = &devs->devices[i];
         const struct dra_capacity *mem = dra_device_capacity(d, DRA_CAPACITY_MEMORY);
         const struct dra_capacity *cpu = dra_device_capacity(d, DRA_CAPACITY_COMPUTE);
+        uint64_t total = 0;
         if (!d->shareable || !mem || !cpu)
             continue;
         if (n++ == 0)
@@ -145,15 +182,58 @@ static void print_shareable(const struct dra_devices *devs)
                 "ceiling)\n",
                 d->info.name, mem->value, mem->policy.min, mem->value, mem->policy.step,
                 DRA_CAPACITY_COMPUTE, cpu->value);
+        if (!cp || dra_quantity_parse(mem->value, &total, NULL) < 0)
+            continue;
+        struct sold s = sold_of(cp, d->info.name);
+        uint64_t total_mib = total >> 20,
+                 left = s.memory_mib < total_mib ? total_mib - s.memory_mib : 0;
+        if (s.whole)
+            fprintf(stderr, "           sold: held whole by a claim; left: nothing\n");
+        else
+            fprintf(stderr,
+                    "           sold: %lluMi in %u share%s (computePercent %u named); left: "
+                    "%lluMi%s\n",
+                    (unsigned long long)s.memory_mib, s.n_shares, s.n_shares == 1 ? "" : "s",
+                    s.compute_pct, (unsigned long long)left, s.n_shares ? "" : " (the whole GPU)");
     }
-    if (n)
-        fprintf(stderr, "  (offline: the whole capacity; shares already prepared are in the "
-                        "running plugin's checkpoint, not read by plan)\n");
+    if (n && !cp)
+        fprintf(stderr, "  (the whole capacity: --checkpoint PATH reads what the running plugin "
+                        "has sold)\n");
+}
+
+/* The running plugin's checkpoint at path; NULL path: none. 0, or -1 with the error printed. */
+static int read_checkpoint(const char *path, struct dra_checkpoint **ret)
+{
+    struct error err = {0};
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    *ret = NULL;
+    if (!path)
+        return 0;
+    r = file_read_all(path, 64u << 20, &text, &len, NULL);
+    if (r < 0) {
+        fprintf(stderr, "gpuslice plan --dra: --checkpoint %s: %s\n", path, strerror(-r));
+        return -1;
+    }
+    r = len ? dra_checkpoint_decode(text, len, ret, &err) : 0;
+    if (r == 0 && !*ret)
+        *ret = dra_checkpoint_new();
+    free(text);
+    if (r < 0 || !*ret) {
+        fprintf(stderr, "gpuslice plan --dra: --checkpoint %s: %s\n", path,
+                r < 0 ? err.msg : "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 /* The ResourceSlice of this node, as `gpuslice dra-plugin` would create it. */
-static int plan_dra(const struct cli_node *node, const char *sysfs_root, const char *node_name)
+static int plan_dra(const struct cli_node *node, const char *sysfs_root, const char *node_name,
+                    const char *checkpoint)
 {
+    struct dra_checkpoint *cp = NULL;
     char host[256];
     char(*roots)[64] = calloc(node->inv->n_gpus + 1, sizeof(*roots));
     const char **root_ptrs = calloc(node->inv->n_gpus + 1, sizeof(*root_ptrs));
@@ -172,6 +252,8 @@ static int plan_dra(const struct cli_node *node, const char *sysfs_root, const c
         node_name = host;
     }
     meta.node_name = node_name;
+    if (read_checkpoint(checkpoint, &cp) < 0)
+        goto out;
     if (!roots || !root_ptrs) {
         fprintf(stderr, "gpuslice plan --dra: out of memory\n");
         goto out;
@@ -193,12 +275,13 @@ static int plan_dra(const struct cli_node *node, const char *sysfs_root, const c
         goto out;
     }
     printf("%s\n", text);
-    print_shareable(devs);
+    print_shareable(devs, cp);
     rc = CLI_EXIT_OK;
 out:
     free(text);
     json_decref(slice);
     dra_devices_free(devs);
+    dra_checkpoint_free(cp);
     free(roots);
     free(root_ptrs);
     return rc;
@@ -215,6 +298,7 @@ int cmd_plan(int argc, char **argv)
         {"dra", no_argument, NULL, OPT_DRA},
         {"node-name", required_argument, NULL, OPT_NODE_NAME},
         {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT}, /* tests */
+        {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
         {NULL, 0, NULL, 0},
     };
     struct size_args z = {.headroom_pct = 10};
@@ -237,7 +321,7 @@ int cmd_plan(int argc, char **argv)
     if (cli_node_load(&a, true, false, &node) < 0)
         goto out;
     if (z.dra) {
-        rc = plan_dra(&node, a.nvml.sysfs_root, z.node_name);
+        rc = plan_dra(&node, a.nvml.sysfs_root, z.node_name, z.checkpoint);
         goto out;
     }
     if (z.size) {

@@ -237,6 +237,19 @@ for x in d:
 else
     bad dra-fractions "unexpected slice or summary: $out $(cat "$tmp/err")"
 fi
+# --checkpoint: what the running plugin has sold (test_dra_fractions reads one with shares);
+# an empty checkpoint sells nothing yet, a missing or damaged one is an error naming it
+: >"$tmp/empty-cp.json"
+check dra-fractions-checkpoint-empty 0 "sold: 0Mi in 0 shares (computePercent 0 named); left: 81559Mi (the whole GPU)" \
+    "$BIN" plan --dra --node-name n --nvml-library "$LIB" --config-file "$FRACTIONS" \
+    --checkpoint "$tmp/empty-cp.json"
+check dra-fractions-checkpoint-missing 1 "--checkpoint $tmp/nope.json: No such file" \
+    "$BIN" plan --dra --node-name n --nvml-library "$LIB" --config-file "$FRACTIONS" \
+    --checkpoint "$tmp/nope.json"
+echo '{"checksum": 1, "v1": {"preparedClaims": {}}}' >"$tmp/bad-cp.json"
+check dra-fractions-checkpoint-damaged 1 "checksum mismatch" \
+    "$BIN" plan --dra --node-name n --nvml-library "$LIB" --config-file "$FRACTIONS" \
+    --checkpoint "$tmp/bad-cp.json"
 machine l20-node
 check dra-fractions-other-model 0 '"capacity": {"memory": {"value": "46068Mi"}}' \
     sh -c "\"\$0\" plan --dra --node-name n --nvml-library \"\$1\" --config-file \"\$2\" |

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import socket
+import subprocess
 import threading
 import unittest
 import urllib.request
@@ -106,6 +107,21 @@ class DraFractions(DraNode, unittest.TestCase):
         out = self.prepare(name, uid, verb="dra-unprepare")
         self.assertIsNone(out["claims"][0]["error"], out)
 
+    def plan_sold(self):
+        """`gpuslice plan --dra --checkpoint` on this node with the fractions example: its
+        summary on stderr (what each shareable GPU has sold and has left)."""
+        p = subprocess.run(
+            [self.gpuslice, "plan", "--dra", "--nvml-library", self.nvml, "--config-file",
+             os.path.join(os.environ.get("GS_SOURCE_DIR", "."),
+                          "examples/dra/fractions/config.yaml"),
+             "--checkpoint", os.path.join(self.plugins, DRIVER, "checkpoint.json")],
+            env=self.env(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stderr
+
+    def gpu_mib(self, device):
+        return int(self.plan_sold().split(device, 1)[1].split("Mi memory")[0].strip())
+
     # ---- tests ----------------------------------------------------------------------------
 
     def test_two_shares_one_daemon_limits_and_share_id(self):
@@ -126,6 +142,10 @@ class DraFractions(DraNode, unittest.TestCase):
         spec_b = self.spec_text(b)
         self.assertIn("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM" % (20 * GIB), spec_b)
         self.assertIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25", spec_b)
+        # what the node can still sell, from the running plugin's checkpoint
+        sold = self.plan_sold()
+        self.assertIn("sold: %dMi in 2 shares (computePercent 25 named); left: %dMi" %
+                      (30 * GIB, self.gpu_mib("gpu-0") - 30 * GIB), sold)
         self.unprep("b", b)
         self.limit_is("gpu-0", "%dM" % (10 * GIB))  # back to what the remaining share needs
         self.unprep("a", a)
