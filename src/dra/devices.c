@@ -318,6 +318,10 @@ static int gpu_device(const struct inv_gpu *g, const struct gpu_attrs *ga, struc
     attr_str(d, "type", DRA_ATTR_STRING, "gpu");
     attr_str(d, "uuid", DRA_ATTR_STRING, g->uuid);
     common_attrs(d, g, ga);
+    /* NVML's memory query NOT_SUPPORTED (unified memory, GB10): NVIDIA's v0.4.0 publishes
+     * the GPU with no capacity at all (3f2a9d48); never shareable (gpu_shareable) */
+    if (g->memory_unknown)
+        return 0;
     if (capacity(d, DRA_CAPACITY_MEMORY, g->memory_mib << 20) < 0)
         return -EINVAL;
     return ga->shareable ? share_capacities(d, g) : 0;

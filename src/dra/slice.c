@@ -79,14 +79,20 @@ static json_t *device_json(const struct dra_device *d, enum dra_api_version vers
     if (!ok)
         goto fail;
     set(dev, "name", json_string(d->info.name), &ok);
+    if (d->n_capacities == 0) { /* left out, as Go's omitempty does (a GB10 has none) */
+        json_decref(caps);
+        caps = NULL;
+    }
     if (version == DRA_API_V1BETA1) {
-        json_t *basic = json_pack("{s:o,s:o}", "attributes", attrs, "capacity", caps);
+        json_t *basic = caps ? json_pack("{s:o,s:o}", "attributes", attrs, "capacity", caps)
+                             : json_pack("{s:o}", "attributes", attrs);
         if (basic && d->shareable)
             set(basic, "allowMultipleAllocations", json_true(), &ok);
         set(dev, "basic", basic, &ok);
     } else {
         set(dev, "attributes", attrs, &ok);
-        set(dev, "capacity", caps, &ok);
+        if (caps)
+            set(dev, "capacity", caps, &ok);
         if (d->shareable)
             set(dev, "allowMultipleAllocations", json_true(), &ok);
     }

@@ -77,6 +77,21 @@ else
     ok labels
 fi
 
+# plan --dra: the GPU is published with no capacity at all, as NVIDIA's v0.4.0 does (3f2a9d48)
+out=$("$BIN" plan --dra --node-name n --nvml-library "$LIB" 2>&1); rc=$?
+if [ $rc -ne 0 ]; then
+    bad dra-no-capacity "exit $rc: $out"
+elif printf '%s\n' "$out" | python3 -c '
+import json, sys
+[d] = json.load(sys.stdin)["spec"]["devices"]
+assert sorted(d) == ["attributes", "name"], d
+assert d["attributes"]["type"] == {"string": "gpu"}, d
+'; then
+    ok dra-no-capacity
+else
+    bad dra-no-capacity "a capacity published: $out"
+fi
+
 # only NOT_SUPPORTED means unknown: another error still fails the read
 export FAKE_NVML_MACHINE="$MACHINES/l20-node.yaml" FAKE_NVML_STATE="$tmp/l20.state"
 check other-error-fails 1 'nvmlDeviceGetMemoryInfo failed for GPU 0 (GPU-.*): Unknown Error' \
