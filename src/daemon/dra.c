@@ -517,37 +517,67 @@ static void dra_stop(struct daemon *d)
 
 /* ---- /metrics: the shares (the loop) --------------------------------------------------------- */
 
-/* The memory the processes of a claim's pods use on a GPU (NVML's processes as the inventory
- * has them, each process's pod from its cgroup under --host-proc). */
-static uint64_t share_used_bytes(const struct daemon *d, struct daemon__dra *x,
-                                 const struct dra_plan *p, const char *gpu)
-{
-    const struct inv_inventory *inv = d->snap ? dp_snapshot_inventory(d->snap) : NULL;
-    uint64_t used_mib = 0;
+/* One shared GPU's processes, read live once per scrape, and each process's pod uid (from its
+ * cgroup under --host-proc; "" when it is no pod's). */
+struct gpu_use {
+    struct gpu_sample s;
+    char pod_uid[GPU_SAMPLE_MAX_PROCS][64];
+    bool ok;
+};
 
-    for (size_t g = 0; inv && g < inv->n_gpus; g++) {
-        if (strcmp(inv->gpus[g].uuid, gpu) != 0)
-            continue;
-        for (size_t k = 0; k < inv->gpus[g].n_procs; k++) {
-            const struct inv_process *pr = &inv->gpus[g].procs[k];
-            char path[256], uid[64], cid[128];
-            char *text = NULL;
-            bool ours = false;
-            snprintf(path, sizeof(path), "%s/%u/cgroup",
-                     d->o->host_proc ? d->o->host_proc : "/proc", pr->pid);
-            if (file_read_all(path, 65536, &text, NULL, NULL) == 0 &&
-                metrics_cgroup_pod(text, uid, sizeof(uid), cid, sizeof(cid)) == 1) {
-                pthread_mutex_lock(&x->pods_lock);
-                for (size_t i = 0; !ours && i < x->n_pods; i++)
-                    ours = strcmp(x->pods[i].claim_uid, p->claim_uid) == 0 &&
-                           strcmp(x->pods[i].uid, uid) == 0;
-                pthread_mutex_unlock(&x->pods_lock);
-            }
-            free(text);
-            used_mib += ours ? pr->used_mib : 0;
-        }
+static void gpu_use_read(const struct daemon *d, struct gpu_nvml *nvml, const char *gpu,
+                         struct gpu_use *u)
+{
+    struct error err = {0};
+
+    u->ok = nvml && gpu_sample_procs(nvml, gpu, &u->s, &err) == 0;
+    if (!u->ok) {
+        str_copy(u->s.uuid, gpu, sizeof(u->s.uuid));
+        log_debug("DRA: the processes of GPU %s: %s", gpu, err.msg);
+        return;
     }
-    return used_mib << 20;
+    for (size_t k = 0; k < u->s.n_procs; k++) {
+        char path[256], cid[128];
+        char *text = NULL;
+        snprintf(path, sizeof(path), "%s/%u/cgroup", d->o->host_proc ? d->o->host_proc : "/proc",
+                 u->s.procs[k].pid);
+        if (file_read_all(path, 65536, &text, NULL, NULL) < 0 ||
+            metrics_cgroup_pod(text, u->pod_uid[k], sizeof(u->pod_uid[k]), cid, sizeof(cid)) != 1)
+            u->pod_uid[k][0] = '\0';
+        free(text);
+    }
+}
+
+/* The memory the processes of a claim's pods use on the GPU of u. */
+static uint64_t share_used_bytes(struct daemon__dra *x, const struct gpu_use *u,
+                                 const struct dra_plan *p)
+{
+    uint64_t used = 0;
+
+    pthread_mutex_lock(&x->pods_lock);
+    for (size_t k = 0; u->ok && k < u->s.n_procs; k++) {
+        bool ours = false;
+        for (size_t i = 0; u->pod_uid[k][0] && !ours && i < x->n_pods; i++)
+            ours = strcmp(x->pods[i].claim_uid, p->claim_uid) == 0 &&
+                   strcmp(x->pods[i].uid, u->pod_uid[k]) == 0;
+        used += ours ? u->s.procs[k].used_bytes : 0;
+    }
+    pthread_mutex_unlock(&x->pods_lock);
+    return used;
+}
+
+/* The use of gpu in uses[0..*n), read now if it is not there yet (at most max GPUs). */
+static const struct gpu_use *gpu_use_of(const struct daemon *d, struct gpu_nvml *nvml,
+                                        struct gpu_use *uses, size_t *n, size_t max,
+                                        const char *gpu)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(uses[i].s.uuid, gpu) == 0)
+            return &uses[i];
+    if (*n == max)
+        return NULL;
+    gpu_use_read(d, nvml, gpu, &uses[*n]);
+    return &uses[(*n)++];
 }
 
 /* The first pod of a claim (NVIDIA's claims serve one pod each, usually): "" when unknown. */
@@ -578,25 +608,32 @@ static int share_sample(struct strbuf *sb, const char *metric, const struct dra_
     return r == 0 ? strbuf_printf(sb, "\"} %llu\n", (unsigned long long)v) : r;
 }
 
-/* Per share: the memory it consumed (its limit) and what its pods use now. */
-/* One family of per-share series: what each prepared share consumed (its MPS limit), or what
- * its pods' processes use on its GPU (used). */
+/* One family of per-share series: what each prepared share consumed (its MPS limit), or, with
+ * uses, what its pods' processes use on its GPU now (each shared GPU's processes read once
+ * for the scrape, live: the inventory is not re-read in dra-plugin). */
 static int share_family(struct daemon *d, struct daemon__dra *x, const struct dra_checkpoint *cp,
-                        struct strbuf *sb, const char *name, const char *help, bool used)
+                        struct strbuf *sb, const char *name, const char *help, struct gpu_use *uses,
+                        size_t max_uses)
 {
+    struct gpu_nvml *nvml = daemon__dra_effects_nvml(x->effects);
     int r = metrics_family(sb, name, "gauge", help);
+    size_t n_uses = 0;
 
     for (size_t c = 0; r == 0 && c < cp->n_claims; c++)
         for (size_t i = 0; r == 0 && i < cp->claims[c].plan->n_devices; i++) {
             const struct dra_plan *p = cp->claims[c].plan;
             const struct dra_plan_device *pd = &p->devices[i];
+            const struct gpu_use *u = NULL;
             char pod[254];
             if (!pd->share.id[0])
                 continue;
+            if (uses)
+                u = gpu_use_of(d, nvml, uses, &n_uses, max_uses, pd->device.uuid);
+            if (uses && !u)
+                continue;
             share_pod(x, p->claim_uid, pod, sizeof(pod));
             r = share_sample(sb, name, p, pd, pod,
-                             used ? share_used_bytes(d, x, p, pd->device.uuid)
-                                  : pd->share.memory_mib << 20);
+                             u ? share_used_bytes(x, u, p) : pd->share.memory_mib << 20);
         }
     return r;
 }
@@ -604,14 +641,25 @@ static int share_family(struct daemon *d, struct daemon__dra *x, const struct dr
 static int share_metrics(struct daemon *d, struct daemon__dra *x, struct strbuf *sb)
 {
     struct dra_checkpoint *cp = dra_state_checkpoint(x->state);
+    size_t max_uses = 0;
+    struct gpu_use *uses = NULL;
     int r = cp ? 0 : -ENOMEM;
 
+    for (size_t c = 0; cp && c < cp->n_claims; c++)
+        max_uses += cp->claims[c].plan->n_devices; /* the shared GPUs are fewer */
+    if (r == 0 && max_uses) {
+        uses = calloc(max_uses, sizeof(*uses));
+        r = uses ? 0 : -ENOMEM;
+    }
     if (r == 0)
         r = share_family(d, x, cp, sb, "gpuslice_dra_share_memory_bytes",
-                         "GPU memory a share consumed (its MPS limit), per prepared share.", false);
+                         "GPU memory a share consumed (its MPS limit), per prepared share.", NULL,
+                         0);
     if (r == 0)
         r = share_family(d, x, cp, sb, "gpuslice_dra_share_memory_used_bytes",
-                         "GPU memory the processes of a share's pods use on its GPU.", true);
+                         "GPU memory the processes of a share's pods use on its GPU.", uses,
+                         max_uses);
+    free(uses);
     dra_checkpoint_free(cp);
     return r;
 }

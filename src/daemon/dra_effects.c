@@ -592,6 +592,11 @@ const char *daemon__dra_effects_mps_root(const struct daemon__dra_effects *e)
     return e->mps_root;
 }
 
+struct gpu_nvml *daemon__dra_effects_nvml(const struct daemon__dra_effects *e)
+{
+    return e->nvml;
+}
+
 /* ---- setup ------------------------------------------------------------------------------ */
 
 /* Paths under the kubelet's plugins dir, nvidia-smi, the CDI options. */

@@ -376,6 +376,9 @@ int daemon__dra_checkpoint_load(struct daemon__dra_effects *e, struct dra_checkp
                                 struct error *err);
 size_t daemon__dra_effects_n_claims(struct daemon__dra_effects *e); /* as last saved */
 const char *daemon__dra_effects_mps_root(const struct daemon__dra_effects *e);
+/* The effects' NVML handle (MPS compute modes; also the shares' processes for /metrics), or
+ * NULL when NVML could not be opened. Borrowed. */
+struct gpu_nvml *daemon__dra_effects_nvml(const struct daemon__dra_effects *e);
 
 /* dra_slice.c: the ResourceSlice controller thread of node_name (kube borrowed). */
 int daemon__dra_slices_start(struct kube_client *kube, const char *node_name,

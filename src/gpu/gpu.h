@@ -208,6 +208,11 @@ struct gpu_sample {
     size_t n_gis;
 };
 
+/* Reads only the compute processes of the GPU `uuid` into out (procs and n_procs; the fields
+ * stay -1): a live answer for one GPU, cheaper than gpu_sample_read. -ENODEV-like errors
+ * from NVML when the GPU cannot be found. */
+int gpu_sample_procs(struct gpu_nvml *nvml, const char *uuid, struct gpu_sample *out,
+                     struct error *err);
 /* Reads every GPU of inv into out[inv->n_gpus]. Fails only when a GPU cannot be found. */
 int gpu_sample_read(struct gpu_nvml *nvml, const struct inv_inventory *inv, struct gpu_sample *out,
                     struct error *err);

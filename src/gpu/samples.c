@@ -193,6 +193,25 @@ static void read_procs(struct gpu_nvml *n, nvmlDevice_t dev, struct gpu_sample *
     }
 }
 
+int gpu_sample_procs(struct gpu_nvml *n, const char *uuid, struct gpu_sample *out,
+                     struct error *err)
+{
+    nvmlDevice_t dev;
+    nvmlReturn_t rc;
+
+    memset(out, 0, sizeof(*out));
+    str_copy(out->uuid, uuid, sizeof(out->uuid));
+    for (size_t f = 0; f < GPU_FIELD_COUNT; f++)
+        out->field[f] = -1;
+    if (!n->nvmlDeviceGetHandleByUUID)
+        return error_set(err, -ENOTSUP, "nvmlDeviceGetHandleByUUID is missing: %s", uuid);
+    rc = n->nvmlDeviceGetHandleByUUID(uuid, &dev);
+    if (rc != NVML_SUCCESS)
+        return gpu__nvml_fail(n, err, rc, "nvmlDeviceGetHandleByUUID", uuid);
+    read_procs(n, dev, out);
+    return 0;
+}
+
 int gpu_sample_read(struct gpu_nvml *n, const struct inv_inventory *inv, struct gpu_sample *out,
                     struct error *err)
 {

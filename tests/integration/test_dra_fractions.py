@@ -296,6 +296,16 @@ class DraFractions(DraNode, unittest.TestCase):
         self.assertIn("gpuslice_dra_share_memory_bytes{%s} %d" % (labels, 10 << 30), text)
         self.assertIn("gpuslice_dra_share_memory_used_bytes{%s} %d" % (labels, 3000 << 20),
                       text)
+        # read live at each scrape (dra-plugin does not re-read the inventory): a process
+        # the pod starts later counts
+        os.makedirs(os.path.join(self.proc_root, "4003"), exist_ok=True)
+        with open(os.path.join(self.proc_root, "4003", "cgroup"), "w") as f:
+            f.write("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s"
+                    ".slice/cri-containerd-%s.scope\n" % (pod_uid.replace("-", "_"), "cd" * 32))
+        with open(self.events, "a") as f:
+            f.write("proc 0 4003 1500\n")
+        want = "gpuslice_dra_share_memory_used_bytes{%s} %d" % (labels, 4500 << 20)
+        wait_for(lambda: want in metrics(), "the new process counted")
         self.xid(0)
         ev = wait_for(lambda: [e for e in self.api_events() if e.get("reason") ==
                                "PreparedDeviceLost"], "the PreparedDeviceLost Event")
