@@ -150,6 +150,19 @@ int path_mkdir_p(const char *path, mode_t mode, struct error *err);
  * ignored (what cannot be removed stays). */
 void path_rm_tree(const char *path);
 
+/* ---- child processes (proc.c) ------------------------------------------------------------ */
+
+/* The environment of a child: this process's, with each "NAME=value" of set replacing NAME
+ * (set is borrowed: it must outlive the array). The array is owned (free() it, not its
+ * strings). NULL when out of memory. */
+char **proc_env_with(const char *const *set, size_t n_set);
+/* Starts file (searched in PATH when it has no '/') with argv and envp (NULL: this process's
+ * environment), stdin from in_fd (-1: /dev/null), stdout and stderr to out_fd (-1: ours),
+ * without fork(): safe from a threaded process. 0 with *ret_pid, or a negative errno
+ * (-ENOENT, -EACCES when it cannot be run). */
+int proc_spawn(const char *file, char *const *argv, char *const *envp, int in_fd, int out_fd,
+               pid_t *ret_pid);
+
 /* ---- run-time loading (dl.c) -------------------------------------------------------------- */
 
 /* One symbol of a table: where its function pointer goes in the caller's struct. */

@@ -9,7 +9,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +26,6 @@
 
 #define DRA_SMI_TIMEOUT_MS 10000
 #define DRA_MAX_SHARES 256 /* shares prepared on one node (7 a GPU on 8 GPUs is 56) */
-
-extern char **environ;
 
 /* A share of a GPU held by a claim: what its GPU's daemon must hold. */
 struct share_ref {
@@ -82,7 +79,6 @@ static bool reap_within(pid_t pid, int ms, int *ret_status)
 static int run_smi(const struct daemon__dra_effects *e, const char *const *args, struct error *err)
 {
     const char *argv[8] = {e->smi};
-    posix_spawn_file_actions_t fa;
     int status = 0, r;
     size_t n = 1;
     pid_t pid;
@@ -90,12 +86,9 @@ static int run_smi(const struct daemon__dra_effects *e, const char *const *args,
     for (; args[n - 1] && n < GS_ARRAY_SIZE(argv) - 1; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    r = posix_spawn(&pid, e->smi, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (r != 0)
-        return error_set_errno(err, r, "running %s", e->smi);
+    r = proc_spawn(e->smi, (char *const *)argv, NULL, -1, -1, &pid);
+    if (r < 0)
+        return error_set_errno(err, -r, "running %s", e->smi);
     if (!reap_within(pid, DRA_SMI_TIMEOUT_MS, &status)) {
         kill(pid, SIGKILL);
         (void)waitpid(pid, &status, 0);

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,57 +122,6 @@ static void kill_wait(pid_t pid, int pidfd)
         (void)waitpid(pid, NULL, 0);
 }
 
-/* The environment of a child: ours, with each "NAME=value" of `set` replacing NAME. Built in
- * the parent, because after fork() in a threaded process (DRA prepares run on several
- * threads) the child may not allocate. Owned: env_free(). NULL on -ENOMEM. */
-static char **env_with(const char *const *set, size_t n_set)
-{
-    size_t n = 0, k = 0;
-    while (environ && environ[n])
-        n++;
-    char **env = calloc(n + n_set + 1, sizeof(*env));
-    if (!env)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        bool replaced = false;
-        for (size_t j = 0; j < n_set && !replaced; j++) {
-            size_t len = strcspn(set[j], "=");
-            replaced = strncmp(environ[i], set[j], len) == 0 && environ[i][len] == '=';
-        }
-        if (!replaced)
-            env[k++] = environ[i];
-    }
-    for (size_t j = 0; j < n_set; j++)
-        env[k++] = (char *)set[j];
-    return env;
-}
-
-/* Starts `binary` (searched in PATH) with argv, envp, stdin from in_fd (-1: /dev/null) and
- * stdout+stderr to out_fd (-1: inherited). 0 with *ret_pid, or a negative errno. */
-static int spawn(const char *binary, char *const *argv, char *const *envp, int in_fd, int out_fd,
-                 pid_t *ret_pid)
-{
-    posix_spawn_file_actions_t fa;
-    pid_t pid;
-    int r;
-
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        return -ENOMEM;
-    r = in_fd >= 0 ? posix_spawn_file_actions_adddup2(&fa, in_fd, 0)
-                   : posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (r == 0 && out_fd >= 0)
-        r = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    if (r == 0 && out_fd >= 0)
-        r = posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
-    if (r == 0)
-        r = posix_spawnp(&pid, binary, &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    if (r != 0)
-        return -r;
-    *ret_pid = pid;
-    return 0;
-}
-
 int mps_control_command(const struct mps_options *o, const char *resource, const char *commands,
                         char **ret_out, struct error *err)
 {
@@ -194,9 +142,9 @@ int mps_control_command(const struct mps_options *o, const char *resource, const
         goto out;
     }
     const char *set[] = {strbuf_str(&env_pipe)};
-    env = env_with(set, 1);
+    env = proc_env_with(set, 1);
     char *const argv[] = {(char *)o->binary, NULL};
-    r = env ? spawn(o->binary, argv, env, in[0], out[1], &pid) : -ENOMEM;
+    r = env ? proc_spawn(o->binary, argv, env, in[0], out[1], &pid) : -ENOMEM;
     if (r == -ENOENT || r == -EACCES) {
         r = error_set(err, -ENOENT, "%s: cannot run %s (not found or not executable)", resource,
                       o->binary);
@@ -461,8 +409,8 @@ static int spawn_daemon(const struct mps_supervisor *s, const struct mps_daemon_
     if (r == 0) {
         const char *set[] = {strbuf_str(&pipe_dir), strbuf_str(&log_dir), strbuf_str(&visible)};
         char *const argv[] = {(char *)s->binary, "-f", NULL};
-        env = env_with(set, 3);
-        r = env ? spawn(s->binary, argv, env, -1, -1, ret_pid) : -ENOMEM;
+        env = proc_env_with(set, 3);
+        r = env ? proc_spawn(s->binary, argv, env, -1, -1, ret_pid) : -ENOMEM;
     }
     if (r < 0)
         r = error_set_errno(err, -r, "%s: starting %s -f", sp->resource, s->binary);
