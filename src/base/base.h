@@ -203,5 +203,8 @@ uint64_t time_now_ms(void);
 /* *ts = now on `clock` + ms: the absolute deadline pthread_cond_timedwait and
  * pthread_timedjoin_np take (the clock must be the one the condition or call uses). */
 void time_deadline(struct timespec *ts, clockid_t clock, unsigned ms);
+/* The next wait of an exponential backoff: min_ms after none (cur_ms 0), then twice the last,
+ * at most max_ms. */
+unsigned backoff_next_ms(unsigned cur_ms, unsigned min_ms, unsigned max_ms);
 
 #endif

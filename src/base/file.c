@@ -193,6 +193,13 @@ void time_deadline(struct timespec *ts, clockid_t clock, unsigned ms)
     }
 }
 
+unsigned backoff_next_ms(unsigned cur_ms, unsigned min_ms, unsigned max_ms)
+{
+    unsigned next = cur_ms == 0 ? min_ms : cur_ms > max_ms / 2 ? max_ms : cur_ms * 2;
+
+    return next > max_ms ? max_ms : next;
+}
+
 int path_mkdir_p(const char *path, mode_t mode, struct error *err)
 {
     char *p = str_dup(path);

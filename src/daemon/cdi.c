@@ -24,9 +24,7 @@ static void cdi_retry_later(struct daemon *d, unsigned what, const char *why,
     if (d->cdi_retry_fd < 0)
         d->cdi_retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     d->cdi_retry_what |= what;
-    d->cdi_retry_ms = d->cdi_retry_ms ? d->cdi_retry_ms * 2 : CDI_RETRY_MIN_MS;
-    if (d->cdi_retry_ms > CDI_RETRY_MAX_MS)
-        d->cdi_retry_ms = CDI_RETRY_MAX_MS;
+    d->cdi_retry_ms = backoff_next_ms(d->cdi_retry_ms, CDI_RETRY_MIN_MS, CDI_RETRY_MAX_MS);
     log_error("%s: %s; serving the current devices (their names are in the last specs "
               "written), trying again in %u ms",
               why, err->msg, d->cdi_retry_ms);

@@ -262,9 +262,7 @@ static void *slices_main(void *arg)
             sl->retry_ms = 0;
             due = false;
         } else if (due && sl->devs) {
-            sl->retry_ms = sl->retry_ms ? sl->retry_ms * 2 : SLICE_RETRY_MIN_MS;
-            if (sl->retry_ms > SLICE_RETRY_MAX_MS)
-                sl->retry_ms = SLICE_RETRY_MAX_MS;
+            sl->retry_ms = backoff_next_ms(sl->retry_ms, SLICE_RETRY_MIN_MS, SLICE_RETRY_MAX_MS);
             log_error("DRA: publishing the ResourceSlice: %s; retrying in %u ms", err.msg,
                       sl->retry_ms);
         }

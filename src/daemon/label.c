@@ -162,9 +162,7 @@ static void *node_state_thread(void *arg)
             k->retry_ms = 0;
             continue;
         }
-        k->retry_ms = k->retry_ms ? k->retry_ms * 2 : NODE_RETRY_MIN_MS;
-        if (k->retry_ms > NODE_RETRY_MAX_MS)
-            k->retry_ms = NODE_RETRY_MAX_MS;
+        k->retry_ms = backoff_next_ms(k->retry_ms, NODE_RETRY_MIN_MS, NODE_RETRY_MAX_MS);
         k->retry_at_ms = time_now_ms() + k->retry_ms;
     }
     pthread_mutex_unlock(&k->lock);

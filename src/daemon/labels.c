@@ -94,9 +94,7 @@ static void *writer(void *arg)
             continue;
         }
         l->failures++;
-        backoff_ms = backoff_ms ? backoff_ms * 2 : LABELS_RETRY_MIN_MS;
-        if (backoff_ms > LABELS_RETRY_MAX_MS)
-            backoff_ms = LABELS_RETRY_MAX_MS;
+        backoff_ms = backoff_next_ms(backoff_ms, LABELS_RETRY_MIN_MS, LABELS_RETRY_MAX_MS);
         log_warn("labels: %s, retrying in %u ms", err.msg, backoff_ms);
     }
     pthread_mutex_unlock(&l->lock);

@@ -276,9 +276,7 @@ static void settle(struct kube_event_poster *p, struct queued *q, int r, long st
         queued_free(q);
         return;
     }
-    p->retry_ms = p->retry_ms ? p->retry_ms * 2 : p->o.retry_min_ms;
-    if (p->retry_ms > p->o.retry_max_ms)
-        p->retry_ms = p->o.retry_max_ms;
+    p->retry_ms = backoff_next_ms(p->retry_ms, p->o.retry_min_ms, p->o.retry_max_ms);
     p->retry_at_ms = time_now_ms() + p->retry_ms;
     if (p->n == cap) { /* the queue filled meanwhile: this, the oldest, goes */
         p->stats.dropped_full++;

@@ -514,9 +514,7 @@ static void schedule_restart(struct mps_supervisor *s, struct daemon *d)
 {
     if (d->up_since_ms && time_now_ms() - d->up_since_ms >= STABLE_UP_MS)
         d->backoff_ms = 0; /* it had been up a good while: a fresh failure */
-    d->backoff_ms = d->backoff_ms ? d->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (d->backoff_ms > BACKOFF_MAX_MS)
-        d->backoff_ms = BACKOFF_MAX_MS;
+    d->backoff_ms = backoff_next_ms(d->backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     d->restart_at_ms = time_now_ms() + d->backoff_ms;
     arm(s);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_base.c: unit tests for src/base (errors, strbuf, parsing, strv, files). */
+#include <limits.h>
 #include <ctype.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -368,6 +369,23 @@ static void test_log_emit_one_line_json(void **state)
     assert_ptr_equal(strchr(buf, '\n'), buf + n - 1);
 }
 
+/* The backoff every retry loop shares: min first, doubling, capped, never overflowing. */
+static void test_backoff_next_ms(void **state)
+{
+    unsigned ms = 0;
+    const unsigned want[] = {250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        ms = backoff_next_ms(ms, 250, 30000);
+        assert_int_equal(ms, want[i]);
+    }
+    assert_int_equal(backoff_next_ms(0, 100, 10000), 100);
+    assert_int_equal(backoff_next_ms(6000, 100, 10000), 10000);
+    assert_int_equal(backoff_next_ms(UINT_MAX - 1, 1, UINT_MAX), UINT_MAX);
+    assert_int_equal(backoff_next_ms(0, 500, 300), 300); /* min above max: the cap wins */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_log_json_valid_and_structured),
         cmocka_unit_test(test_log_level_parse),
         cmocka_unit_test(test_log_emit_one_line_json),
+        cmocka_unit_test(test_backoff_next_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
