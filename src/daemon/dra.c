@@ -432,9 +432,7 @@ static int dra_start(struct daemon *d, struct error *err)
     struct dra_devices *devs = NULL;
     int r;
 
-    if (!d->o->dra.enabled)
-        return 0;
-    r = device_plugin_live(d, err);
+    r = device_plugin_live(d, err); /* the unit runs only in dra-plugin's table (daemon.c) */
     if (r < 0)
         return r;
     x = calloc(1, sizeof(*x));
@@ -470,7 +468,7 @@ static int dra_prepare_state(struct daemon *d, const struct dp_snapshot *next,
                              const struct cfg_config *cfg, const struct daemon_change *c,
                              struct error *err)
 {
-    int r = d->o->dra.enabled ? dra_config_check(cfg, err) : 0;
+    int r = dra_config_check(cfg, err);
 
     (void)next;
     if (r < 0 && !(c->what & DAEMON_CHANGE_START)) { /* at start the caller says it */
